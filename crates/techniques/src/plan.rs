@@ -1,0 +1,93 @@
+//! An instrumentation plan: what code runs on which CFG edge.
+//!
+//! Every profiling technique produces one [`FunctionPlan`] per function; the
+//! rewriter in `pathprof-wasm` is the only code that turns plans into bytes.
+//! Plans speak of path registers, a per-function path-counter table and
+//! per-function slot counters; the rewriter chooses where they live (locals and
+//! a counter memory of their own) and records the layout it chose.
+
+use serde::{Deserialize, Serialize};
+
+/// Width of a path register. Register arithmetic wraps: a path's final sum is
+/// exact modulo 2^width, so `I32` is enough whenever every path number of the
+/// function is below 2^32, even when partial sums on chords are not.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Width {
+    I32,
+    I64,
+}
+
+/// Index of a path register within a function's plan (0 for Ball-Larus; PPP
+/// keeps a second register beside it).
+pub type Reg = u8;
+
+/// One step executed when control crosses an edge. The steps on an edge run in
+/// the order given; register values are unsigned path numbers, increments may
+/// be negative, and all arithmetic wraps at the register's width.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Action {
+    /// `r = value` (Fig. 8: register initialisation, pushed to first chords).
+    Set { reg: Reg, value: i64 },
+    /// `r += value` (a chord increment).
+    Add { reg: Reg, value: i64 },
+    /// `count[r + offset]++` in the function's path table (Fig. 8: counter
+    /// update folded into the last chord; `offset` 0 is plain `count[r]++`).
+    CountPath { reg: Reg, offset: i64 },
+    /// `count[path]++` in the path table for a path number known statically
+    /// (Fig. 8: a chord that both initialises and counts).
+    CountPathConst { path: u64 },
+    /// `slot[index]++` in the function's slot counters (self-loop counters of
+    /// section 4.1, edge-profile chord counters).
+    CountSlot { index: u32 },
+    /// Test-only oracle hook: reports `(function index, edge)` to the host.
+    Trace { edge: u32 },
+}
+
+/// Where a function's path counters live.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PathTable {
+    /// No path counters.
+    None,
+    /// One 64-bit counter per path number in `0..len`.
+    Array { len: u64 },
+    /// An open-addressing hash table of `capacity` entries (a power of two),
+    /// keyed by path number (section 5.3). A full table drops the count and
+    /// counts it as lost; it never traps.
+    Hash { capacity: u32 },
+}
+
+/// The plan for one function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionPlan {
+    /// Path registers used by the actions, indexed by [`Reg`].
+    pub registers: Vec<Width>,
+    pub paths: PathTable,
+    /// Number of 64-bit slot counters.
+    pub slots: u32,
+    /// Actions per CFG edge, indexed by `EdgeId::index()`; every edge has an
+    /// entry, most of them empty.
+    pub edges: Vec<Vec<Action>>,
+}
+
+impl FunctionPlan {
+    /// A plan that does nothing on a graph with `num_edges` edges.
+    pub fn empty(num_edges: usize) -> Self {
+        FunctionPlan { registers: Vec::new(), paths: PathTable::None, slots: 0, edges: vec![Vec::new(); num_edges] }
+    }
+
+    /// Number of edges that carry at least one action.
+    pub fn instrumented_edges(&self) -> usize {
+        self.edges.iter().filter(|a| !a.is_empty()).count()
+    }
+}
+
+/// Raw counters read back from a run, for one function, before a technique
+/// decodes them: the non-zero path counters, the slot counters and the counts
+/// a full hash table had to drop.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawCounters {
+    /// `(path number, count)`, sorted by path number, counts non-zero.
+    pub paths: Vec<(u64, u64)>,
+    pub slots: Vec<u64>,
+    pub lost: u64,
+}
