@@ -1,0 +1,136 @@
+//! The runner's error type.
+
+use std::path::PathBuf;
+
+/// Why a module could not be run at all.
+///
+/// A module that *starts* running and then traps, calls `proc_exit` or runs
+/// out of fuel is not an error: that ends in [`crate::Exit`]. These errors are
+/// about everything before (or around) the run: configuring the engine,
+/// compiling the module, linking it, preparing the WASI context, finding and
+/// calling the requested export.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The engine configuration was rejected by wasmtime.
+    #[error("cannot configure the wasm engine: {0}")]
+    Engine(String),
+
+    /// The bytes are a WebAssembly component, not a core module.
+    #[error(
+        "the input is a WebAssembly component, not a core module; \
+         pathprof profiles core modules only"
+    )]
+    Component,
+
+    /// The bytes do not decode, validate or compile as a core module.
+    #[error("invalid wasm module: {0}")]
+    Compile(String),
+
+    /// A host directory to preopen could not be opened.
+    #[error("cannot preopen host directory {} as guest path {guest:?}: {message}", host.display())]
+    Preopen {
+        /// Host directory.
+        host: PathBuf,
+        /// Guest path it was to be mapped to.
+        guest: String,
+        /// What went wrong.
+        message: String,
+    },
+
+    /// Linking or instantiation failed (e.g. an import nothing provides, or
+    /// an import of the wrong type).
+    #[error("cannot instantiate the module: {0}")]
+    Instantiate(String),
+
+    /// The module has no export of that name.
+    #[error("the module has no export named `{0}`")]
+    MissingExport(String),
+
+    /// The export exists but is not a function.
+    #[error("the export `{name}` is a {kind}, not a function")]
+    NotAFunction {
+        /// Export name.
+        name: String,
+        /// What it is instead (`memory`, `global`, `table`, `tag`).
+        kind: &'static str,
+    },
+
+    /// `run_command` on a module without a callable `_start`.
+    #[error("the module has no `_start` function of type [] -> []: {0}")]
+    NoStart(String),
+
+    /// Wrong number of arguments for an export.
+    #[error("`{name}` takes {expected} argument(s) ({signature}), but {given} were given")]
+    Arity {
+        /// Export name.
+        name: String,
+        /// Number of parameters.
+        expected: usize,
+        /// Number of arguments given.
+        given: usize,
+        /// The parameter types, for the message.
+        signature: String,
+    },
+
+    /// An argument string does not parse as the parameter's type.
+    #[error("argument {index} of `{name}`: cannot parse {value:?} as {ty}")]
+    BadArgument {
+        /// Export name.
+        name: String,
+        /// 1-based argument position.
+        index: usize,
+        /// The string given.
+        value: String,
+        /// The parameter type expected.
+        ty: String,
+    },
+
+    /// A parameter type that cannot be given as a string.
+    #[error(
+        "`{name}` has a parameter of type {ty} (argument {index}); \
+         only i32, i64, f32 and f64 arguments can be given"
+    )]
+    UnsupportedParam {
+        /// Export name.
+        name: String,
+        /// 1-based parameter position.
+        index: usize,
+        /// The parameter type.
+        ty: String,
+    },
+
+    /// A fuel limit was requested but the engine does not meter fuel.
+    #[error(
+        "a fuel limit was requested, but the engine does not meter fuel \
+         (use pathprof_runner::engine(), not engine_without_fuel())"
+    )]
+    FuelNotEnabled,
+
+    /// Any other failure of the host side while setting up or calling (not a
+    /// guest trap).
+    #[error("{0}")]
+    Host(String),
+}
+
+/// Formats a wasmtime error with its whole chain of causes, leaving out the
+/// wasm backtrace (which is reported separately).
+pub(crate) fn describe(err: &wasmtime::Error) -> String {
+    let backtrace = err
+        .downcast_ref::<wasmtime::WasmBacktrace>()
+        .map(|bt| bt.to_string());
+    let mut parts: Vec<String> = Vec::new();
+    for cause in err.chain() {
+        let s = cause.to_string();
+        if Some(&s) == backtrace.as_ref() {
+            continue;
+        }
+        if !s.is_empty() && parts.last() != Some(&s) {
+            parts.push(s);
+        }
+    }
+    if parts.is_empty() {
+        err.to_string()
+    } else {
+        parts.join(": ")
+    }
+}

@@ -1,0 +1,630 @@
+//! Runs a (possibly instrumented) core WebAssembly module on the embedded
+//! engine: wasmtime with WASI preview 1.
+//!
+//! * [`engine`] builds the one engine configuration the whole project uses
+//!   ([`engine_without_fuel`]: the same without fuel metering, faster).
+//! * [`run_command`] runs a WASI command (a module exporting `_start`).
+//! * [`invoke`] calls one export of a library module with arguments given as
+//!   strings.
+//! * [`compile`], [`run_compiled`] and [`invoke_compiled`] do the same in two
+//!   steps, to compile a module once and run it many times.
+//!
+//! Both report how the run ended ([`Exit`]) and, whatever the ending, the
+//! data an instrumented module leaves behind:
+//!
+//! * the bytes of the exported memory [`COUNTERS_EXPORT`]
+//!   (`"__pathprof_counters"`), read after the run;
+//! * the events the module sent to the import [`TRACE_MODULE`]`.`[`TRACE_FUNC`]
+//!   (`"__pathprof" "trace"`, type `(func (param i32 i32))`), which the runner
+//!   provides to any module that imports it;
+//! * the wasm frames that were live when the run ended abruptly (by
+//!   `proc_exit` or a trap), innermost first.
+//!
+//! A trap (or running out of fuel) is not a Rust error: it is
+//! [`Exit::Trap`], and the counters are still read. [`RunError`] is for what
+//! prevents or breaks the run from the host's side (an invalid module, a
+//! component, a missing export, unparsable arguments, ...).
+//!
+//! # Exit codes
+//!
+//! [`Exit::code`] gives the code a command-line tool should exit with, the
+//! same convention as `wasmtime run` on Unix: `0` when `_start` returns, `n`
+//! for `proc_exit(n)`, and [`TRAP_EXIT_CODE`] (`134`, i.e. 128 + SIGABRT)
+//! for a trap. Unlike `wasmtime run`, which exits with 1 when a *host* function
+//! fails (e.g. `proc_exit` with a status ≥ 126, which WASI forbids), the runner
+//! reports every abrupt end other than a valid `proc_exit` as a trap, so such
+//! runs also give 134.
+
+mod error;
+mod value;
+
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+use wasmtime::{
+    Caller, Config, Engine, Extern, Func, Instance, Linker, Module, OptLevel, Store, Trap, Val,
+    WasmBacktrace, WasmBacktraceDetails,
+};
+use wasmtime_wasi::p1::{add_to_linker_sync, WasiP1Ctx};
+use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
+use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
+
+pub use error::RunError;
+pub use value::Value;
+
+/// Name of the exported memory holding an instrumented module's counters.
+pub const COUNTERS_EXPORT: &str = "__pathprof_counters";
+/// Module name of the trace import.
+pub const TRACE_MODULE: &str = "__pathprof";
+/// Field name of the trace import, of type `(func (param i32 i32))`.
+pub const TRACE_FUNC: &str = "trace";
+/// Exit code for a run that ended in a trap (128 + SIGABRT, as `wasmtime run`).
+pub const TRAP_EXIT_CODE: u8 = 134;
+/// The most wasm frames recorded in [`RunOutcome::abrupt_stack`]. The
+/// engine's default wasm stack (512 KiB) cannot hold more frames than this,
+/// so the recorded stack is complete.
+pub const MAX_BACKTRACE_FRAMES: usize = 1 << 16;
+
+/// The engine configuration used throughout the project.
+///
+/// Enables multi-memory, tail calls, typed function references, GC and
+/// exception handling; wasm backtraces with DWARF details (up to
+/// [`MAX_BACKTRACE_FRAMES`] frames); fuel metering (so that
+/// [`RunOptions::fuel`] can bound a run; an unbounded run gets `u64::MAX`
+/// fuel); and Cranelift optimising for speed.
+pub fn config() -> Config {
+    let mut config = Config::new();
+    config
+        .wasm_multi_memory(true)
+        .wasm_tail_call(true)
+        .wasm_function_references(true)
+        .wasm_gc(true)
+        .wasm_exceptions(true)
+        .wasm_backtrace_details(WasmBacktraceDetails::Enable)
+        .wasm_backtrace_max_frames(NonZeroUsize::new(MAX_BACKTRACE_FRAMES))
+        .consume_fuel(true)
+        .cranelift_opt_level(OptLevel::Speed);
+    config
+}
+
+/// Builds an engine with [`config`].
+pub fn engine() -> Result<Engine, RunError> {
+    Engine::new(&config()).map_err(|e| RunError::Engine(error::describe(&e)))
+}
+
+/// Builds an engine with [`config`] but without fuel metering, for runs
+/// where speed matters: metering costs about a third more time on tight
+/// loops (measured on the `interp` fixture). The wasm features are the same,
+/// so the same modules validate; [`RunOptions::fuel`] must be `None` with it
+/// (else [`RunError::FuelNotEnabled`]).
+pub fn engine_without_fuel() -> Result<Engine, RunError> {
+    let mut config = config();
+    config.consume_fuel(false);
+    Engine::new(&config).map_err(|e| RunError::Engine(error::describe(&e)))
+}
+
+/// How to run a module: its WASI environment and what to record.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The program's arguments, `argv[0]` included.
+    pub args: Vec<String>,
+    /// Environment variables, in order.
+    pub env: Vec<(String, String)>,
+    /// Preopened directories: (host directory, guest path), read-write.
+    pub dirs: Vec<(PathBuf, String)>,
+    /// Inherit the host's stdin, stdout and stderr. Overridden per stream by
+    /// `stdin` and `capture_stdout`. When false (and not overridden), stdin
+    /// is empty and output is discarded.
+    pub inherit_stdio: bool,
+    /// Bytes to serve as stdin (takes precedence over `inherit_stdio`).
+    pub stdin: Option<Vec<u8>>,
+    /// Capture stdout *and* stderr into [`RunOutcome::stdout`] and
+    /// [`RunOutcome::stderr`] (takes precedence over `inherit_stdio`).
+    pub capture_stdout: bool,
+    /// Fuel limit: the run traps with "all fuel consumed" past it. `None`:
+    /// no limit.
+    pub fuel: Option<u64>,
+    /// Record the events of the `__pathprof.trace` import in
+    /// [`RunOutcome::trace`]. When false the import is still provided (as a
+    /// no-op) so that modules importing it instantiate.
+    pub trace: bool,
+}
+
+impl RunOptions {
+    /// Options with these arguments (`argv[0]` first), capturing stdout and
+    /// stderr, empty stdin, no environment, no directories, no limit, no trace.
+    pub fn captured<S: Into<String>>(args: impl IntoIterator<Item = S>) -> Self {
+        RunOptions {
+            args: args.into_iter().map(Into::into).collect(),
+            capture_stdout: true,
+            ..RunOptions::default()
+        }
+    }
+
+    /// Options with these arguments (`argv[0]` first) and inherited stdio,
+    /// as a command-line tool runs a program.
+    pub fn inherited<S: Into<String>>(args: impl IntoIterator<Item = S>) -> Self {
+        RunOptions {
+            args: args.into_iter().map(Into::into).collect(),
+            inherit_stdio: true,
+            ..RunOptions::default()
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// The called function (`_start` or the invoked export) returned.
+    Returned,
+    /// The module called WASI `proc_exit` with this status.
+    ProcExit(i32),
+    /// The run was aborted: a wasm trap, fuel exhaustion, or a host function
+    /// failing. The message describes it (without the backtrace).
+    Trap(String),
+}
+
+impl Exit {
+    /// The process exit code a command-line tool should return: 0 for
+    /// [`Exit::Returned`], `n` for [`Exit::ProcExit`]`(n)` and
+    /// [`TRAP_EXIT_CODE`] (134) for [`Exit::Trap`]. (WASI allows `proc_exit`
+    /// statuses 0..126 only; the low 8 bits are taken, as a Unix shell would.)
+    pub fn code(&self) -> u8 {
+        match self {
+            Exit::Returned => 0,
+            Exit::ProcExit(n) => (*n & 0xff) as u8,
+            Exit::Trap(_) => TRAP_EXIT_CODE,
+        }
+    }
+
+    /// Whether the run ended abruptly (`proc_exit` or a trap).
+    pub fn is_abrupt(&self) -> bool {
+        !matches!(self, Exit::Returned)
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// How the run ended.
+    pub exit: Exit,
+    /// Captured stdout (empty unless [`RunOptions::capture_stdout`]).
+    pub stdout: Vec<u8>,
+    /// Captured stderr (empty unless [`RunOptions::capture_stdout`]).
+    pub stderr: Vec<u8>,
+    /// Contents of the exported memory `__pathprof_counters` after the run,
+    /// if the module exports it (and was instantiated).
+    pub counters: Option<Vec<u8>>,
+    /// When the run ended by `proc_exit` or a trap: the wasm frames then
+    /// live, innermost first, as (function index in the module's function
+    /// index space — imports included, module byte offset of the instruction
+    /// executing in that frame: the trapping instruction, or the call
+    /// instruction in a calling frame). The offset is `u32::MAX` if unknown.
+    /// Empty when the run returned.
+    pub abrupt_stack: Vec<(u32, u32)>,
+    /// Events of the `__pathprof.trace` import, in order, when
+    /// [`RunOptions::trace`] is set (the i32 arguments reinterpreted as u32).
+    pub trace: Vec<(u32, u32)>,
+}
+
+/// What calling an export produced: its results, and the rest as
+/// [`RunOutcome`] describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InvokeOutcome {
+    /// The function's results, when it returned ([`Exit::Returned`]);
+    /// empty otherwise.
+    pub results: Vec<Value>,
+    /// How the call ended.
+    pub exit: Exit,
+    /// Captured stdout (empty unless [`RunOptions::capture_stdout`]).
+    pub stdout: Vec<u8>,
+    /// Captured stderr (empty unless [`RunOptions::capture_stdout`]).
+    pub stderr: Vec<u8>,
+    /// As [`RunOutcome::counters`].
+    pub counters: Option<Vec<u8>>,
+    /// As [`RunOutcome::abrupt_stack`].
+    pub abrupt_stack: Vec<(u32, u32)>,
+    /// As [`RunOutcome::trace`].
+    pub trace: Vec<(u32, u32)>,
+}
+
+impl InvokeOutcome {
+    fn new(results: Vec<Value>, run: RunOutcome) -> Self {
+        InvokeOutcome {
+            results,
+            exit: run.exit,
+            stdout: run.stdout,
+            stderr: run.stderr,
+            counters: run.counters,
+            abrupt_stack: run.abrupt_stack,
+            trace: run.trace,
+        }
+    }
+}
+
+/// Runs a WASI command: instantiates `module_bytes` (binary, or text if it
+/// parses as WAT) with WASI preview 1 configured from `opts` and calls its
+/// `_start`. Same as [`compile`] then [`run_compiled`].
+pub fn run_command(
+    engine: &Engine,
+    module_bytes: &[u8],
+    opts: &RunOptions,
+) -> Result<RunOutcome, RunError> {
+    run_compiled(&compile(engine, module_bytes)?, opts)
+}
+
+/// Compiles a core module for `engine`, to run it several times with
+/// [`run_compiled`] or [`invoke_compiled`]. Rejects components with
+/// [`RunError::Component`].
+pub fn compile(engine: &Engine, module_bytes: &[u8]) -> Result<Module, RunError> {
+    if is_component_binary(module_bytes) || looks_like_component_text(module_bytes) {
+        return Err(RunError::Component);
+    }
+    Module::new(engine, module_bytes).map_err(|e| RunError::Compile(error::describe(&e)))
+}
+
+/// [`run_command`] for a module already compiled (by [`compile`]).
+pub fn run_compiled(module: &Module, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    let mut prepared = match prepare(module, opts)? {
+        Setup::Ready(p) => p,
+        Setup::Ended(outcome) => return Ok(outcome),
+    };
+    let start = prepared
+        .instance
+        .get_typed_func::<(), ()>(&mut prepared.store, "_start")
+        .map_err(|e| RunError::NoStart(error::describe(&e)))?;
+    let (exit, abrupt_stack) = match start.call(&mut prepared.store, ()) {
+        Ok(()) => (Exit::Returned, Vec::new()),
+        Err(e) => classify(&e),
+    };
+    Ok(prepared.finish(exit, abrupt_stack))
+}
+
+/// Calls the export `export` of a library module with `args` parsed
+/// according to its parameter types, and returns its results.
+///
+/// Parameters must be i32, i64, f32 or f64. Integers are decimal or `0x`
+/// hexadecimal, optionally signed, in the signed or the unsigned range of the
+/// width (`4294967295` is the i32 `-1`); floats use Rust's syntax (`1.5`,
+/// `-2e3`, `inf`, `NaN`). WASI preview 1 is available to the module if it
+/// imports it; a module without imports works too. If the module exports a
+/// WASI reactor's `_initialize`, that is called first (and if it ends the
+/// run, `export` is not called).
+pub fn invoke(
+    engine: &Engine,
+    module_bytes: &[u8],
+    export: &str,
+    args: &[String],
+    opts: &RunOptions,
+) -> Result<InvokeOutcome, RunError> {
+    invoke_compiled(&compile(engine, module_bytes)?, export, args, opts)
+}
+
+/// [`invoke`] for a module already compiled (by [`compile`]).
+pub fn invoke_compiled(
+    module: &Module,
+    export: &str,
+    args: &[String],
+    opts: &RunOptions,
+) -> Result<InvokeOutcome, RunError> {
+    // Check the export and the arguments before running anything.
+    let func_ty = match module.get_export(export) {
+        None => return Err(RunError::MissingExport(export.to_string())),
+        Some(wasmtime::ExternType::Func(ty)) => ty,
+        Some(other) => {
+            return Err(RunError::NotAFunction {
+                name: export.to_string(),
+                kind: extern_kind(&other),
+            })
+        }
+    };
+    let params: Vec<wasmtime::ValType> = func_ty.params().collect();
+    let signature = params
+        .iter()
+        .map(value::type_name)
+        .collect::<Vec<_>>()
+        .join(", ");
+    for (i, ty) in params.iter().enumerate() {
+        if !value::is_parsable(ty) {
+            return Err(RunError::UnsupportedParam {
+                name: export.to_string(),
+                index: i + 1,
+                ty: value::type_name(ty),
+            });
+        }
+    }
+    if params.len() != args.len() {
+        return Err(RunError::Arity {
+            name: export.to_string(),
+            expected: params.len(),
+            given: args.len(),
+            signature: format!("[{signature}]"),
+        });
+    }
+    let mut vals = Vec::with_capacity(args.len());
+    for (i, (ty, arg)) in params.iter().zip(args).enumerate() {
+        let val = value::parse_arg(ty, arg).ok_or_else(|| RunError::BadArgument {
+            name: export.to_string(),
+            index: i + 1,
+            value: arg.clone(),
+            ty: value::type_name(ty),
+        })?;
+        vals.push(val);
+    }
+
+    let mut prepared = match prepare(module, opts)? {
+        Setup::Ready(p) => p,
+        Setup::Ended(run) => return Ok(InvokeOutcome::new(Vec::new(), run)),
+    };
+
+    // A WASI reactor initialises itself in `_initialize`.
+    if export != "_initialize" {
+        if let Ok(init) = prepared
+            .instance
+            .get_typed_func::<(), ()>(&mut prepared.store, "_initialize")
+        {
+            if let Err(e) = init.call(&mut prepared.store, ()) {
+                let (exit, stack) = classify(&e);
+                return Ok(InvokeOutcome::new(Vec::new(), prepared.finish(exit, stack)));
+            }
+        }
+    }
+
+    let func: Func = prepared
+        .instance
+        .get_func(&mut prepared.store, export)
+        .ok_or_else(|| RunError::MissingExport(export.to_string()))?;
+    let mut results = vec![Val::I32(0); func.ty(&prepared.store).results().len()];
+    let (exit, stack, results) = match func.call(&mut prepared.store, &vals, &mut results) {
+        Ok(()) => (
+            Exit::Returned,
+            Vec::new(),
+            results.iter().map(Value::from_val).collect(),
+        ),
+        Err(e) => {
+            let (exit, stack) = classify(&e);
+            (exit, stack, Vec::new())
+        }
+    };
+    Ok(InvokeOutcome::new(results, prepared.finish(exit, stack)))
+}
+
+/// Store data.
+struct State {
+    wasi: WasiP1Ctx,
+    record_trace: bool,
+    trace: Vec<(u32, u32)>,
+}
+
+struct Prepared {
+    store: Store<State>,
+    instance: Instance,
+    stdout: Option<MemoryOutputPipe>,
+    stderr: Option<MemoryOutputPipe>,
+}
+
+enum Setup {
+    Ready(Prepared),
+    /// The module's start function trapped or exited during instantiation.
+    Ended(RunOutcome),
+}
+
+/// Whether the bytes start with a component's binary header: the wasm magic
+/// number, any version, and layer 1 (core modules have layer 0).
+fn is_component_binary(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes.starts_with(b"\0asm") && bytes[6..8] == [1, 0]
+}
+
+/// Whether the bytes are the text format of a component: `(component` after
+/// whitespace and comments.
+fn looks_like_component_text(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start();
+        if let Some(r) = rest.strip_prefix(";;") {
+            rest = r.split_once('\n').map_or("", |(_, after)| after);
+        } else if rest.starts_with("(;") {
+            // Block comments nest.
+            let mut depth = 0usize;
+            let mut i = 0;
+            let b = rest.as_bytes();
+            while i < b.len() {
+                if b[i..].starts_with(b"(;") {
+                    depth += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b";)") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            rest = rest.get(i..).unwrap_or("");
+        } else {
+            break;
+        }
+    }
+    match rest.strip_prefix('(') {
+        Some(r) => {
+            let r = r.trim_start();
+            r.starts_with("component")
+                && !r["component".len()..]
+                    .starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '-')
+        }
+        None => false,
+    }
+}
+
+fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
+    let engine = module.engine();
+    let mut builder = WasiCtxBuilder::new();
+    builder.args(&opts.args);
+    builder.envs(&opts.env);
+    for (host, guest) in &opts.dirs {
+        builder
+            .preopened_dir(host, guest, FsPerms::ReadWrite)
+            .map_err(|e| RunError::Preopen {
+                host: host.clone(),
+                guest: guest.clone(),
+                message: error::describe(&e),
+            })?;
+    }
+    if let Some(bytes) = &opts.stdin {
+        builder.stdin(MemoryInputPipe::new(bytes.clone()));
+    } else if opts.inherit_stdio {
+        builder.inherit_stdin();
+    }
+    let (stdout, stderr) = if opts.capture_stdout {
+        let out = MemoryOutputPipe::new(usize::MAX);
+        let err = MemoryOutputPipe::new(usize::MAX);
+        builder.stdout(out.clone());
+        builder.stderr(err.clone());
+        (Some(out), Some(err))
+    } else {
+        if opts.inherit_stdio {
+            builder.inherit_stdout();
+            builder.inherit_stderr();
+        }
+        (None, None)
+    };
+
+    let state = State {
+        wasi: builder.build_p1(),
+        record_trace: opts.trace,
+        trace: Vec::new(),
+    };
+    let mut store = Store::new(engine, state);
+    match opts.fuel {
+        Some(fuel) => store.set_fuel(fuel).map_err(|_| RunError::FuelNotEnabled)?,
+        // An engine without fuel metering needs none.
+        None => {
+            let _ = store.set_fuel(u64::MAX);
+        }
+    }
+
+    let mut linker: Linker<State> = Linker::new(engine);
+    add_to_linker_sync(&mut linker, |s: &mut State| &mut s.wasi)
+        .map_err(|e| RunError::Host(format!("cannot link WASI: {}", error::describe(&e))))?;
+    linker
+        .func_wrap(
+            TRACE_MODULE,
+            TRACE_FUNC,
+            |mut caller: Caller<'_, State>, a: i32, b: i32| {
+                let state = caller.data_mut();
+                if state.record_trace {
+                    state.trace.push((a as u32, b as u32));
+                }
+            },
+        )
+        .map_err(|e| {
+            RunError::Host(format!(
+                "cannot link the trace import: {}",
+                error::describe(&e)
+            ))
+        })?;
+
+    match linker.instantiate(&mut store, module) {
+        Ok(instance) => Ok(Setup::Ready(Prepared {
+            store,
+            instance,
+            stdout,
+            stderr,
+        })),
+        Err(e) if e.downcast_ref::<Trap>().is_some() || e.downcast_ref::<I32Exit>().is_some() => {
+            // The start function ended the run; there is no instance to read
+            // counters from.
+            let (exit, abrupt_stack) = classify(&e);
+            let trace = std::mem::take(&mut store.data_mut().trace);
+            Ok(Setup::Ended(RunOutcome {
+                exit,
+                stdout: stdout.map(|p| p.contents().to_vec()).unwrap_or_default(),
+                stderr: stderr.map(|p| p.contents().to_vec()).unwrap_or_default(),
+                counters: None,
+                abrupt_stack,
+                trace,
+            }))
+        }
+        Err(e) => Err(RunError::Instantiate(error::describe(&e))),
+    }
+}
+
+impl Prepared {
+    fn finish(mut self, exit: Exit, abrupt_stack: Vec<(u32, u32)>) -> RunOutcome {
+        let counters = match self.instance.get_export(&mut self.store, COUNTERS_EXPORT) {
+            Some(Extern::Memory(m)) => Some(m.data(&self.store).to_vec()),
+            _ => None,
+        };
+        let trace = std::mem::take(&mut self.store.data_mut().trace);
+        RunOutcome {
+            exit,
+            stdout: self
+                .stdout
+                .map(|p| p.contents().to_vec())
+                .unwrap_or_default(),
+            stderr: self
+                .stderr
+                .map(|p| p.contents().to_vec())
+                .unwrap_or_default(),
+            counters,
+            abrupt_stack,
+            trace,
+        }
+    }
+}
+
+/// Turns the error that ended a call into an [`Exit`] and the live frames.
+fn classify(err: &wasmtime::Error) -> (Exit, Vec<(u32, u32)>) {
+    let exit = match err.downcast_ref::<I32Exit>() {
+        Some(I32Exit(code)) => Exit::ProcExit(*code),
+        None => Exit::Trap(error::describe(err)),
+    };
+    let stack = err
+        .downcast_ref::<WasmBacktrace>()
+        .map(|bt| {
+            bt.frames()
+                .iter()
+                .map(|f| {
+                    let offset = f
+                        .module_offset()
+                        .and_then(|o| u32::try_from(o).ok())
+                        .unwrap_or(u32::MAX);
+                    (f.func_index(), offset)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (exit, stack)
+}
+
+fn extern_kind(ty: &wasmtime::ExternType) -> &'static str {
+    match ty {
+        wasmtime::ExternType::Func(_) => "function",
+        wasmtime::ExternType::Global(_) => "global",
+        wasmtime::ExternType::Table(_) => "table",
+        wasmtime::ExternType::Memory(_) => "memory",
+        wasmtime::ExternType::Tag(_) => "tag",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_like_component_text;
+
+    #[test]
+    fn component_text_detection() {
+        assert!(looks_like_component_text(b"(component)"));
+        assert!(looks_like_component_text(
+            b"  ;; c\n (; a (; b ;) ;) ( component $c)"
+        ));
+        assert!(!looks_like_component_text(b"(module)"));
+        assert!(!looks_like_component_text(b"(componentx)"));
+        assert!(!looks_like_component_text(b"\0asm"));
+        assert!(!looks_like_component_text(b"(; unterminated"));
+    }
+}

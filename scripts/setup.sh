@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs what building the C fixtures needs, if it is missing, and checks
+# that it works. Idempotent; quiet on success.
+#
+#   clang, lld                 C compiler and wasm-ld for --target=wasm32-wasi
+#   wasi-libc                  the WASI C library (Debian's multiarch layout)
+#   libclang-rt-14-dev-wasm32  compiler-rt builtins for wasm32
+#   gcc                        host compiler: the tests' independent oracle
+#
+# Sysroot: Debian's wasi-libc installs headers in /usr/include/wasm32-wasi and
+# libraries in /usr/lib/wasm32-wasi, so the sysroot is /usr (not
+# /usr/share/wasi-sysroot as with the upstream wasi-sdk):
+#
+#   clang --target=wasm32-wasi --sysroot=/usr prog.c -o prog.wasm
+#
+# scripts/wasi-env.sh sets these as WASI_CC and WASI_CFLAGS for the other
+# scripts. Needs root (apt-get) only when something is missing.
+set -euo pipefail
+
+# shellcheck source=scripts/wasi-env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/wasi-env.sh"
+PACKAGES=(clang lld wasi-libc libclang-rt-14-dev-wasm32 gcc)
+
+die() {
+    echo "setup.sh: $*" >&2
+    exit 1
+}
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$pkg")
+    fi
+done
+
+if ((${#missing[@]} > 0)); then
+    command -v apt-get >/dev/null || die "missing packages (${missing[*]}) and no apt-get to install them"
+    if [[ $(id -u) -ne 0 ]]; then
+        if command -v sudo >/dev/null; then
+            SUDO=(sudo)
+        else
+            die "missing packages (${missing[*]}); run as root to install them"
+        fi
+    else
+        SUDO=()
+    fi
+    log="$tmp/apt.log"
+    export DEBIAN_FRONTEND=noninteractive
+    if ! "${SUDO[@]}" apt-get update >"$log" 2>&1 ||
+        ! "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >>"$log" 2>&1; then
+        cat "$log" >&2
+        die "installing ${missing[*]} failed (log above)"
+    fi
+fi
+
+# Check that a C program compiles and links for wasm32-wasi.
+cat >"$tmp/hello.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    printf("hello %d %zu\n", argc, strlen(argv[0]));
+    return argc > 100 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+EOF
+# shellcheck disable=SC2086 # WASI_CFLAGS is a list of flags
+if ! "$WASI_CC" $WASI_CFLAGS -O2 -g "$tmp/hello.c" -o "$tmp/hello.wasm" >"$tmp/log" 2>&1; then
+    cat "$tmp/log" >&2
+    die "$WASI_CC $WASI_CFLAGS cannot build a wasm32-wasi program (output above)"
+fi
+if [[ "$(head -c 4 "$tmp/hello.wasm" | od -An -c | tr -d ' ')" != '\0asm' ]]; then
+    die "clang did not produce a wasm module"
+fi
+if ! gcc -O2 "$tmp/hello.c" -o "$tmp/hello" >"$tmp/log" 2>&1 || ! "$tmp/hello" >/dev/null; then
+    cat "$tmp/log" >&2
+    die "the host compiler gcc does not build a working program"
+fi
