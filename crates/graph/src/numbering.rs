@@ -1,0 +1,206 @@
+//! Path numbering: Val and NumPaths (Ball & Larus Fig. 5, section 3.2), with
+//! the successor order of 5.2 and the truncation of 5.3.
+//!
+//! Terms:
+//! - *NumPaths(v)*: the number of paths from `v` to EXIT in the DAG.
+//! - *Val(e)*: the value of DAG edge `e`; the sum of Val along any
+//!   ENTRY->EXIT path (its *path number*) is unique and lies in
+//!   `0..NumPaths(ENTRY)`.
+//!
+//! Fig. 5 visits vertices in reverse topological order and gives the i-th
+//! outgoing edge of `v` the sum of NumPaths of the targets of the edges before
+//! it. Section 5.2 visits the successor with the most paths last, which
+//! minimises the Val of the last edge; here the successors are sorted by
+//! NumPaths ascending with a stable sort, so ties keep the DAG's edge order.
+//!
+//! Departures from the paper:
+//! - NumPaths of a vertex ENTRY does not reach is 0 (Fig. 5 would say 1, as it
+//!   is a leaf); no path runs through it.
+//! - Truncation (5.3) cuts a vertex whose NumPaths exceeds a threshold `t`.
+//!   The paper stops there, but the paths then starting at the cut targets add
+//!   to NumPaths(ENTRY), which can stay above the threshold; so
+//!   [`build_numbered`] lowers `t` and cuts again until NumPaths(ENTRY) fits.
+
+use crate::cfg::{Cfg, NodeId};
+use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
+use crate::error::GraphError;
+
+/// Val per DAG edge and NumPaths per node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Numbering {
+    /// Val, per DAG edge.
+    pub val: Vec<u64>,
+    /// NumPaths, per node.
+    pub num_paths: Vec<u64>,
+}
+
+impl Numbering {
+    /// NumPaths(ENTRY): every path number is below it.
+    pub fn total(&self) -> u64 {
+        self.num_paths.get(Cfg::ENTRY.index()).copied().unwrap_or(0)
+    }
+
+    /// The numbering whose Val is `val`, e.g. read back from a profile.
+    /// NumPaths is recomputed as the largest `Val(e) + NumPaths(w)` over the
+    /// outgoing edges `e = v->w` (which is their sum for a numbering made by
+    /// [`number`]), saturating, and 0 for nodes on a cycle. `val` is padded
+    /// with zeros or cut to the number of DAG edges;
+    /// [`crate::regenerate::regenerate`] reports a Val that does not fit.
+    pub fn from_val(dag: &Dag, mut val: Vec<u64>) -> Numbering {
+        val.resize(dag.num_edges(), 0);
+        let mut num_paths = vec![0u64; dag.num_nodes];
+        let order = match topological_order(dag) {
+            Ok(order) => order,
+            Err(_) => return Numbering { val, num_paths },
+        };
+        for &v in order.iter().rev().filter(|v| dag.reachable[v.index()]) {
+            num_paths[v.index()] = if dag.succs(v).is_empty() {
+                1
+            } else {
+                let through = |&d: &DagEdgeId| val[d.index()].saturating_add(num_paths[dag.edge(d).dst.index()]);
+                dag.succs(v).iter().map(through).max().unwrap_or(0)
+            };
+        }
+        Numbering { val, num_paths }
+    }
+
+    /// The path number of a DAG path: the sum of Val along it (wrapping, as
+    /// the path register does).
+    pub fn path_sum(&self, path: &[DagEdgeId]) -> u64 {
+        path.iter().fold(0u64, |sum, d| sum.wrapping_add(self.val[d.index()]))
+    }
+}
+
+/// The nodes of `dag` in a topological order (Kahn's algorithm), every node
+/// included. ENTRY precedes and EXIT follows every node ENTRY reaches.
+pub fn topological_order(dag: &Dag) -> Result<Vec<NodeId>, GraphError> {
+    let mut indegree: Vec<usize> = dag.nodes().map(|v| dag.preds(v).len()).collect();
+    let mut ready: Vec<NodeId> = dag.nodes().filter(|v| indegree[v.index()] == 0).collect();
+    // Pop ENTRY first: it is pushed first and the stack is reversed once.
+    ready.reverse();
+    let mut order = Vec::with_capacity(dag.num_nodes);
+    while let Some(v) = ready.pop() {
+        order.push(v);
+        for &d in dag.succs(v) {
+            let w = dag.edge(d).dst;
+            indegree[w.index()] -= 1;
+            if indegree[w.index()] == 0 {
+                ready.push(w);
+            }
+        }
+    }
+    match dag.nodes().find(|v| indegree[v.index()] > 0) {
+        Some(node) => Err(GraphError::Cyclic { node }),
+        None => Ok(order),
+    }
+}
+
+/// Fig. 5 with the successor order of 5.2. Fails with
+/// [`GraphError::TooManyPaths`] if NumPaths of some node overflows `u64`.
+pub fn number(dag: &Dag) -> Result<Numbering, GraphError> {
+    let order = topological_order(dag)?;
+    let mut val = vec![0u64; dag.num_edges()];
+    let mut num_paths = vec![0u64; dag.num_nodes];
+    let mut sorted: Vec<DagEdgeId> = Vec::new();
+    for &v in order.iter().rev().filter(|v| dag.reachable[v.index()]) {
+        if dag.succs(v).is_empty() {
+            num_paths[v.index()] = 1;
+            continue;
+        }
+        sorted.clear();
+        sorted.extend_from_slice(dag.succs(v));
+        sorted.sort_by_key(|&d| num_paths[dag.edge(d).dst.index()]);
+        let mut sum = 0u64;
+        for &d in &sorted {
+            val[d.index()] = sum;
+            sum = sum.checked_add(num_paths[dag.edge(d).dst.index()]).ok_or(GraphError::TooManyPaths)?;
+        }
+        num_paths[v.index()] = sum;
+    }
+    Ok(Numbering { val, num_paths })
+}
+
+/// Builds the DAG of `cfg` and numbers it, truncating (5.3) so that
+/// NumPaths(ENTRY) is at most `truncate_above`. Fails with
+/// [`GraphError::TooManyPaths`] only if even cutting every vertex with more
+/// than one path leaves more paths than that (the floor is about the number
+/// of edges), which includes `truncate_above == 0`.
+pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering), GraphError> {
+    let base = Dag::new(cfg)?;
+    if let Some(numbering) = numbered_within(&base, truncate_above)? {
+        return Ok((base, numbering));
+    }
+    let order = topological_order(&base)?;
+    let mut entry_succs = base.succs(Cfg::ENTRY).len() as u64;
+    let mut t = truncate_above;
+    loop {
+        let cuts = choose_cuts(&base, &order, t);
+        if !cuts.is_empty() {
+            let dag = Dag::with_cuts(cfg, &cuts)?;
+            if let Some(numbering) = numbered_within(&dag, truncate_above)? {
+                return Ok((dag, numbering));
+            }
+            entry_succs = dag.succs(Cfg::ENTRY).len() as u64;
+        }
+        if t <= 1 {
+            break;
+        }
+        // After cutting at `t` each target of ENTRY has about `t` paths at
+        // most, so the total needs `t <= limit / succs(ENTRY)`; halving at
+        // least guarantees progress.
+        t = (t / 2).min(truncate_above / entry_succs.max(1)).max(1);
+    }
+    Err(GraphError::TooManyPaths)
+}
+
+/// The numbering of `dag` if NumPaths(ENTRY) is at most `limit`.
+fn numbered_within(dag: &Dag, limit: u64) -> Result<Option<Numbering>, GraphError> {
+    match number(dag) {
+        Ok(numbering) if numbering.total() <= limit => Ok(Some(numbering)),
+        Ok(_) | Err(GraphError::TooManyPaths) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The vertices 5.3 truncates at threshold `t`: in reverse topological order,
+/// a vertex whose NumPaths (counted with the cuts below it) exceeds `t` is
+/// cut, after which its paths are its real edges to EXIT plus its ExitDummy.
+/// Cutting only removes edges `v->w` and adds `ENTRY->w` and `v->EXIT`, so the
+/// uncut DAG's topological `order` stays valid.
+fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64) -> Vec<NodeId> {
+    let mut num_paths = vec![0u64; dag.num_nodes];
+    let mut cuts = Vec::new();
+    for &v in order.iter().rev().filter(|v| dag.reachable[v.index()]) {
+        let succs = dag.succs(v);
+        if succs.is_empty() {
+            num_paths[v.index()] = 1;
+            continue;
+        }
+        let sum = succs.iter().try_fold(0u64, |s, &d| s.checked_add(num_paths[dag.edge(d).dst.index()]));
+        let cuttable = v != Cfg::ENTRY && succs.iter().any(|&d| cuttable_edge(dag, d));
+        num_paths[v.index()] = match sum {
+            Some(s) if s <= t => s,
+            _ if cuttable => {
+                cuts.push(v);
+                paths_after_cut(dag, v)
+            }
+            _ => sum.unwrap_or(u64::MAX),
+        };
+    }
+    cuts
+}
+
+/// A real edge not into EXIT: what a cut replaces by dummy edges.
+fn cuttable_edge(dag: &Dag, d: DagEdgeId) -> bool {
+    let e = dag.edge(d);
+    matches!(e.kind, DagEdgeKind::Real(_)) && e.dst != Cfg::EXIT
+}
+
+/// NumPaths of a cut vertex: its real edges to EXIT and its one ExitDummy.
+fn paths_after_cut(dag: &Dag, v: NodeId) -> u64 {
+    let to_exit = dag.succs(v).iter().filter(|&&d| {
+        let e = dag.edge(d);
+        matches!(e.kind, DagEdgeKind::Real(_)) && e.dst == Cfg::EXIT
+    });
+    to_exit.count() as u64 + 1
+}

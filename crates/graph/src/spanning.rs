@@ -1,0 +1,125 @@
+//! Chords and their increments (Ball & Larus section 3.3).
+//!
+//! Terms:
+//! - *spanning tree*: a maximum spanning tree of the DAG, edges taken as
+//!   undirected, plus the virtual edge `EXIT->ENTRY`, which is always in the
+//!   tree (3.1 adds it "for technical reasons": it closes every path into a
+//!   cycle). Maximum with respect to a weight that estimates how often each
+//!   edge runs, so the frequent edges carry no instrumentation.
+//! - *chord*: a DAG edge not in the tree; only chords are instrumented.
+//! - *Inc(c)*: the increment of chord `c`, by event counting (Ball 1994):
+//!   the sum of Val around the unique cycle that `c` closes with the tree,
+//!   each edge counted positively if the cycle runs along its direction and
+//!   negatively otherwise (the virtual edge has Val 0). Then the sum of Inc
+//!   along any ENTRY->EXIT path equals the sum of Val, its path number.
+//!
+//! Computing each cycle would be quadratic. Instead a potential `phi` is laid
+//! on the vertices so that every tree edge `u->v` has
+//! `phi(v) = phi(u) + Val(u->v)` (with `phi(ENTRY) = phi(EXIT)` through the
+//! virtual edge); the cycle sum of chord `u->v` telescopes to
+//! `phi(u) + Val(u->v) - phi(v)`. Linear after the sort.
+//!
+//! Arithmetic is wrapping, as in the path register: an increment is the true
+//! value modulo 2^64, read as `i64`, so path sums are right modulo 2^64 (and
+//! modulo 2^32 for a 32-bit register when there are at most 2^32 paths).
+
+use crate::cfg::{Cfg, NodeId};
+use crate::dag::{Dag, DagEdgeId};
+use crate::mst::max_spanning_tree;
+use crate::numbering::Numbering;
+
+/// Per DAG edge, the weight of the CFG edges it stands for: a real edge has
+/// its CFG edge's weight; `EntryDummy(w)` the sum of the weights of the
+/// backedges and cut edges into `w`; `ExitDummy(v)` the sum of those out of
+/// `v` (saturating). A dead-end ExitDummy stands for no CFG edge and weighs 0.
+///
+/// Weights only steer the tree, so a `cfg_weights` of the wrong length (a
+/// stale profile) is tolerated: missing weights count as 0.
+pub fn dag_weights(dag: &Dag, cfg: &Cfg, cfg_weights: &[u64]) -> Vec<u64> {
+    let mut weights = vec![0u64; dag.num_edges()];
+    for e in cfg.edge_ids() {
+        let w = cfg_weights.get(e.index()).copied().unwrap_or(0);
+        for &d in dag.cfg_to_dag.get(e.index()).map_or(&[][..], |v| &v[..]) {
+            weights[d.index()] = weights[d.index()].saturating_add(w);
+        }
+    }
+    weights
+}
+
+/// Which DAG edges are chords, and the increment of each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Increments {
+    /// Per DAG edge: true if the edge is a chord (not in the spanning tree).
+    pub chord: Vec<bool>,
+    /// Per DAG edge: Inc, 0 on tree edges.
+    pub inc: Vec<i64>,
+}
+
+impl Increments {
+    /// The chords, in id order.
+    pub fn chords(&self) -> impl Iterator<Item = DagEdgeId> + '_ {
+        self.chord.iter().enumerate().filter(|(_, &c)| c).map(|(i, _)| DagEdgeId::new(i))
+    }
+    pub fn num_chords(&self) -> usize {
+        self.chord.iter().filter(|&&c| c).count()
+    }
+}
+
+/// Chooses the maximum spanning tree of `dag` under `weights` (per DAG edge,
+/// e.g. from [`dag_weights`]; missing ones count as 0; ties go to the lower
+/// edge id) and computes each chord's increment (3.3).
+pub fn chord_increments(dag: &Dag, numbering: &Numbering, weights: &[u64]) -> Increments {
+    let ends: Vec<(NodeId, NodeId)> = dag.edges.iter().map(|e| (e.src, e.dst)).collect();
+    let in_tree = max_spanning_tree(dag.num_nodes, &ends, |i| weights.get(i).copied().unwrap_or(0));
+    let val = |i: usize| numbering.val.get(i).copied().unwrap_or(0);
+    let phi = potentials(dag, &in_tree, val);
+    let inc = ends
+        .iter()
+        .enumerate()
+        .map(
+            |(i, &(u, v))| {
+                if in_tree[i] {
+                    0
+                } else {
+                    phi[u.index()].wrapping_add(val(i)).wrapping_sub(phi[v.index()]) as i64
+                }
+            },
+        )
+        .collect();
+    Increments { chord: in_tree.iter().map(|&t| !t).collect(), inc }
+}
+
+/// `phi` per node: along every tree edge `u->v`, `phi(v) = phi(u) + Val`;
+/// `phi(ENTRY) = phi(EXIT) = 0`. Searched from ENTRY with an explicit stack,
+/// then from any node left (parts ENTRY does not reach, if any).
+fn potentials(dag: &Dag, in_tree: &[bool], val: impl Fn(usize) -> u64) -> Vec<u64> {
+    let n = dag.num_nodes;
+    // Tree adjacency: (neighbour, what to add to phi going there).
+    let mut adj: Vec<Vec<(NodeId, u64)>> = vec![Vec::new(); n];
+    for (i, e) in dag.edges.iter().enumerate().filter(|&(i, _)| in_tree[i]) {
+        adj[e.src.index()].push((e.dst, val(i)));
+        adj[e.dst.index()].push((e.src, val(i).wrapping_neg()));
+    }
+    adj[Cfg::ENTRY.index()].push((Cfg::EXIT, 0));
+    adj[Cfg::EXIT.index()].push((Cfg::ENTRY, 0));
+    let mut phi = vec![0u64; n];
+    let mut seen = vec![false; n];
+    let roots = std::iter::once(Cfg::ENTRY).chain(dag.nodes());
+    for root in roots {
+        if seen[root.index()] {
+            continue;
+        }
+        seen[root.index()] = true;
+        let mut work = vec![root];
+        while let Some(u) = work.pop() {
+            for &(v, delta) in &adj[u.index()] {
+                if !seen[v.index()] {
+                    seen[v.index()] = true;
+                    phi[v.index()] = phi[u.index()].wrapping_add(delta);
+                    work.push(v);
+                }
+            }
+        }
+    }
+    phi
+}

@@ -1,0 +1,66 @@
+//! Property tests of the whole path-profiling pipeline on random CFGs, each
+//! stage checked against the brute-force oracles of [`super::oracle`].
+
+use proptest::collection::vec;
+use proptest::prelude::*;
+
+use crate::dag::Dag;
+use crate::numbering::{build_numbered, number};
+use crate::testing::{arb_cfg, enumerate_paths, random_walk, Walk};
+use crate::tests::oracle::check_pipeline;
+use crate::{Cfg, GraphError, NodeId};
+
+/// A CFG with per-edge weights (a narrow range, so ties are common),
+/// executions as successor choices, and path numbers to sample.
+fn arb_case(max_blocks: usize) -> impl Strategy<Value = (Cfg, Vec<u64>, Vec<Vec<u32>>, Vec<u64>)> {
+    arb_cfg(max_blocks).prop_flat_map(|cfg| {
+        let m = cfg.num_edges();
+        (Just(cfg), vec(0u64..4, m), vec(vec(any::<u32>(), 0..40), 0..4), vec(any::<u64>(), 0..4))
+    })
+}
+
+fn walks(cfg: &Cfg, choices: &[Vec<u32>]) -> Vec<Walk> {
+    choices.iter().map(|c| random_walk(cfg, c)).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Numbering is a bijection onto 0..N, regeneration inverts it, Inc sums
+    /// equal Val sums, placed ops count each path's number once, chords are
+    /// E - V + 1, and executions count their acyclic pieces.
+    #[test]
+    fn pipeline_on_random_cfgs((cfg, weights, choices, samples) in arb_case(10)) {
+        let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
+        prop_assert!(dag.cut_nodes.is_empty(), "no truncation without overflow");
+        prop_assert_eq!(&num, &number(&Dag::new(&cfg).unwrap()).unwrap());
+        check_pipeline(&cfg, &dag, &num, &weights, &walks(&cfg, &choices), &samples)?;
+    }
+
+    /// Truncation (5.3) keeps every property above and the total within the
+    /// threshold; it fails only when even cutting everything leaves more.
+    #[test]
+    fn truncation_on_random_cfgs((cfg, weights, choices, samples) in arb_case(8), limit in 1u64..200) {
+        let base_total = number(&Dag::new(&cfg).unwrap()).unwrap().total();
+        match build_numbered(&cfg, limit) {
+            Ok((dag, num)) => {
+                prop_assert!(num.total() <= limit);
+                if base_total <= limit {
+                    prop_assert!(dag.cut_nodes.is_empty());
+                    prop_assert_eq!(num.total(), base_total);
+                } else {
+                    prop_assert!(!dag.cut_nodes.is_empty());
+                }
+                check_pipeline(&cfg, &dag, &num, &weights, &walks(&cfg, &choices), &samples)?;
+            }
+            Err(GraphError::TooManyPaths) => {
+                // Cutting every vertex gives the fewest paths build_numbered
+                // can reach; the failure must be because even that is too many.
+                let all: Vec<NodeId> = cfg.nodes().collect();
+                let floor = enumerate_paths(&Dag::with_cuts(&cfg, &all).unwrap(), 1 << 20).unwrap().len();
+                prop_assert!(limit < floor as u64, "gave up at {} with a floor of {}", limit, floor);
+            }
+            Err(e) => prop_assert!(false, "unexpected error {}", e),
+        }
+    }
+}
