@@ -1,0 +1,240 @@
+//! The pathprof profile file.
+//!
+//! A profile is one JSON document (documented in `docs/profile-format.md`):
+//! the format name and version, the hash of the module it was measured on,
+//! the mode, how many runs it sums, and per function the facts needed to
+//! regenerate its paths without the module (blocks with code offsets, CFG
+//! edges, the Ball-Larus DAG with every edge's Val) and the counts.
+//!
+//! Profiles are written atomically: to a temporary file in the target's
+//! folder, then renamed, so a failed write never leaves half a file.
+
+mod merge;
+
+use std::path::{Path, PathBuf};
+
+use pathprof_graph::NodeId;
+use pathprof_techniques::ball_larus::{Numbered, PathCounts};
+use pathprof_techniques::edge::Chords;
+use serde::{Deserialize, Serialize};
+
+pub use merge::merge;
+
+/// The `format` field of every profile.
+pub const FORMAT_NAME: &str = "pathprof-profile";
+/// The version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a pathprof profile ({reason})")]
+    NotAProfile { path: PathBuf, reason: String },
+    #[error("{path}: profile format version {found}, this pathprof reads version {expected}")]
+    Version { path: PathBuf, found: u32, expected: u32 },
+    #[error("{path}: profile is of module {found}, not of this module ({expected})")]
+    ModuleMismatch { path: PathBuf, found: String, expected: String },
+    #[error("cannot merge: {0}")]
+    Merge(String),
+}
+
+/// Which technique produced the counts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Path,
+    Edge,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Path => "path",
+            Mode::Edge => "edge",
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    pub format: String,
+    pub version: u32,
+    /// SHA-256 (hex) of the original, uninstrumented module.
+    pub module_hash: String,
+    pub mode: Mode,
+    /// Number of runs summed into the counts.
+    pub runs: u64,
+    pub functions: Vec<FunctionProfile>,
+    /// Functions left uninstrumented, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Runs that ended abruptly (trap, proc_exit): their in-flight paths are
+    /// not counted.
+    pub abrupt_runs: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub func_index: u32,
+    pub name: Option<String>,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionProfile {
+    /// Index in the original module's function index space (imports counted).
+    pub func_index: u32,
+    pub name: Option<String>,
+    /// Basic blocks, indexed by CFG node id (ENTRY and EXIT are `None`).
+    pub blocks: Vec<Option<Block>>,
+    /// CFG edges, indexed by edge id.
+    pub edges: Vec<Edge>,
+    pub data: FunctionData,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Block {
+    /// Module byte offset of the block's first instruction.
+    pub offset: u32,
+    /// Module byte offset just past its last instruction.
+    pub end: u32,
+    /// Number of instructions.
+    pub instrs: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edge {
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// How control crosses it (`Fallthrough`, `BrIf`, `Catch`, ...).
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "technique", rename_all = "snake_case")]
+pub enum FunctionData {
+    /// Ball-Larus path profile.
+    Path { numbered: Numbered, counts: PathCounts },
+    /// Edge profile: chord counters and every edge's derived count.
+    Edge { chords: Chords, chord_counts: Vec<u64>, edge_counts: Vec<u64> },
+}
+
+impl Profile {
+    /// An empty profile of a module.
+    pub fn new(module_hash: String, mode: Mode) -> Self {
+        Profile {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION,
+            module_hash,
+            mode,
+            runs: 0,
+            functions: Vec::new(),
+            skipped: Vec::new(),
+            abrupt_runs: 0,
+        }
+    }
+
+    /// Reads and checks a profile file.
+    pub fn read(path: &Path) -> Result<Profile, ProfileError> {
+        let bytes = std::fs::read(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
+        Self::from_bytes(path, &bytes)
+    }
+
+    /// Parses and checks profile bytes; `path` names them in errors.
+    pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Profile, ProfileError> {
+        let not = |reason: String| ProfileError::NotAProfile { path: path.into(), reason };
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| not(format!("not JSON: {e}")))?;
+        if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+            return Err(not("no \"format\": \"pathprof-profile\" field".into()));
+        }
+        let found = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+        if found != u64::from(FORMAT_VERSION) {
+            let found = u32::try_from(found).unwrap_or(u32::MAX);
+            return Err(ProfileError::Version { path: path.into(), found, expected: FORMAT_VERSION });
+        }
+        let profile: Profile = serde_json::from_value(value).map_err(|e| not(e.to_string()))?;
+        profile.check_consistent().map_err(not)?;
+        Ok(profile)
+    }
+
+    /// Checks the internal references a hand-edited or corrupted file could break.
+    fn check_consistent(&self) -> Result<(), String> {
+        for f in &self.functions {
+            let nodes = f.blocks.len();
+            if f.edges.iter().any(|e| e.src.index() >= nodes || e.dst.index() >= nodes) {
+                return Err(format!("function {}: an edge names a block that does not exist", f.func_index));
+            }
+            match &f.data {
+                FunctionData::Path { numbered, counts } => {
+                    if numbered.num_nodes != nodes
+                        || numbered.dag_edges.iter().any(|e| e.src.index() >= nodes || e.dst.index() >= nodes)
+                    {
+                        return Err(format!("function {}: its path numbering does not fit its blocks", f.func_index));
+                    }
+                    if counts.paths.iter().any(|&(p, _)| p >= numbered.total) {
+                        return Err(format!("function {}: a path number is out of range", f.func_index));
+                    }
+                }
+                FunctionData::Edge { edge_counts, .. } => {
+                    if edge_counts.len() != f.edges.len() {
+                        return Err(format!("function {}: edge counts do not match its edges", f.func_index));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a profile measured on another module.
+    pub fn check_module(&self, path: &Path, module_hash: &str) -> Result<(), ProfileError> {
+        if self.module_hash != module_hash {
+            return Err(ProfileError::ModuleMismatch {
+                path: path.into(),
+                found: short(&self.module_hash),
+                expected: short(module_hash),
+            });
+        }
+        Ok(())
+    }
+
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a profile always serialises")
+    }
+
+    /// Writes the profile atomically.
+    pub fn write(&self, path: &Path) -> Result<(), ProfileError> {
+        write_atomically(path, self.to_json().as_bytes())
+    }
+
+    pub fn function(&self, func_index: u32) -> Option<&FunctionProfile> {
+        self.functions.iter().find(|f| f.func_index == func_index)
+    }
+}
+
+impl FunctionProfile {
+    /// A display name: the name section's, or `func[N]`.
+    pub fn display_name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| format!("func[{}]", self.func_index))
+    }
+}
+
+fn short(hash: &str) -> String {
+    hash.chars().take(12).collect()
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a
+/// rename, so readers never see a partial file and a failure leaves none.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ProfileError> {
+    use std::io::Write;
+    let io = |source| ProfileError::Io { path: path.into(), source };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    tmp.write_all(bytes).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}

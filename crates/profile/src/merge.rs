@@ -1,0 +1,77 @@
+//! `pathprof merge`: sums profiles of the same module and mode.
+
+use std::collections::BTreeMap;
+
+use crate::{FunctionData, FunctionProfile, Profile, ProfileError};
+
+/// Sums `profiles` (at least one). Profiles of different modules, modes, or
+/// whose numbering of a function differs are refused.
+pub fn merge(profiles: &[Profile]) -> Result<Profile, ProfileError> {
+    let (first, rest) = profiles.split_first().ok_or_else(|| ProfileError::Merge("no profiles".into()))?;
+    let mut out = first.clone();
+    for p in rest {
+        if p.module_hash != out.module_hash {
+            return Err(ProfileError::Merge("the profiles are of different modules".into()));
+        }
+        if p.mode != out.mode {
+            return Err(ProfileError::Merge(format!("profiles of different modes ({} and {})", out.mode, p.mode)));
+        }
+        if p.functions.len() != out.functions.len() {
+            return Err(ProfileError::Merge("the profiles instrument different functions".into()));
+        }
+        for (a, b) in out.functions.iter_mut().zip(&p.functions) {
+            merge_function(a, b)?;
+        }
+        out.runs = out.runs.checked_add(p.runs).ok_or_else(|| ProfileError::Merge("too many runs".into()))?;
+        out.abrupt_runs += p.abrupt_runs.min(p.runs);
+    }
+    Ok(out)
+}
+
+fn merge_function(a: &mut FunctionProfile, b: &FunctionProfile) -> Result<(), ProfileError> {
+    let name = a.display_name();
+    let mismatch = || ProfileError::Merge(format!("function {name} was instrumented differently"));
+    let overflow = || ProfileError::Merge(format!("function {name}: a count passes 2^64"));
+    if a.func_index != b.func_index || a.edges != b.edges {
+        return Err(mismatch());
+    }
+    match (&mut a.data, &b.data) {
+        (FunctionData::Path { numbered: na, counts: ca }, FunctionData::Path { numbered: nb, counts: cb }) => {
+            if na != nb {
+                return Err(mismatch());
+            }
+            let mut sum: BTreeMap<u64, u64> = ca.paths.iter().copied().collect();
+            for &(p, c) in &cb.paths {
+                let slot = sum.entry(p).or_insert(0);
+                *slot = slot.checked_add(c).ok_or_else(overflow)?;
+            }
+            ca.paths = sum.into_iter().collect();
+            add(&mut ca.self_loops, &cb.self_loops).ok_or_else(overflow)?;
+            ca.lost = ca.lost.checked_add(cb.lost).ok_or_else(overflow)?;
+        }
+        (
+            FunctionData::Edge { chords: ka, chord_counts: cca, edge_counts: eca },
+            FunctionData::Edge { chords: kb, chord_counts: ccb, edge_counts: ecb },
+        ) => {
+            if ka != kb {
+                return Err(mismatch());
+            }
+            add(cca, ccb).ok_or_else(overflow)?;
+            add(eca, ecb).ok_or_else(overflow)?;
+        }
+        _ => return Err(mismatch()),
+    }
+    Ok(())
+}
+
+/// Adds `b` into `a` element-wise; `None` if a sum passes 2^64 (counts
+/// never wrap silently).
+fn add(a: &mut Vec<u64>, b: &[u64]) -> Option<()> {
+    if a.len() < b.len() {
+        a.resize(b.len(), 0);
+    }
+    for (x, y) in a.iter_mut().zip(b) {
+        *x = x.checked_add(*y)?;
+    }
+    Some(())
+}

@@ -1,0 +1,269 @@
+//! Ball-Larus acyclic, intraprocedural path profiling as a plan.
+//!
+//! Implements the whole pipeline of Ball & Larus, "Efficient Path Profiling"
+//! (MICRO 1996) on one function's CFG: the DAG with dummy edges for backedges
+//! (section 4) and self loops set aside (4.1), path numbering (Fig. 5, 5.2) with
+//! truncation (5.3), chord increments on a maximum spanning tree (3.3), placement
+//! (Fig. 8), counter storage (array or hash table, 5.3), and decoding of the
+//! counters back into path counts (3.5 regenerates them later, in reports).
+//!
+//! Departures from the paper:
+//! - A backedge v->w is instrumented with the actions of both its dummy edges,
+//!   `v->EXIT` then `ENTRY->w`, rather than with a fixed `count[r]++; r = 0`:
+//!   this is what the dummy edges mean, and it lets their increments fold in.
+//! - A self loop gets a slot counter of its own (4.1); its iterations do not
+//!   split the path that runs through its block.
+
+use pathprof_graph::dag::{Dag, DagEdgeId, DagEdgeKind};
+use pathprof_graph::numbering::{self, Numbering};
+use pathprof_graph::placement::{self, Op};
+use pathprof_graph::spanning;
+use pathprof_graph::{Cfg, EdgeId, GraphError, NodeId};
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{Action, FunctionPlan, PathTable, RawCounters, Width};
+
+/// Tunables of the Ball-Larus plan.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Truncate (5.3) at a node whose NumPaths would pass this.
+    pub truncate_above: u64,
+    /// Use an array of counters when the function has at most this many paths,
+    /// a hash table otherwise.
+    pub array_max: u64,
+    /// Entries of a hash table (rounded up to a power of two).
+    pub hash_capacity: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        // The paper truncates at 10^8 paths for 32-bit registers; with 64-bit
+        // path numbers we can afford 2^40 before losing any path relation.
+        Options { truncate_above: 1 << 40, array_max: 1 << 14, hash_capacity: 1 << 12 }
+    }
+}
+
+/// What a profile keeps of a function's numbering, enough to regenerate every
+/// path (3.5) without the module: the DAG edges with their Val, and which CFG
+/// edges are backedges, self loops and truncation cuts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Numbered {
+    pub num_nodes: usize,
+    pub dag_edges: Vec<NumberedEdge>,
+    /// NumPaths(ENTRY): every path number is below it.
+    pub total: u64,
+    pub backedges: Vec<EdgeId>,
+    /// Self loops in slot order: slot i counts iterations of `self_loops[i]`.
+    pub self_loops: Vec<EdgeId>,
+    pub loop_heads: Vec<NodeId>,
+    pub cut_nodes: Vec<NodeId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumberedEdge {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub kind: EdgeRole,
+    pub val: u64,
+}
+
+/// Serializable mirror of [`DagEdgeKind`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EdgeRole {
+    Real(EdgeId),
+    EntryDummy,
+    ExitDummy,
+}
+
+/// The plan of one function and what decoding its counters needs.
+#[derive(Clone, Debug)]
+pub struct Planned {
+    pub plan: FunctionPlan,
+    pub numbered: Numbered,
+    /// Chords carrying an increment (for statistics).
+    pub chords: usize,
+}
+
+/// Plans Ball-Larus path profiling of `cfg`. `weights` are per-CFG-edge
+/// execution estimates (a prior profile); `None` uses loop-nesting weights.
+pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planned, GraphError> {
+    let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
+    let static_weights;
+    let cfg_weights = match weights {
+        Some(w) => w,
+        None => {
+            static_weights = pathprof_graph::weights::loop_nesting_weights(cfg);
+            &static_weights
+        }
+    };
+    let dag_weights = spanning::dag_weights(&dag, cfg, cfg_weights);
+    let incs = spanning::chord_increments(&dag, &numbering, &dag_weights);
+    let ops = placement::place(&dag, &incs);
+
+    let total = numbering.total();
+    let width = if total <= u64::from(u32::MAX) { Width::I32 } else { Width::I64 };
+    let paths = if total <= opts.array_max {
+        PathTable::Array { len: total }
+    } else {
+        PathTable::Hash { capacity: opts.hash_capacity.max(2).next_power_of_two() }
+    };
+    let mut plan = FunctionPlan::empty(cfg.num_edges());
+    plan.registers = vec![width];
+    plan.paths = paths;
+    plan.slots = u32::try_from(dag.self_loops.len()).map_err(|_| GraphError::TooManyPaths)?;
+    for e in cfg.edge_ids() {
+        let actions = &mut plan.edges[e.index()];
+        for &d in &dag.cfg_to_dag[e.index()] {
+            actions.extend(ops[d.index()].iter().map(lower_op));
+        }
+    }
+    for (slot, &e) in dag.self_loops.iter().enumerate() {
+        plan.edges[e.index()].push(Action::CountSlot { index: slot as u32 });
+    }
+    let chords = incs.chord.iter().filter(|&&c| c).count();
+    Ok(Planned { plan, numbered: numbered(&dag, &numbering), chords })
+}
+
+fn lower_op(op: &Op) -> Action {
+    match *op {
+        Op::Init(v) => Action::Set { reg: 0, value: v },
+        Op::Add(v) => Action::Add { reg: 0, value: v },
+        Op::Count(v) => Action::CountPath { reg: 0, offset: v },
+        // Every path number is non-negative: a constant count is a path number.
+        Op::CountConst(v) => Action::CountPathConst { path: v as u64 },
+    }
+}
+
+fn numbered(dag: &Dag, numbering: &Numbering) -> Numbered {
+    let dag_edges = dag
+        .edges
+        .iter()
+        .enumerate()
+        .map(|(i, e)| NumberedEdge {
+            src: e.src,
+            dst: e.dst,
+            kind: match e.kind {
+                DagEdgeKind::Real(c) => EdgeRole::Real(c),
+                DagEdgeKind::EntryDummy => EdgeRole::EntryDummy,
+                DagEdgeKind::ExitDummy => EdgeRole::ExitDummy,
+            },
+            val: numbering.val[i],
+        })
+        .collect();
+    Numbered {
+        num_nodes: dag.num_nodes,
+        dag_edges,
+        total: numbering.total(),
+        backedges: dag.backedges.clone(),
+        self_loops: dag.self_loops.clone(),
+        loop_heads: dag.loop_heads.clone(),
+        cut_nodes: dag.cut_nodes.clone(),
+    }
+}
+
+/// Path counts of one function decoded from its raw counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathCounts {
+    /// `(path number, count)`, sorted by path number.
+    pub paths: Vec<(u64, u64)>,
+    /// Iterations of each self loop, in `Numbered::self_loops` order.
+    pub self_loops: Vec<u64>,
+    /// Counts a full hash table had to drop.
+    pub lost: u64,
+}
+
+/// Decodes raw counters. Fails if a counter names a path that cannot exist,
+/// which means the counters do not belong to this numbering.
+pub fn decode(numbered: &Numbered, raw: &RawCounters) -> Result<PathCounts, GraphError> {
+    if let Some(&(p, _)) = raw.paths.iter().find(|(p, _)| *p >= numbered.total) {
+        return Err(GraphError::PathOutOfRange { path: p, total: numbered.total });
+    }
+    let mut self_loops = raw.slots.clone();
+    self_loops.resize(numbered.self_loops.len(), 0);
+    Ok(PathCounts { paths: raw.paths.clone(), self_loops, lost: raw.lost })
+}
+
+/// How a path begins and ends (Ball & Larus section 4's four kinds, plus the
+/// paths that begin at an exception handler or at a truncation cut).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PathStart {
+    Entry,
+    LoopHead,
+    AfterCut,
+    Handler,
+}
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PathEnd {
+    Exit,
+    Backedge,
+    Cut,
+}
+
+/// A regenerated path: the blocks it runs through, in order, and its kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegeneratedPath {
+    pub blocks: Vec<NodeId>,
+    /// The CFG edges it runs along (real edges only).
+    pub edges: Vec<EdgeId>,
+    pub start: PathStart,
+    pub end: PathEnd,
+}
+
+impl Numbered {
+    /// Rebuilds the DAG and numbering this record was made from.
+    pub fn to_dag(&self) -> (Dag, Numbering) {
+        let edges = self
+            .dag_edges
+            .iter()
+            .map(|e| {
+                let kind = match e.kind {
+                    EdgeRole::Real(c) => DagEdgeKind::Real(c),
+                    EdgeRole::EntryDummy => DagEdgeKind::EntryDummy,
+                    EdgeRole::ExitDummy => DagEdgeKind::ExitDummy,
+                };
+                (e.src, e.dst, kind)
+            })
+            .collect::<Vec<_>>();
+        let dag = Dag::from_edges(self.num_nodes, &edges);
+        let val = self.dag_edges.iter().map(|e| e.val).collect();
+        let numbering = Numbering::from_val(&dag, val);
+        (dag, numbering)
+    }
+
+    /// Regenerates path `number` (3.5). `is_catch` tells which real edges out
+    /// of ENTRY are exception-handler arrivals rather than the function entry.
+    pub fn regenerate(
+        &self,
+        dag: &Dag,
+        numbering: &Numbering,
+        number: u64,
+        is_catch: impl Fn(EdgeId) -> bool,
+    ) -> Result<RegeneratedPath, GraphError> {
+        let dag_path: Vec<DagEdgeId> = pathprof_graph::regenerate::regenerate(dag, numbering, number)?;
+        let mut blocks = Vec::new();
+        let mut edges = Vec::new();
+        for &d in &dag_path {
+            let e = &dag.edges[d.index()];
+            if e.dst != Cfg::EXIT {
+                blocks.push(e.dst);
+            }
+            if let DagEdgeKind::Real(c) = e.kind {
+                edges.push(c);
+            }
+        }
+        let first = &dag.edges[dag_path[0].index()];
+        let last = &dag.edges[dag_path[dag_path.len() - 1].index()];
+        let start = match first.kind {
+            DagEdgeKind::Real(c) if is_catch(c) => PathStart::Handler,
+            DagEdgeKind::Real(_) => PathStart::Entry,
+            _ if self.loop_heads.contains(&first.dst) => PathStart::LoopHead,
+            _ => PathStart::AfterCut,
+        };
+        let end = match last.kind {
+            DagEdgeKind::Real(_) => PathEnd::Exit,
+            _ if self.cut_nodes.contains(&last.src) => PathEnd::Cut,
+            _ => PathEnd::Backedge,
+        };
+        Ok(RegeneratedPath { blocks, edges, start, end })
+    }
+}

@@ -1,0 +1,54 @@
+//! Edge profiling with counters on chords only (QPT2, Ball & Larus 1994), the
+//! baseline the path-profiling paper compares against (section 6).
+//!
+//! A maximum spanning tree of the CFG (plus a virtual EXIT->ENTRY edge, kept
+//! in the tree) leaves the most frequent edges uninstrumented; each chord gets
+//! a slot counter, and every other edge count follows by flow conservation.
+//! Activations that never reach EXIT (a trap, `proc_exit`) break conservation;
+//! the runner reports the block each such activation was in, which is added as
+//! an extra flow to EXIT (the paper's "early termination", 3.6).
+
+use pathprof_graph::{flow, Cfg, EdgeId, GraphError, NodeId};
+use serde::{Deserialize, Serialize};
+
+use crate::plan::{Action, FunctionPlan};
+
+/// What decoding an edge profile needs: which CFG edges carry a counter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Chords {
+    /// Slot i counts `chords[i]`.
+    pub chords: Vec<EdgeId>,
+}
+
+/// Plans edge profiling of `cfg`. `weights`: per-CFG-edge estimates, or
+/// loop-nesting weights when `None`.
+pub fn plan(cfg: &Cfg, weights: Option<&[u64]>) -> (FunctionPlan, Chords) {
+    let static_weights;
+    let w = match weights {
+        Some(w) => w,
+        None => {
+            static_weights = pathprof_graph::weights::loop_nesting_weights(cfg);
+            &static_weights
+        }
+    };
+    let in_tree = flow::edge_spanning_tree(cfg, w);
+    let mut plan = FunctionPlan::empty(cfg.num_edges());
+    let chords: Vec<EdgeId> = cfg.edge_ids().filter(|e| !in_tree[e.index()]).collect();
+    for (slot, e) in chords.iter().enumerate() {
+        plan.edges[e.index()].push(Action::CountSlot { index: slot as u32 });
+    }
+    plan.slots = chords.len() as u32;
+    (plan, Chords { chords })
+}
+
+/// Every edge's count from the chord counters (`slots`) and the blocks in
+/// which activations ended abruptly.
+pub fn decode(cfg: &Cfg, chords: &Chords, slots: &[u64], abrupt: &[(NodeId, u64)]) -> Result<Vec<u64>, GraphError> {
+    let mut in_tree = vec![true; cfg.num_edges()];
+    let mut chord_counts = vec![0; cfg.num_edges()];
+    for (i, e) in chords.chords.iter().enumerate() {
+        in_tree[e.index()] = false;
+        chord_counts[e.index()] = slots.get(i).copied().unwrap_or(0);
+    }
+    flow::derive_edge_counts(cfg, &in_tree, &chord_counts, abrupt)
+}

@@ -1,0 +1,14 @@
+//! Profiling techniques. Each module plans instrumentation on an abstract CFG
+//! ([`plan::FunctionPlan`]) and decodes the counters it asked for; none of
+//! them edits bytes.
+//!
+//! - [`ball_larus`]: acyclic intraprocedural path profiling (Ball & Larus 1996).
+//! - [`edge`]: edge profiling on spanning-tree chords (QPT2), the baseline.
+//! - [`trace`]: the test oracle's every-edge trace.
+
+pub mod ball_larus;
+pub mod edge;
+pub mod plan;
+pub mod trace;
+
+pub use plan::{Action, FunctionPlan, PathTable, RawCounters, Reg, Width};
