@@ -1,0 +1,543 @@
+//! One pass over a function body that builds its CFG and its rewrite sites.
+//!
+//! The control stack mirrors the body's structured control frames, the
+//! function's own frame at index 0, and is a plain vector: nothing recurses
+//! over nesting depth. Branches to a forward label (block, if, try_table) are
+//! created with a placeholder target and kept in a per-frame linked list
+//! threaded through `Builder::next`; the label's join block is created at its
+//! `end` only if some edge reaches it, and the list is patched then. Every
+//! operation is O(1) per instruction, plus O(targets) for `br_table`.
+
+use super::site::{Construct, Site, SiteKind};
+use super::{BlockInfo, EdgeKind};
+use pathprof_graph::{Cfg, EdgeId, NodeId};
+use wasmparser::{BlockType, FunctionBody, Operator};
+
+const NONE: u32 = u32::MAX;
+
+/// Why building stopped.
+pub(crate) enum BuildError {
+    /// The function uses an instruction the builder does not model.
+    Unsupported { reason: String, offset: u32 },
+    /// The body could not be read (cannot happen on a validated module).
+    Read(wasmparser::BinaryReaderError),
+}
+
+impl From<wasmparser::BinaryReaderError> for BuildError {
+    fn from(e: wasmparser::BinaryReaderError) -> Self {
+        BuildError::Read(e)
+    }
+}
+
+/// The builder's result, before it is wrapped in a `FunctionCfg`.
+pub(crate) struct Built {
+    pub cfg: Cfg,
+    pub blocks: Vec<Option<BlockInfo>>,
+    pub edge_kinds: Vec<EdgeKind>,
+    pub sites: Vec<Site>,
+    pub pad_edges: Vec<EdgeId>,
+    /// Range in `pad_edges` of the taken edges to the function's own label.
+    pub func_pads: (u32, u32),
+    /// Indices in `sites` of the `Open` sites whose label has taken edges.
+    pub padded_opens: Vec<u32>,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum FrameKind {
+    Function,
+    Block,
+    Loop,
+    If,
+    TryTable,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Frame {
+    kind: FrameKind,
+    /// Loop: its header node; If: its condition node; NONE when the construct
+    /// is unreachable.
+    node: u32,
+    /// Head of the list of edges targeting this label (all of them for a
+    /// forward label, only the taken ones for a loop or the function).
+    head: u32,
+    /// The `Catch` edge ENTRY -> this label, shared by every catch clause
+    /// that targets it.
+    catch_edge: u32,
+    /// Index of this construct's `Open` site, NONE when unreachable.
+    open: u32,
+    else_seen: bool,
+    /// Deduplication mark for br_table targets and catch clauses.
+    stamp: u32,
+}
+
+impl Frame {
+    fn new(kind: FrameKind, node: u32, open: u32) -> Self {
+        Frame { kind, node, head: NONE, catch_edge: NONE, open, else_seen: false, stamp: 0 }
+    }
+}
+
+struct Builder {
+    edges: Vec<(NodeId, NodeId)>,
+    kinds: Vec<EdgeKind>,
+    /// Per edge: the next edge in its target frame's list.
+    next: Vec<u32>,
+    /// Per edge: a taken conditional edge, which needs a landing pad when it
+    /// carries code.
+    pad: Vec<bool>,
+    blocks: Vec<Option<BlockInfo>>,
+    sites: Vec<Site>,
+    pad_edges: Vec<EdgeId>,
+    padded_opens: Vec<u32>,
+    frames: Vec<Frame>,
+    /// The block being filled, NONE in unreachable code.
+    cur: u32,
+    /// The current block has executed nothing but block/loop openers, so a
+    /// `loop` starting now can make it its header.
+    cur_plain: bool,
+    /// Distinct frames of one br_table or try_table.
+    scratch: Vec<u32>,
+    stamp: u32,
+}
+
+/// Builds the CFG of one function body.
+pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
+    let mut ops = body.get_operators_reader()?;
+    // A rough guess from the body size keeps reallocation rare.
+    let guess = body.range().len() / 8 + 4;
+    let mut b = Builder {
+        edges: Vec::with_capacity(guess),
+        kinds: Vec::with_capacity(guess),
+        next: Vec::with_capacity(guess),
+        pad: Vec::with_capacity(guess),
+        blocks: Vec::with_capacity(guess),
+        sites: Vec::with_capacity(guess),
+        pad_edges: Vec::new(),
+        padded_opens: Vec::new(),
+        frames: Vec::with_capacity(16),
+        cur: NONE,
+        cur_plain: true,
+        scratch: Vec::new(),
+        stamp: 0,
+    };
+    b.blocks.push(None); // ENTRY
+    b.blocks.push(None); // EXIT
+    let first = b.node();
+    let e = b.edge(0, first, EdgeKind::Entry);
+    b.site(ops.original_position(), SiteKind::Before(e));
+    b.cur = first;
+    b.cur_plain = true;
+    b.frames.push(Frame::new(FrameKind::Function, NONE, NONE));
+    let mut func_pads = (0, 0);
+    while !ops.eof() {
+        let offset = ops.original_position();
+        let op = ops.read()?;
+        let end = ops.original_position();
+        if let Some(pads) = b.op(offset, end, op)? {
+            func_pads = pads;
+        }
+    }
+    let cfg = Cfg::from_edges(b.blocks.len(), &b.edges);
+    Ok(Built {
+        cfg,
+        blocks: b.blocks,
+        edge_kinds: b.kinds,
+        sites: b.sites,
+        pad_edges: b.pad_edges,
+        func_pads,
+        padded_opens: b.padded_opens,
+    })
+}
+
+fn unsupported(what: &str, offset: usize) -> BuildError {
+    BuildError::Unsupported {
+        reason: format!("`{what}` is not supported (legacy exception handling or a disabled proposal)"),
+        offset: offset as u32,
+    }
+}
+
+impl Builder {
+    fn node(&mut self) -> u32 {
+        self.blocks.push(Some(BlockInfo { offset: 0, end: 0, instrs: 0 }));
+        (self.blocks.len() - 1) as u32
+    }
+
+    /// A new edge; `dst` NONE means "patched when the target label closes".
+    fn edge(&mut self, src: u32, dst: u32, kind: EdgeKind) -> EdgeId {
+        let e = EdgeId::new(self.edges.len());
+        let dst = if dst == NONE { Cfg::EXIT } else { NodeId::new(dst as usize) };
+        self.edges.push((NodeId::new(src as usize), dst));
+        self.kinds.push(kind);
+        self.next.push(NONE);
+        self.pad.push(false);
+        e
+    }
+
+    fn site(&mut self, offset: usize, kind: SiteKind) {
+        self.sites.push(Site { offset: offset as u32, kind });
+    }
+
+    fn link(&mut self, frame: usize, e: EdgeId) {
+        self.next[e.index()] = self.frames[frame].head;
+        self.frames[frame].head = e.index() as u32;
+    }
+
+    /// Records that the current block executes the instruction `[offset, end)`.
+    fn count(&mut self, offset: usize, end: usize) {
+        self.cur_plain = false;
+        self.count_plain(offset, end);
+    }
+
+    /// `count` for an instruction that does nothing at run time (a block or
+    /// loop opener): the block stays mergeable with a following loop header.
+    fn count_plain(&mut self, offset: usize, end: usize) {
+        if let Some(Some(info)) = self.blocks.get_mut(self.cur as usize) {
+            if info.instrs == 0 {
+                info.offset = offset as u32;
+            }
+            info.instrs += 1;
+            info.end = end as u32;
+        }
+    }
+
+    /// The frame a relative branch depth names.
+    fn frame_at(&self, depth: u32) -> usize {
+        // Validation guarantees the depth is in range.
+        self.frames.len() - 1 - depth as usize
+    }
+
+    /// The node a branch to `frame` arrives at, NONE for a forward label.
+    fn label_node(&self, frame: usize) -> u32 {
+        match self.frames[frame].kind {
+            FrameKind::Function => Cfg::EXIT.index() as u32,
+            FrameKind::Loop => self.frames[frame].node,
+            _ => NONE,
+        }
+    }
+
+    /// An edge that is the only way out of the current block: code before `offset`.
+    fn jump(&mut self, offset: usize, frame: usize, kind: EdgeKind) {
+        let dst = self.label_node(frame);
+        let e = self.edge(self.cur, dst, kind);
+        if dst == NONE {
+            self.link(frame, e);
+        }
+        self.site(offset, SiteKind::Before(e));
+    }
+
+    /// The taken side of a conditional branch from `src` (the current block,
+    /// or ENTRY for a catch clause) to `frame`.
+    fn taken(&mut self, offset: usize, src: u32, frame: usize, kind: EdgeKind) -> EdgeId {
+        let e = self.edge(src, self.label_node(frame), kind);
+        self.pad[e.index()] = true;
+        self.link(frame, e);
+        self.site(offset, SiteKind::Taken { edge: e, frame: frame as u32 });
+        e
+    }
+
+    /// The not-taken side of a conditional branch: a new block right after it.
+    fn not_taken(&mut self, offset: usize) {
+        let n = self.node();
+        let e = self.edge(self.cur, n, EdgeKind::Fallthrough);
+        self.site(offset, SiteKind::After(e));
+        self.cur = n;
+        self.cur_plain = true;
+    }
+
+    /// An edge to EXIT that ends the current block: code before `offset`.
+    fn exit(&mut self, offset: usize, kind: EdgeKind) {
+        let e = self.edge(self.cur, Cfg::EXIT.index() as u32, kind);
+        self.site(offset, SiteKind::Before(e));
+        self.cur = NONE;
+    }
+
+    fn conditional(&mut self, offset: usize, depth: u32, kind: EdgeKind) {
+        let frame = self.frame_at(depth);
+        self.taken(offset, self.cur, frame, kind);
+        self.not_taken(offset);
+    }
+
+    fn open(&mut self, offset: usize, kind: FrameKind, node: u32, blockty: BlockType, live: bool) {
+        let open = if live {
+            let construct = match kind {
+                FrameKind::Loop => Construct::Loop,
+                FrameKind::If => Construct::If,
+                FrameKind::TryTable => Construct::TryTable,
+                _ => Construct::Block,
+            };
+            self.site(offset, SiteKind::Open { construct, blockty, pads_start: 0, pads_len: 0 });
+            (self.sites.len() - 1) as u32
+        } else {
+            NONE
+        };
+        self.frames.push(Frame::new(kind, node, open));
+    }
+
+    /// Walks a closed frame's edge list: patches forward targets to `join`
+    /// (when not NONE) and appends the pad edges to `pad_edges`, in edge order.
+    fn close_list(&mut self, head: u32, join: u32) -> (u32, u32) {
+        let start = self.pad_edges.len();
+        let mut e = head;
+        while e != NONE {
+            if join != NONE {
+                self.edges[e as usize].1 = NodeId::new(join as usize);
+            }
+            if self.pad[e as usize] {
+                self.pad_edges.push(EdgeId::new(e as usize));
+            }
+            e = self.next[e as usize];
+        }
+        self.pad_edges[start..].reverse();
+        (start as u32, (self.pad_edges.len() - start) as u32)
+    }
+
+    fn patch_open(&mut self, open: u32, pads: (u32, u32)) {
+        if let Some(Site { kind: SiteKind::Open { pads_start, pads_len, .. }, .. }) = self.sites.get_mut(open as usize)
+        {
+            *pads_start = pads.0;
+            *pads_len = pads.1;
+            if pads.1 > 0 {
+                self.padded_opens.push(open);
+            }
+        }
+    }
+
+    /// `end` of a block, if or try_table.
+    fn close_forward(&mut self, offset: usize, frame: Frame) {
+        let synth_else = frame.kind == FrameKind::If && !frame.else_seen && frame.node != NONE;
+        if frame.head == NONE && !synth_else {
+            // Only the fall-through (if any) reaches the end: not a boundary.
+            self.patch_open(frame.open, (0, 0));
+            return;
+        }
+        let mut head = frame.head;
+        if self.cur != NONE {
+            let e = self.edge(self.cur, NONE, EdgeKind::Fallthrough);
+            self.next[e.index()] = head;
+            head = e.index() as u32;
+            self.site(offset, SiteKind::Before(e));
+        }
+        if synth_else {
+            let e = self.edge(frame.node, NONE, EdgeKind::IfElse);
+            self.next[e.index()] = head;
+            head = e.index() as u32;
+            self.site(offset, SiteKind::SynthElse(e));
+        }
+        let join = self.node();
+        let pads = self.close_list(head, join);
+        self.patch_open(frame.open, pads);
+        self.cur = join;
+        self.cur_plain = true;
+    }
+
+    /// Handles one instruction; returns the function's pad range at its end.
+    fn op(&mut self, offset: usize, end: usize, op: Operator<'_>) -> Result<Option<(u32, u32)>, BuildError> {
+        let live = self.cur != NONE;
+        match op {
+            Operator::Block { blockty } => {
+                self.count_plain(offset, end);
+                self.open(offset, FrameKind::Block, NONE, blockty, live);
+            }
+            Operator::Loop { blockty } => {
+                let header = if !live {
+                    NONE
+                } else if self.cur_plain {
+                    // Nothing but block/loop openers ran in the current block:
+                    // it becomes the header, and all code of its incoming
+                    // edges is already placed before this `loop`.
+                    self.count_plain(offset, end);
+                    self.cur
+                } else {
+                    self.count(offset, end);
+                    let h = self.node();
+                    let e = self.edge(self.cur, h, EdgeKind::Fallthrough);
+                    self.site(offset, SiteKind::Before(e));
+                    self.cur = h;
+                    self.cur_plain = true;
+                    h
+                };
+                self.open(offset, FrameKind::Loop, header, blockty, live);
+            }
+            Operator::If { blockty } => {
+                self.count(offset, end);
+                let cond = self.cur;
+                self.open(offset, FrameKind::If, cond, blockty, live);
+                if live {
+                    let t = self.node();
+                    let e = self.edge(cond, t, EdgeKind::IfThen);
+                    self.site(offset, SiteKind::After(e));
+                    self.cur = t;
+                    self.cur_plain = true;
+                }
+            }
+            Operator::Else => {
+                self.count(offset, end);
+                let top = self.frames.len() - 1;
+                if live {
+                    let e = self.edge(self.cur, NONE, EdgeKind::Fallthrough);
+                    self.link(top, e);
+                    self.site(offset, SiteKind::Before(e));
+                }
+                let frame = &mut self.frames[top];
+                frame.else_seen = true;
+                let cond = frame.node;
+                self.cur = NONE;
+                if cond != NONE {
+                    let n = self.node();
+                    let e = self.edge(cond, n, EdgeKind::IfElse);
+                    self.site(offset, SiteKind::After(e));
+                    self.cur = n;
+                    self.cur_plain = true;
+                }
+            }
+            Operator::TryTable { try_table } => {
+                self.count(offset, end);
+                if live {
+                    self.stamp += 1;
+                    for catch in &try_table.catches {
+                        let label = match *catch {
+                            wasmparser::Catch::One { label, .. }
+                            | wasmparser::Catch::OneRef { label, .. }
+                            | wasmparser::Catch::All { label }
+                            | wasmparser::Catch::AllRef { label } => label,
+                        };
+                        let frame = self.frame_at(label);
+                        if self.frames[frame].stamp == self.stamp {
+                            continue;
+                        }
+                        self.frames[frame].stamp = self.stamp;
+                        let shared = self.frames[frame].catch_edge;
+                        if shared == NONE {
+                            let e = self.taken(offset, 0, frame, EdgeKind::Catch);
+                            self.frames[frame].catch_edge = e.index() as u32;
+                        } else {
+                            let edge = EdgeId::new(shared as usize);
+                            self.site(offset, SiteKind::Taken { edge, frame: frame as u32 });
+                        }
+                    }
+                }
+                self.open(offset, FrameKind::TryTable, NONE, try_table.ty, live);
+            }
+            Operator::End => {
+                self.count(offset, end);
+                let Some(frame) = self.frames.pop() else {
+                    return Ok(None); // unreachable on a validated body
+                };
+                match frame.kind {
+                    FrameKind::Function => {
+                        if live {
+                            let e = self.edge(self.cur, Cfg::EXIT.index() as u32, EdgeKind::Fallthrough);
+                            self.site(offset, SiteKind::Before(e));
+                            self.cur = NONE;
+                        }
+                        return Ok(Some(self.close_list(frame.head, NONE)));
+                    }
+                    FrameKind::Loop => {
+                        let pads = self.close_list(frame.head, NONE);
+                        self.patch_open(frame.open, pads);
+                    }
+                    _ => self.close_forward(offset, frame),
+                }
+            }
+            _ if !live => {
+                // Unreachable code: no blocks, no edges, no sites; only the
+                // control stack (above) is tracked.
+                if let Some(what) = unsupported_name(&op) {
+                    return Err(unsupported(what, offset));
+                }
+            }
+            Operator::Br { relative_depth } => {
+                self.count(offset, end);
+                let frame = self.frame_at(relative_depth);
+                self.jump(offset, frame, EdgeKind::Br);
+                self.cur = NONE;
+            }
+            Operator::BrIf { relative_depth } => {
+                self.count(offset, end);
+                self.conditional(offset, relative_depth, EdgeKind::BrIf);
+            }
+            Operator::BrOnNull { relative_depth } => {
+                self.count(offset, end);
+                self.conditional(offset, relative_depth, EdgeKind::BrOnNull);
+            }
+            Operator::BrOnNonNull { relative_depth } => {
+                self.count(offset, end);
+                self.conditional(offset, relative_depth, EdgeKind::BrOnNonNull);
+            }
+            Operator::BrOnCast { relative_depth, .. } => {
+                self.count(offset, end);
+                self.conditional(offset, relative_depth, EdgeKind::BrOnCast);
+            }
+            Operator::BrOnCastFail { relative_depth, .. } => {
+                self.count(offset, end);
+                self.conditional(offset, relative_depth, EdgeKind::BrOnCastFail);
+            }
+            Operator::BrTable { targets } => {
+                self.count(offset, end);
+                self.stamp += 1;
+                self.scratch.clear();
+                for depth in targets.targets().chain(std::iter::once(Ok(targets.default()))) {
+                    let frame = self.frame_at(depth?);
+                    if self.frames[frame].stamp != self.stamp {
+                        self.frames[frame].stamp = self.stamp;
+                        self.scratch.push(frame as u32);
+                    }
+                }
+                if let [frame] = self.scratch[..] {
+                    self.jump(offset, frame as usize, EdgeKind::BrTable);
+                } else {
+                    for i in 0..self.scratch.len() {
+                        let frame = self.scratch[i] as usize;
+                        self.taken(offset, self.cur, frame, EdgeKind::BrTable);
+                    }
+                }
+                self.cur = NONE;
+            }
+            Operator::Return => {
+                self.count(offset, end);
+                self.exit(offset, EdgeKind::Return);
+            }
+            Operator::Unreachable => {
+                self.count(offset, end);
+                self.exit(offset, EdgeKind::Unreachable);
+            }
+            Operator::ReturnCall { .. } | Operator::ReturnCallIndirect { .. } | Operator::ReturnCallRef { .. } => {
+                self.count(offset, end);
+                self.exit(offset, EdgeKind::TailCall);
+            }
+            Operator::Throw { .. } => {
+                self.count(offset, end);
+                self.exit(offset, EdgeKind::Throw);
+            }
+            Operator::ThrowRef => {
+                self.count(offset, end);
+                self.exit(offset, EdgeKind::ThrowRef);
+            }
+            ref other => {
+                if let Some(what) = unsupported_name(other) {
+                    return Err(unsupported(what, offset));
+                }
+                self.count(offset, end);
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Instructions that transfer control in ways the builder does not model.
+fn unsupported_name(op: &Operator<'_>) -> Option<&'static str> {
+    Some(match op {
+        Operator::Try { .. } => "try",
+        Operator::Catch { .. } => "catch",
+        Operator::CatchAll => "catch_all",
+        Operator::Delegate { .. } => "delegate",
+        Operator::Rethrow { .. } => "rethrow",
+        Operator::Resume { .. } => "resume",
+        Operator::ResumeThrow { .. } => "resume_throw",
+        Operator::ResumeThrowRef { .. } => "resume_throw_ref",
+        Operator::Suspend { .. } => "suspend",
+        Operator::Switch { .. } => "switch",
+        Operator::BrOnCastDescEq { .. } => "br_on_cast_desc_eq",
+        Operator::BrOnCastDescEqFail { .. } => "br_on_cast_desc_eq_fail",
+        _ => return None,
+    })
+}

@@ -1,0 +1,174 @@
+//! The CFG builder: every defined function of a core module as an abstract
+//! control-flow graph ([`pathprof_graph::Cfg`]: node 0 ENTRY, node 1 EXIT).
+//!
+//! # Model
+//! - A basic block is a maximal run of instructions entered only at its first
+//!   instruction. Calls do not end blocks. Block boundaries are: the start of
+//!   a loop body (branch target), the point after the `end` of a block / if /
+//!   try_table that some branch targets (a join block), both arms of `if`,
+//!   and the point after every branch instruction.
+//! - One edge ENTRY -> first block ([`EdgeKind::Entry`]).
+//! - `return`, falling off the function's end, a branch to the function's
+//!   label, `unreachable`, tail calls, `throw` and `throw_ref` are edges to
+//!   EXIT: the path is counted just before the instruction executes.
+//! - Arrival at a `try_table` catch target is an edge ENTRY -> the target
+//!   block ([`EdgeKind::Catch`]): a new path begins there. One such edge per
+//!   target label, shared by every catch clause that names it (a clause
+//!   naming the function's own label gives ENTRY -> EXIT). When an
+//!   exception thrown by a callee (or a trap) unwinds through a function,
+//!   the path in flight in that function is lost: nothing counts it. A
+//!   `throw` in the function itself is an edge to EXIT, so its path counts.
+//! - `br_table` gets one edge per distinct target label.
+//! - Unreachable code (after an unconditional branch, up to the `end` or
+//!   `else` that makes code reachable again) has no blocks, edges or sites.
+//! - Edges are numbered in instruction order of the branch they stand for;
+//!   the fall-through into a join block, and the false edge of an `if`
+//!   without `else`, are numbered at the `end` that closes the construct.
+//! - A loop that never exits (`loop br 0 end`) leaves blocks from which EXIT
+//!   cannot be reached; the graph says so as it is.
+//! - A block that has executed nothing yet (or only `block`/`loop` openers)
+//!   when a `loop` starts becomes the loop header itself; the not-taken side
+//!   of a conditional branch always gets a block of its own, even an empty
+//!   one, so br_if / br_on_* / if-without-else make no parallel edges.
+//!
+//! Functions using instructions outside this model (the legacy exception
+//! handling `try`/`catch`/`catch_all`/`delegate`/`rethrow`, and the
+//! stack-switching and custom-descriptor branches, which the validator
+//! rejects anyway) are reported [`Unsupported`] and left untouched.
+
+mod builder;
+pub(crate) mod site;
+
+use crate::error::{Result, WasmError};
+use crate::module::{self, ModuleScan};
+use pathprof_graph::{Cfg, EdgeId};
+use serde::{Deserialize, Serialize};
+use site::Site;
+
+/// How control crosses an edge.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum EdgeKind {
+    /// ENTRY -> first block.
+    Entry,
+    /// Sequential flow: into `end`/`else`/`loop`, off the end of the function
+    /// (to EXIT), and the not-taken side of br_if / br_on_*.
+    Fallthrough,
+    /// `br` (to EXIT when it names the function's label).
+    Br,
+    /// Taken `br_if`.
+    BrIf,
+    /// A `br_table` target (one edge per distinct label).
+    BrTable,
+    /// `if` condition true: into the then-arm.
+    IfThen,
+    /// `if` condition false: into the else-arm, or past the `if` without one.
+    IfElse,
+    /// `return` (to EXIT).
+    Return,
+    /// `unreachable` (to EXIT).
+    Unreachable,
+    /// `return_call`, `return_call_indirect`, `return_call_ref` (to EXIT).
+    TailCall,
+    /// `throw` (to EXIT).
+    Throw,
+    /// `throw_ref` (to EXIT).
+    ThrowRef,
+    /// ENTRY -> the target of a try_table catch clause.
+    Catch,
+    /// Taken `br_on_null`.
+    BrOnNull,
+    /// Taken `br_on_non_null`.
+    BrOnNonNull,
+    /// Taken `br_on_cast`.
+    BrOnCast,
+    /// Taken `br_on_cast_fail`.
+    BrOnCastFail,
+}
+
+/// Where a basic block lies in the module.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockInfo {
+    /// Module byte offset of the block's first instruction.
+    pub offset: u32,
+    /// Module byte offset just past its last instruction.
+    pub end: u32,
+    /// Number of instructions (structural ones such as `end` included).
+    pub instrs: u32,
+}
+
+/// The CFG of one defined function, with what the rewriter needs to place
+/// code on its edges.
+#[derive(Clone, Debug)]
+pub struct FunctionCfg {
+    /// Index in the module's function index space (imports counted).
+    pub func_index: u32,
+    /// Name from the name section.
+    pub name: Option<String>,
+    pub cfg: Cfg,
+    /// Per node; `None` for ENTRY and EXIT.
+    pub blocks: Vec<Option<BlockInfo>>,
+    /// Per edge.
+    pub edge_kinds: Vec<EdgeKind>,
+    pub(crate) sites: Vec<Site>,
+    pub(crate) pad_edges: Vec<EdgeId>,
+    pub(crate) func_pads: (u32, u32),
+    /// Indices in `sites` of the constructs whose label has taken edges.
+    pub(crate) padded_opens: Vec<u32>,
+}
+
+/// A function the builder does not model; it is left untouched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    pub func_index: u32,
+    pub name: Option<String>,
+    /// Module byte offset of the first unsupported instruction.
+    pub offset: u32,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "function {} at offset {:#x}: {}", self.func_index, self.offset, self.reason)
+    }
+}
+
+/// The analysis of a whole module.
+#[derive(Clone, Debug)]
+pub struct ModuleInfo {
+    /// Lower-case hex SHA-256 of the module bytes.
+    pub module_hash: String,
+    /// Number of imported functions: defined function `i` has module index
+    /// `num_imported_funcs + i`.
+    pub num_imported_funcs: u32,
+    /// Per defined function, in order.
+    pub functions: Vec<Result<FunctionCfg, Unsupported>>,
+}
+
+/// Validates a core module and builds the CFG of every defined function.
+pub fn analyze(bytes: &[u8]) -> Result<ModuleInfo> {
+    module::validate(bytes)?;
+    let scan = ModuleScan::new(bytes)?;
+    let sizes: Vec<usize> = scan.bodies.iter().map(|b| b.range().len()).collect();
+    let functions = crate::par::map_chunked(&sizes, |i| {
+        let func_index = scan.num_imported_funcs + i as u32;
+        let name = scan.names[i].clone();
+        Ok(match builder::build(&scan.bodies[i]) {
+            Ok(b) => Ok(FunctionCfg {
+                func_index,
+                name,
+                cfg: b.cfg,
+                blocks: b.blocks,
+                edge_kinds: b.edge_kinds,
+                sites: b.sites,
+                pad_edges: b.pad_edges,
+                func_pads: b.func_pads,
+                padded_opens: b.padded_opens,
+            }),
+            Err(builder::BuildError::Unsupported { reason, offset }) => {
+                Err(Unsupported { func_index, name, offset, reason })
+            }
+            Err(builder::BuildError::Read(e)) => return Err(WasmError::invalid(&e)),
+        })
+    })?;
+    Ok(ModuleInfo { module_hash: module::module_hash(bytes), num_imported_funcs: scan.num_imported_funcs, functions })
+}

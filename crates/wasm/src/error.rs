@@ -1,0 +1,53 @@
+//! The crate's one error type.
+
+/// `Result` with [`WasmError`] as the default error.
+pub type Result<T, E = WasmError> = std::result::Result<T, E>;
+
+/// Everything that can go wrong while analysing, instrumenting or reading the
+/// counters of a module. Variants about the input carry the byte offset
+/// (from the start of the module) where the problem was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WasmError {
+    /// The input does not start with the WebAssembly magic number `\0asm`.
+    #[error("not a WebAssembly binary: the input does not start with `\\0asm`")]
+    NotWasm,
+    /// The input is a WebAssembly component; only core modules are handled.
+    #[error("the input is a WebAssembly component; only core modules are supported")]
+    Component,
+    /// The input ends before the module is complete.
+    #[error("truncated module: input ends at byte {len} ({message} at offset {offset:#x})")]
+    Truncated { offset: usize, len: usize, message: String },
+    /// The module is malformed or does not validate.
+    #[error("invalid module at offset {offset:#x}: {message}")]
+    Invalid { offset: usize, message: String },
+    /// `instrument` was given a `ModuleInfo` computed from other bytes.
+    #[error("the ModuleInfo was computed from a different module (hash {expected}, input hash {actual})")]
+    InfoMismatch { expected: String, actual: String },
+    /// The module already uses a name this crate reserves (`__pathprof...`).
+    #[error("the module already uses the reserved name {name:?}; is it instrumented already?")]
+    ReservedName { name: String },
+    /// `instrument` needs one plan slot per defined function.
+    #[error("{got} plans given for a module that defines {expected} functions")]
+    PlanCount { expected: usize, got: usize },
+    /// A plan does not fit the function it is given for.
+    #[error("bad plan for function {func_index}: {reason}")]
+    BadPlan { func_index: u32, reason: String },
+    /// The counters of all plans do not fit in one 32-bit memory.
+    #[error("the counter memory would need {bytes} bytes, more than a 32-bit memory holds")]
+    CounterMemoryTooLarge { bytes: u128 },
+    /// A counter-memory image is too short or does not hold what the layout says.
+    #[error("corrupt counter memory: {reason}")]
+    CorruptCounters { reason: String },
+    /// The rewriter produced an invalid module: a bug in this crate. The
+    /// output is never returned.
+    #[error("internal error: the instrumented module does not validate at offset {offset:#x}: {message}")]
+    InvalidOutput { offset: usize, message: String },
+}
+
+impl WasmError {
+    /// An `Invalid` error from a wasmparser error on the input.
+    pub(crate) fn invalid(e: &wasmparser::BinaryReaderError) -> Self {
+        WasmError::Invalid { offset: e.offset(), message: e.message().to_string() }
+    }
+}

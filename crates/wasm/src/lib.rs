@@ -1,0 +1,28 @@
+//! WebAssembly side of pathprof: the CFG builder ([`mod@cfg`]) that turns every
+//! defined function of a core module into an abstract control-flow graph, and
+//! the one rewriter ([`rewrite`]) that applies instrumentation plans, with the
+//! counter-memory layout and its reader.
+//!
+//! Pipeline: [`analyze`] validates a module and builds a [`FunctionCfg`] per
+//! defined function; a profiling technique turns each graph into a
+//! `FunctionPlan`; [`instrument`] applies the plans and returns the new module
+//! and its [`CounterLayout`]; after a run, [`read_counters`] reads one
+//! function's counters back from the exported counter memory
+//! ([`counter_layout`] gives the layout ahead of rewriting).
+//!
+//! Layout: `cfg/` (builder, rewrite sites), `rewrite/` (body rewriting with
+//! landing pads, action lowering and the hash helper, counter layout, module
+//! re-assembly), `module.rs` (header check, validation, section scan).
+
+pub mod cfg;
+mod error;
+mod module;
+mod par;
+pub mod rewrite;
+
+pub use cfg::{analyze, BlockInfo, EdgeKind, FunctionCfg, ModuleInfo, Unsupported};
+pub use error::{Result, WasmError};
+pub use module::{custom_section, module_hash, RESERVED_PREFIX};
+pub use rewrite::{
+    counter_layout, instrument, read_counters, CounterLayout, FunctionLayout, Instrumented, COUNTERS_EXPORT,
+};

@@ -1,0 +1,302 @@
+//! Re-assembling the module around the rewritten bodies: everything the
+//! instrumentation does not change is copied with wasm-encoder's `Reencode`
+//! (which also remaps function indices when the trace import shifts them);
+//! what it adds is appended to the existing sections, or put in new sections
+//! at their place in the section order when the module has none.
+
+use super::layout::COUNTERS_EXPORT;
+use super::lower;
+use super::types::{self, NewTypes};
+use super::{TRACE_MODULE, TRACE_NAME};
+use crate::error::{Result, WasmError};
+use crate::module::ModuleScan;
+use wasm_encoder::reencode::{self, utils, Reencode};
+use wasm_encoder::{ConstExpr, EntityType, ExportKind, MemoryType, SectionId};
+
+/// Re-assembles the module: copies what is unchanged, appends what the
+/// instrumentation adds, and inserts sections the module lacks.
+pub(crate) struct Assembler<'a> {
+    pub scan: &'a ModuleScan<'a>,
+    pub shift: u32,
+    pub types: &'a NewTypes,
+    pub trace_ty: Option<u32>,
+    pub helper_ty: Option<u32>,
+    pub memory: u32,
+    pub pages: u64,
+    pub bodies: Vec<Vec<u8>>,
+    pub segments: Vec<(u32, Vec<u8>)>,
+    pub custom_sections: &'a [(&'a str, &'a [u8])],
+    /// Where the code section goes in the assembled module: it is spliced in
+    /// afterwards, so that the (large) bodies are copied only once.
+    pub code_at: Option<usize>,
+}
+
+/// The encoding of an empty code section, which `parse_core_module` leaves
+/// where the real one goes.
+const EMPTY_CODE_SECTION: [u8; 3] = [SectionId::Code as u8, 1, 0];
+
+/// `module` with its empty code section at `at` replaced by one holding
+/// `bodies` and the helper.
+pub(crate) fn splice_code(
+    module: &[u8],
+    at: usize,
+    bodies: &[Vec<u8>],
+    helper: Option<wasm_encoder::Function>,
+) -> Result<Vec<u8>> {
+    use wasm_encoder::Encode;
+    if module.get(at..at + 3) != Some(&EMPTY_CODE_SECTION[..]) {
+        return Err(WasmError::InvalidOutput { offset: at, message: "code section placeholder not found".into() });
+    }
+    let helper = helper.map(wasm_encoder::Function::into_raw_body);
+    let all = || bodies.iter().chain(helper.as_ref());
+    let leb = |v: usize| {
+        let mut n = 1;
+        let mut v = v >> 7;
+        while v != 0 {
+            v >>= 7;
+            n += 1;
+        }
+        n
+    };
+    let count = all().count();
+    let content = leb(count) + all().map(|b| leb(b.len()) + b.len()).sum::<usize>();
+    let mut out = Vec::with_capacity(module.len() + 1 + leb(content) + content);
+    out.extend_from_slice(&module[..at]);
+    out.push(SectionId::Code as u8);
+    (content as u32).encode(&mut out);
+    (count as u32).encode(&mut out);
+    for body in all() {
+        (body.len() as u32).encode(&mut out);
+        out.extend_from_slice(body);
+    }
+    out.extend_from_slice(&module[at + EMPTY_CODE_SECTION.len()..]);
+    Ok(out)
+}
+
+type RResult<T> = std::result::Result<T, reencode::Error<std::convert::Infallible>>;
+
+/// Position of a section id in the order sections must appear.
+fn rank(id: SectionId) -> u8 {
+    match id {
+        SectionId::Type => 1,
+        SectionId::Import => 2,
+        SectionId::Function => 3,
+        SectionId::Table => 4,
+        SectionId::Memory => 5,
+        SectionId::Tag => 6,
+        SectionId::Global => 7,
+        SectionId::Export => 8,
+        SectionId::Start => 9,
+        SectionId::Element => 10,
+        SectionId::DataCount => 11,
+        SectionId::Code => 12,
+        SectionId::Data => 13,
+        _ => 0,
+    }
+}
+
+impl Assembler<'_> {
+    fn add_types(&self, types: &mut wasm_encoder::TypeSection) {
+        for sig in &self.types.list {
+            types.ty().function(
+                sig.params.iter().map(|&t| types::val_type(t)),
+                sig.results.iter().map(|&t| types::val_type(t)),
+            );
+        }
+    }
+    fn add_imports(&self, imports: &mut wasm_encoder::ImportSection) {
+        if let Some(ty) = self.trace_ty {
+            imports.import(TRACE_MODULE, TRACE_NAME, EntityType::Function(ty));
+        }
+    }
+    fn add_functions(&self, functions: &mut wasm_encoder::FunctionSection) {
+        if let Some(ty) = self.helper_ty {
+            functions.function(ty);
+        }
+    }
+    fn add_memory(&self, memories: &mut wasm_encoder::MemorySection) {
+        memories.memory(MemoryType {
+            minimum: self.pages,
+            maximum: Some(self.pages),
+            memory64: false,
+            shared: false,
+            page_size_log2: None,
+        });
+    }
+    fn add_export(&self, exports: &mut wasm_encoder::ExportSection) {
+        exports.export(COUNTERS_EXPORT, ExportKind::Memory, self.memory);
+    }
+    fn add_code(&mut self, codes: &mut wasm_encoder::CodeSection) {
+        for body in std::mem::take(&mut self.bodies) {
+            codes.raw(&body);
+        }
+        if self.helper_ty.is_some() {
+            codes.function(&lower::hash_helper_body(self.memory));
+        }
+    }
+    fn add_data(&self, data: &mut wasm_encoder::DataSection) {
+        for (offset, bytes) in &self.segments {
+            data.active(self.memory, &ConstExpr::i32_const(*offset as i32), bytes.iter().copied());
+        }
+    }
+    fn has(&self, id: SectionId) -> bool {
+        self.scan.has_section[id as usize]
+    }
+}
+
+impl Reencode for Assembler<'_> {
+    type Error = std::convert::Infallible;
+
+    fn function_index(&mut self, func: u32) -> RResult<u32> {
+        Ok(if func >= self.scan.num_imported_funcs { func + self.shift } else { func })
+    }
+
+    fn parse_type_section(
+        &mut self,
+        types: &mut wasm_encoder::TypeSection,
+        section: wasmparser::TypeSectionReader<'_>,
+    ) -> RResult<()> {
+        utils::parse_type_section(self, types, section)?;
+        self.add_types(types);
+        Ok(())
+    }
+
+    fn parse_import_section(
+        &mut self,
+        imports: &mut wasm_encoder::ImportSection,
+        section: wasmparser::ImportSectionReader<'_>,
+    ) -> RResult<()> {
+        utils::parse_import_section(self, imports, section)?;
+        self.add_imports(imports);
+        Ok(())
+    }
+
+    fn parse_function_section(
+        &mut self,
+        functions: &mut wasm_encoder::FunctionSection,
+        section: wasmparser::FunctionSectionReader<'_>,
+    ) -> RResult<()> {
+        utils::parse_function_section(self, functions, section)?;
+        self.add_functions(functions);
+        Ok(())
+    }
+
+    fn parse_memory_section(
+        &mut self,
+        memories: &mut wasm_encoder::MemorySection,
+        section: wasmparser::MemorySectionReader<'_>,
+    ) -> RResult<()> {
+        utils::parse_memory_section(self, memories, section)?;
+        self.add_memory(memories);
+        Ok(())
+    }
+
+    fn parse_export_section(
+        &mut self,
+        exports: &mut wasm_encoder::ExportSection,
+        section: wasmparser::ExportSectionReader<'_>,
+    ) -> RResult<()> {
+        utils::parse_export_section(self, exports, section)?;
+        self.add_export(exports);
+        Ok(())
+    }
+
+    fn parse_code_section(
+        &mut self,
+        _codes: &mut wasm_encoder::CodeSection,
+        _section: wasmparser::CodeSectionReader<'_>,
+    ) -> RResult<()> {
+        // The default `parse_core_module` appends the (empty) section we are
+        // given after this returns; `splice_code` replaces it.
+        Ok(())
+    }
+
+    fn data_count(&mut self, count: u32) -> RResult<u32> {
+        Ok(count + self.segments.len() as u32)
+    }
+
+    fn parse_data_section(
+        &mut self,
+        data: &mut wasm_encoder::DataSection,
+        section: wasmparser::DataSectionReader<'_>,
+    ) -> RResult<()> {
+        utils::parse_data_section(self, data, section)?;
+        self.add_data(data);
+        Ok(())
+    }
+
+    fn parse_custom_section(
+        &mut self,
+        module: &mut wasm_encoder::Module,
+        section: wasmparser::CustomSectionReader<'_>,
+    ) -> RResult<()> {
+        if section.name().starts_with("metadata.code.") {
+            return Ok(());
+        }
+        utils::parse_custom_section(self, module, section)
+    }
+
+    fn intersperse_section_hook(
+        &mut self,
+        module: &mut wasm_encoder::Module,
+        after: Option<SectionId>,
+        before: Option<SectionId>,
+    ) -> RResult<()> {
+        let lo = after.map_or(0, rank);
+        let hi = before.map_or(u8::MAX, rank);
+        let gap = |id: SectionId| lo < rank(id) && rank(id) < hi;
+        let missing = |this: &Self, id: SectionId| !this.has(id) && gap(id);
+        if missing(self, SectionId::Type) && !self.types.list.is_empty() {
+            let mut s = wasm_encoder::TypeSection::new();
+            self.add_types(&mut s);
+            module.section(&s);
+        }
+        if missing(self, SectionId::Import) && self.trace_ty.is_some() {
+            let mut s = wasm_encoder::ImportSection::new();
+            self.add_imports(&mut s);
+            module.section(&s);
+        }
+        if missing(self, SectionId::Function) && self.helper_ty.is_some() {
+            let mut s = wasm_encoder::FunctionSection::new();
+            self.add_functions(&mut s);
+            module.section(&s);
+        }
+        if missing(self, SectionId::Memory) {
+            let mut s = wasm_encoder::MemorySection::new();
+            self.add_memory(&mut s);
+            module.section(&s);
+        }
+        if missing(self, SectionId::Export) {
+            let mut s = wasm_encoder::ExportSection::new();
+            self.add_export(&mut s);
+            module.section(&s);
+        }
+        if missing(self, SectionId::Code) && self.helper_ty.is_some() {
+            let mut s = wasm_encoder::CodeSection::new();
+            self.add_code(&mut s);
+            module.section(&s);
+        }
+        if missing(self, SectionId::Data) {
+            let mut s = wasm_encoder::DataSection::new();
+            self.add_data(&mut s);
+            module.section(&s);
+        }
+        if before == Some(SectionId::Code) {
+            // The code section comes next.
+            self.code_at = Some(module.len());
+        }
+        if before.is_none() {
+            for (name, data) in self.custom_sections {
+                module.section(&wasm_encoder::CustomSection { name: (*name).into(), data: (*data).into() });
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn reencode_error(e: reencode::Error<std::convert::Infallible>) -> WasmError {
+    match e {
+        reencode::Error::ParseError(e) => WasmError::invalid(&e),
+        other => WasmError::Invalid { offset: 0, message: other.to_string() },
+    }
+}

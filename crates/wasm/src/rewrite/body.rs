@@ -1,0 +1,595 @@
+//! Rewriting one function body in a single pass.
+//!
+//! Instructions are copied byte for byte unless they must change: branches
+//! whose depth moves because pad blocks were inserted (or that are retargeted
+//! to a pad), and function references when an import was added. Edge code is
+//! inserted where the builder's sites say.
+//!
+//! # Landing pads (label interposition)
+//! A taken conditional edge that carries code (br_if, br_table entry,
+//! br_on_*, catch clause, conditional branch to the function's label) is
+//! retargeted to a pad block of its own around its label:
+//! ```text
+//! forward label (block/if/try_table, the function body), wrapped outside:
+//!   block $after (P'->R)  block $land_1 (P'->R) .. block $land_k (P'->R)
+//!     <construct>  br $after
+//!   end <code k> br $after  ..  end <code 1>
+//!   end
+//! loop label, wrapped inside:
+//!   loop $L (P->R)  block $exit (P->R)  block $land_1 (P->P) .. block $land_k (P->P)
+//!     <body>  br $exit
+//!   end <code k> br $L  ..  end <code 1> br $L
+//!   end  end
+//! ```
+//! P' is the construct's params (plus the i32 condition for `if`). Only label
+//! types are needed, never an operand type stack. Every original frame
+//! remembers the emitted label index of its label and of its pads, so a new
+//! branch depth is O(1): `height - 1 - index`.
+
+use super::lower::Lowerer;
+use super::types::{self, NewTypes, PadKey};
+use crate::cfg::site::{Construct, Phase, Site, SiteKind};
+use crate::cfg::FunctionCfg;
+use crate::error::{Result, WasmError};
+use crate::module::ModuleScan;
+use pathprof_graph::EdgeId;
+use pathprof_techniques::{FunctionPlan, PathTable};
+use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::{BlockType, Encode, InstructionSink};
+use wasmparser::{FunctionBody, Operator};
+
+const NONE: u32 = u32::MAX;
+/// wasmparser's limit on the locals of one function.
+const MAX_LOCALS: u64 = 50_000;
+
+/// What every body rewrite of one module shares.
+pub(crate) struct ModuleCtx<'a> {
+    pub bytes: &'a [u8],
+    pub scan: &'a ModuleScan<'a>,
+    /// Added to every defined function's index (1 when the trace import is added).
+    pub shift: u32,
+    pub types: &'a NewTypes,
+}
+
+impl ModuleCtx<'_> {
+    fn func_index(&self, f: u32) -> u32 {
+        if f >= self.scan.num_imported_funcs {
+            f + self.shift
+        } else {
+            f
+        }
+    }
+}
+
+fn read_err(e: wasmparser::BinaryReaderError) -> WasmError {
+    WasmError::invalid(&e)
+}
+
+/// Copies a body unchanged except for shifted function indices.
+pub(crate) fn copy_body(ctx: &ModuleCtx<'_>, body: &FunctionBody<'_>, out: &mut Vec<u8>) -> Result<()> {
+    let range = body.range();
+    if ctx.shift == 0 {
+        out.extend_from_slice(&ctx.bytes[range]);
+        return Ok(());
+    }
+    let mut ops = body.get_operators_reader().map_err(read_err)?;
+    // Unchanged instructions are copied in runs, from `run` to the current one.
+    let mut run = range.start;
+    while !ops.eof() {
+        let start = ops.original_position();
+        let op = ops.read().map_err(read_err)?;
+        if let Some(f) = shifted_function(ctx, &op) {
+            out.extend_from_slice(&ctx.bytes[run..start]);
+            encode_shifted(&op, f, out);
+            run = ops.original_position();
+        }
+    }
+    out.extend_from_slice(&ctx.bytes[run..range.end]);
+    Ok(())
+}
+
+/// The new index when `op` refers to a defined function whose index moves.
+fn shifted_function(ctx: &ModuleCtx<'_>, op: &Operator<'_>) -> Option<u32> {
+    if ctx.shift == 0 {
+        return None;
+    }
+    match *op {
+        Operator::Call { function_index }
+        | Operator::ReturnCall { function_index }
+        | Operator::RefFunc { function_index } => {
+            (function_index >= ctx.scan.num_imported_funcs).then(|| ctx.func_index(function_index))
+        }
+        _ => None,
+    }
+}
+
+/// Re-encodes a call, return_call or ref.func with function index `f`.
+fn encode_shifted(op: &Operator<'_>, f: u32, out: &mut Vec<u8>) {
+    let mut sink = InstructionSink::new(out);
+    match op {
+        Operator::Call { .. } => sink.call(f),
+        Operator::ReturnCall { .. } => sink.return_call(f),
+        _ => sink.ref_func(f),
+    };
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Kind {
+    Function,
+    Forward,
+    Loop,
+}
+
+/// An original control frame as emitted.
+#[derive(Copy, Clone, Debug)]
+struct Frame {
+    kind: Kind,
+    /// Emitted label index of the original label.
+    label: u32,
+    /// Pad j (from 1) has emitted label index `pad_base + j`; for a forward
+    /// construct `pad_base` is `$after`, for a loop `$exit`.
+    pad_base: u32,
+    /// Range of this frame's pads in `Rewriter::active`.
+    pads: (u32, u32),
+    /// For the current instruction only: the label a taken branch to this
+    /// frame goes to instead, NONE if unchanged.
+    retarget: u32,
+}
+
+struct Rewriter<'a, 'o> {
+    ctx: &'a ModuleCtx<'a>,
+    fcfg: &'a FunctionCfg,
+    plan: &'a FunctionPlan,
+    lower: Lowerer,
+    out: &'o mut Vec<u8>,
+    frames: Vec<Frame>,
+    /// Number of labels open in the emitted code (the function's included).
+    height: u32,
+    /// Pad edges that carry code, each construct's contiguous.
+    active: Vec<EdgeId>,
+    /// Per edge: its pad number (from 1) within its target label.
+    pad_number: Vec<u32>,
+    /// Frames retargeted for the current instruction.
+    marked: Vec<u32>,
+    depths: Vec<u32>,
+    catches: Vec<wasm_encoder::Catch>,
+    /// Module byte range of instructions kept unchanged but not yet copied.
+    run: (usize, usize),
+}
+
+/// Rewrites the body of one planned function into `out`. `lower` comes with
+/// everything but its locals, which are assigned here.
+pub(crate) fn rewrite_body(
+    ctx: &ModuleCtx<'_>,
+    fcfg: &FunctionCfg,
+    plan: &FunctionPlan,
+    uses: super::PlanUse,
+    mut lower: Lowerer,
+    body: &FunctionBody<'_>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let range = body.range();
+    out.reserve(range.len() + range.len() / 4 + 24 * uses.actions + 64);
+    // Locals: the original declarations copied, then one declaration per
+    // register and, when an array path table is indexed by a register, one
+    // for the scratch address.
+    let mut locals = body.get_locals_reader().map_err(read_err)?;
+    let groups_start = locals.original_position();
+    let params = ctx.scan.func_signature(fcfg.func_index).map_or(0, |s| s.params.len());
+    let mut total = params as u64;
+    for _ in 0..locals.get_count() {
+        total += u64::from(locals.read().map_err(read_err)?.0);
+    }
+    let ops_start = locals.original_position();
+    let scratch = matches!(plan.paths, PathTable::Array { .. }) && uses.count_path;
+    let added = plan.registers.len() as u32 + u32::from(scratch);
+    if total + u64::from(added) > MAX_LOCALS {
+        return Err(WasmError::BadPlan {
+            func_index: fcfg.func_index,
+            reason: format!("{total} locals plus {added} for the instrumentation exceed the limit of {MAX_LOCALS}"),
+        });
+    }
+    (locals.get_count() + added).encode(out);
+    out.extend_from_slice(&ctx.bytes[groups_start..ops_start]);
+    let base = total as u32;
+    lower.regs = plan.registers.iter().enumerate().map(|(r, &w)| (base + r as u32, w)).collect();
+    lower.scratch = base + plan.registers.len() as u32;
+    for &w in &plan.registers {
+        1u32.encode(out);
+        types::val_type_for(w).encode(out);
+    }
+    if scratch {
+        1u32.encode(out);
+        wasm_encoder::ValType::I32.encode(out);
+    }
+
+    let mut rw = Rewriter {
+        ctx,
+        fcfg,
+        plan,
+        lower,
+        out,
+        frames: Vec::with_capacity(16),
+        height: 0,
+        active: Vec::new(),
+        pad_number: vec![0; fcfg.cfg.num_edges()],
+        marked: Vec::new(),
+        depths: Vec::new(),
+        catches: Vec::new(),
+        run: (ops_start, ops_start),
+    };
+    let ops = body.get_operators_reader().map_err(read_err)?;
+    rw.run(ops)
+}
+
+impl Rewriter<'_, '_> {
+    fn has_code(&self, e: EdgeId) -> bool {
+        !self.plan.edges[e.index()].is_empty()
+    }
+
+    fn code(&mut self, e: EdgeId) {
+        let actions = &self.plan.edges[e.index()];
+        if !actions.is_empty() {
+            self.flush();
+            self.lower.emit(self.out, actions);
+        }
+    }
+
+    fn sink(&mut self) -> InstructionSink<'_> {
+        self.flush();
+        InstructionSink::new(self.out)
+    }
+
+    /// Keeps an instruction unchanged; runs of them are copied at once.
+    fn copy(&mut self, raw: &[u8]) {
+        let start = raw.as_ptr() as usize - self.ctx.bytes.as_ptr() as usize;
+        if start != self.run.1 {
+            self.flush();
+            self.run = (start, start);
+        }
+        self.run.1 = start + raw.len();
+    }
+
+    fn flush(&mut self) {
+        let (start, end) = self.run;
+        if end > start {
+            self.out.extend_from_slice(&self.ctx.bytes[start..end]);
+        }
+        self.run = (end, end);
+    }
+
+    /// Keeps the pads of `fcfg.pad_edges[start..start + len]` that carry
+    /// code and numbers them from 1; returns their range in `active`.
+    fn activate(&mut self, start: u32, len: u32) -> (u32, u32) {
+        let first = self.active.len() as u32;
+        for &e in &self.fcfg.pad_edges[start as usize..(start + len) as usize] {
+            if !self.plan.edges[e.index()].is_empty() {
+                self.active.push(e);
+                self.pad_number[e.index()] = self.active.len() as u32 - first;
+            }
+        }
+        (first, self.active.len() as u32 - first)
+    }
+
+    /// New relative depth of an original branch of depth `depth`.
+    fn depth(&self, depth: u32) -> u32 {
+        let f = &self.frames[self.frames.len() - 1 - depth as usize];
+        let target = if f.retarget != NONE { f.retarget } else { f.label };
+        self.height - 1 - target
+    }
+
+    fn pad_type(&self, key: Option<PadKey>) -> Option<BlockType> {
+        key.and_then(|k| self.ctx.types.pad(k)).map(BlockType::FunctionType)
+    }
+
+    fn run(&mut self, mut ops: wasmparser::OperatorsReader<'_>) -> Result<()> {
+        let sites: &[Site] = &self.fcfg.sites;
+        let mut cursor = 0;
+        // The function's own label and its pads.
+        let pads = self.activate(self.fcfg.func_pads.0, self.fcfg.func_pads.1);
+        self.frames.push(Frame { kind: Kind::Function, label: 0, pad_base: 1, pads, retarget: NONE });
+        self.height = 1;
+        if pads.1 > 0 {
+            let ty = self.ctx.scan.func_types.get(self.fcfg.func_index as usize).copied().unwrap_or(0);
+            let results = self.ctx.scan.types.get(ty as usize).and_then(Option::as_ref).map(|s| &s.results[..]);
+            let bt = match results {
+                None | Some([]) => BlockType::Empty,
+                Some([t]) => BlockType::Result(types::val_type(*t)),
+                Some(_) => self.pad_type(types::func_pad_key(self.ctx.scan, ty)).unwrap_or(BlockType::Empty),
+            };
+            for _ in 0..=pads.1 {
+                self.sink().block(bt);
+            }
+            self.height += pads.1 + 1;
+        }
+        while !ops.eof() {
+            let start = ops.original_position();
+            let op = ops.read().map_err(read_err)?;
+            let raw = &self.ctx.bytes[start..ops.original_position()];
+            let at = |cursor: usize, phase: Phase| {
+                sites.get(cursor).filter(|s| s.offset as usize == start && s.kind.phase() == phase).copied()
+            };
+            while let Some(site) = at(cursor, Phase::Before) {
+                match site.kind {
+                    SiteKind::Before(e) => self.code(e),
+                    SiteKind::SynthElse(e) if self.has_code(e) => {
+                        self.sink().else_();
+                        self.code(e);
+                    }
+                    _ => {}
+                }
+                cursor += 1;
+            }
+            let mut open = None;
+            while let Some(site) = at(cursor, Phase::At) {
+                match site.kind {
+                    SiteKind::Taken { edge, frame } if self.has_code(edge) => {
+                        let f = &mut self.frames[frame as usize];
+                        f.retarget = f.pad_base + self.pad_number[edge.index()];
+                        self.marked.push(frame);
+                    }
+                    SiteKind::Open { construct, blockty, pads_start, pads_len } => {
+                        open = Some((construct, blockty, pads_start, pads_len));
+                    }
+                    _ => {}
+                }
+                cursor += 1;
+            }
+            self.instruction(&op, raw, open)?;
+            for f in self.marked.drain(..) {
+                self.frames[f as usize].retarget = NONE;
+            }
+            while let Some(site) = at(cursor, Phase::After) {
+                if let SiteKind::After(e) = site.kind {
+                    self.code(e);
+                }
+                cursor += 1;
+            }
+        }
+        self.flush();
+        if cursor != sites.len() {
+            return Err(WasmError::InvalidOutput {
+                offset: sites[cursor].offset as usize,
+                message: format!(
+                    "rewrite site {:?} of function {} was not applied",
+                    sites[cursor].kind, self.fcfg.func_index
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn instruction(
+        &mut self,
+        op: &Operator<'_>,
+        raw: &[u8],
+        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
+    ) -> Result<()> {
+        match *op {
+            Operator::Block { blockty } | Operator::If { blockty } => self.open_forward(raw, blockty, open, None),
+            Operator::TryTable { ref try_table } => self.open_forward(raw, try_table.ty, open, Some(try_table)),
+            Operator::Loop { blockty } => self.open_loop(raw, blockty, open),
+            Operator::End => self.close(raw),
+            Operator::Br { relative_depth } => self.branch(raw, relative_depth, |s, d| {
+                s.br(d);
+            }),
+            Operator::BrIf { relative_depth } => self.branch(raw, relative_depth, |s, d| {
+                s.br_if(d);
+            }),
+            Operator::BrOnNull { relative_depth } => self.branch(raw, relative_depth, |s, d| {
+                s.br_on_null(d);
+            }),
+            Operator::BrOnNonNull { relative_depth } => self.branch(raw, relative_depth, |s, d| {
+                s.br_on_non_null(d);
+            }),
+            Operator::BrOnCast { relative_depth, from_ref_type, to_ref_type } => {
+                let (from, to) = ref_types(from_ref_type, to_ref_type)?;
+                self.branch(raw, relative_depth, |s, d| {
+                    s.br_on_cast(d, from, to);
+                })
+            }
+            Operator::BrOnCastFail { relative_depth, from_ref_type, to_ref_type } => {
+                let (from, to) = ref_types(from_ref_type, to_ref_type)?;
+                self.branch(raw, relative_depth, |s, d| {
+                    s.br_on_cast_fail(d, from, to);
+                })
+            }
+            Operator::BrTable { ref targets } => {
+                let mut changed = false;
+                self.depths.clear();
+                for depth in targets.targets() {
+                    let depth = depth.map_err(read_err)?;
+                    let new = self.depth(depth);
+                    changed |= new != depth;
+                    self.depths.push(new);
+                }
+                let default = self.depth(targets.default());
+                if changed || default != targets.default() {
+                    let depths = std::mem::take(&mut self.depths);
+                    self.sink().br_table(depths.iter().copied(), default);
+                    self.depths = depths;
+                } else {
+                    self.copy(raw);
+                }
+                Ok(())
+            }
+            ref other => {
+                match shifted_function(self.ctx, other) {
+                    Some(f) => {
+                        self.flush();
+                        encode_shifted(other, f, self.out);
+                    }
+                    None => self.copy(raw),
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn branch(&mut self, raw: &[u8], depth: u32, encode: impl FnOnce(&mut InstructionSink<'_>, u32)) -> Result<()> {
+        let new = self.depth(depth);
+        if new == depth {
+            self.copy(raw);
+        } else {
+            encode(&mut self.sink(), new);
+        }
+        Ok(())
+    }
+
+    /// block, if or try_table: pads wrap the construct from outside.
+    fn open_forward(
+        &mut self,
+        raw: &[u8],
+        blockty: wasmparser::BlockType,
+        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
+        try_table: Option<&wasmparser::TryTable>,
+    ) -> Result<()> {
+        let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
+        let pad_base = self.height;
+        if pads.1 > 0 {
+            let bt = match open {
+                Some((Construct::If, bt, ..)) => {
+                    self.pad_type(types::pad_key(self.ctx.scan, Construct::If, bt)).unwrap_or(BlockType::Empty)
+                }
+                _ => types::encoder_block_type(blockty),
+            };
+            for _ in 0..=pads.1 {
+                self.sink().block(bt);
+            }
+            self.height += pads.1 + 1;
+        }
+        match try_table {
+            Some(tt) if self.catches_move(tt) => {
+                self.catches.clear();
+                for catch in &tt.catches {
+                    let c = match *catch {
+                        wasmparser::Catch::One { tag, label } => {
+                            wasm_encoder::Catch::One { tag, label: self.depth(label) }
+                        }
+                        wasmparser::Catch::OneRef { tag, label } => {
+                            wasm_encoder::Catch::OneRef { tag, label: self.depth(label) }
+                        }
+                        wasmparser::Catch::All { label } => wasm_encoder::Catch::All { label: self.depth(label) },
+                        wasmparser::Catch::AllRef { label } => wasm_encoder::Catch::AllRef { label: self.depth(label) },
+                    };
+                    self.catches.push(c);
+                }
+                let catches = std::mem::take(&mut self.catches);
+                self.sink().try_table(types::encoder_block_type(tt.ty), catches.iter().cloned());
+                self.catches = catches;
+            }
+            _ => self.copy(raw),
+        }
+        self.frames.push(Frame { kind: Kind::Forward, label: self.height, pad_base, pads, retarget: NONE });
+        self.height += 1;
+        Ok(())
+    }
+
+    /// Whether any catch clause of `tt` gets a new depth.
+    fn catches_move(&self, tt: &wasmparser::TryTable) -> bool {
+        tt.catches.iter().any(|c| {
+            let label = match *c {
+                wasmparser::Catch::One { label, .. }
+                | wasmparser::Catch::OneRef { label, .. }
+                | wasmparser::Catch::All { label }
+                | wasmparser::Catch::AllRef { label } => label,
+            };
+            self.depth(label) != label
+        })
+    }
+
+    /// loop: pads wrap the body from inside.
+    fn open_loop(
+        &mut self,
+        raw: &[u8],
+        blockty: wasmparser::BlockType,
+        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
+    ) -> Result<()> {
+        let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
+        self.copy(raw);
+        let label = self.height;
+        self.height += 1;
+        if pads.1 > 0 {
+            let land =
+                self.pad_type(types::pad_key(self.ctx.scan, Construct::Loop, blockty)).unwrap_or(BlockType::Empty);
+            self.sink().block(types::encoder_block_type(blockty));
+            for _ in 0..pads.1 {
+                self.sink().block(land);
+            }
+            self.height += pads.1 + 1;
+        }
+        self.frames.push(Frame { kind: Kind::Loop, label, pad_base: label + 1, pads, retarget: NONE });
+        Ok(())
+    }
+
+    /// `end`: closes the frame and emits its pads.
+    fn close(&mut self, raw: &[u8]) -> Result<()> {
+        let Some(frame) = self.frames.pop() else {
+            return Ok(());
+        };
+        let (start, k) = frame.pads;
+        if k == 0 {
+            self.copy(raw);
+            self.height = frame.label;
+            return Ok(());
+        }
+        if frame.kind == Kind::Forward {
+            self.copy(raw);
+        }
+        // Inside $land_k: leave to $after (forward) or $exit (loop).
+        self.sink().br(k);
+        for j in (1..=k).rev() {
+            self.sink().end();
+            let e = self.active[(start + j - 1) as usize];
+            self.code(e);
+            match frame.kind {
+                // Back to the loop header: past $land_{j-1}..$land_1 and $exit.
+                Kind::Loop => {
+                    self.sink().br(j);
+                }
+                _ if j > 1 => {
+                    self.sink().br(j - 1);
+                }
+                _ => {}
+            }
+        }
+        self.sink().end(); // $after or $exit
+        if frame.kind != Kind::Forward {
+            self.copy(raw);
+        }
+        self.height = if frame.kind == Kind::Forward { frame.pad_base } else { frame.label };
+        Ok(())
+    }
+}
+
+fn ref_types(
+    from: wasmparser::RefType,
+    to: wasmparser::RefType,
+) -> Result<(wasm_encoder::RefType, wasm_encoder::RefType)> {
+    let conv = |t| RoundtripReencoder.ref_type(t).map_err(|e| WasmError::Invalid { offset: 0, message: e.to_string() });
+    Ok((conv(from)?, conv(to)?))
+}
+
+impl types::NewTypes {
+    /// Records the new types the plan of one function needs.
+    pub(crate) fn add_function(&mut self, scan: &ModuleScan<'_>, fcfg: &FunctionCfg, plan: &FunctionPlan) {
+        let has_code = |e: &EdgeId| !plan.edges[e.index()].is_empty();
+        let (start, len) = fcfg.func_pads;
+        if fcfg.pad_edges[start as usize..(start + len) as usize].iter().any(has_code) {
+            let ty = scan.func_types.get(fcfg.func_index as usize).copied().unwrap_or(0);
+            if let Some(key) = types::func_pad_key(scan, ty) {
+                self.add_pad(scan, key);
+            }
+        }
+        for &i in &fcfg.padded_opens {
+            if let SiteKind::Open { construct, blockty, pads_start, pads_len } = fcfg.sites[i as usize].kind {
+                let pads = &fcfg.pad_edges[pads_start as usize..(pads_start + pads_len) as usize];
+                if pads.iter().any(has_code) {
+                    if let Some(key) = types::pad_key(scan, construct, blockty) {
+                        self.add_pad(scan, key);
+                    }
+                }
+            }
+        }
+    }
+}

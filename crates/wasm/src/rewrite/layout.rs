@@ -1,0 +1,228 @@
+//! The counter memory: where each instrumented function's counters live, and
+//! how to read them back.
+//!
+//! ```text
+//! offset 0   "PATHPROF"            magic
+//!        8   u32 layout version    (LAYOUT_VERSION)
+//!       12   u32 number of functions in the layout
+//!       16   per function, in plan order, each part 8-aligned:
+//!              path table   Array: len x u64 counters, indexed by path number
+//!                           Hash:  a 32-byte header then capacity x 16-byte entries
+//!              slots        slots x u64 counters
+//! ```
+//!
+//! A hash table (Ball & Larus section 5.3) is
+//! ```text
+//!   +0  u32 mask (capacity - 1)     +4  u32 probe limit
+//!   +8  u64 lost                    counts dropped because no slot was found
+//!  +16  u64 last key + 1            the fast path: the key counted last ...
+//!  +24  u32 last entry address      ... and its entry
+//!  +32  entries: { u64 key + 1 (0 = empty), u64 count }
+//! ```
+//! Keys are stored as path + 1 so that zeroed memory means "empty"; the one
+//! path number that cannot be stored is 2^64 - 1. All integers are
+//! little-endian, as WebAssembly memory is.
+
+use crate::error::{Result, WasmError};
+use pathprof_techniques::{PathTable, RawCounters};
+use serde::{Deserialize, Serialize};
+
+/// Name of the exported counter memory.
+pub const COUNTERS_EXPORT: &str = "__pathprof_counters";
+/// First bytes of the counter memory.
+pub const MAGIC: [u8; 8] = *b"PATHPROF";
+/// Version of the memory layout described in this module.
+pub const LAYOUT_VERSION: u32 = 1;
+pub(crate) const HEADER_BYTES: u64 = 16;
+pub(crate) const HASH_HEADER_BYTES: u64 = 32;
+pub(crate) const HASH_ENTRY_BYTES: u64 = 16;
+/// Longest probe sequence of the hash helper: a key not found within this
+/// many entries (or the whole table, when smaller) is counted as lost.
+pub const MAX_PROBES: u32 = 64;
+/// Byte offsets of the hash table header fields.
+pub(crate) const HASH_MASK: u64 = 0;
+pub(crate) const HASH_LIMIT: u64 = 4;
+pub(crate) const HASH_LOST: u64 = 8;
+pub(crate) const HASH_LAST_KEY: u64 = 16;
+pub(crate) const HASH_LAST_ENTRY: u64 = 24;
+
+/// Where the counters of every instrumented function live.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterLayout {
+    pub version: u32,
+    /// Export name of the counter memory.
+    pub memory_export: String,
+    /// Bytes of the counter memory in use (header included).
+    pub total_bytes: u64,
+    /// One entry per function that had a plan, in function order.
+    pub functions: Vec<FunctionLayout>,
+}
+
+/// Where one function's counters live.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionLayout {
+    /// Index in the ORIGINAL module's function index space.
+    pub func_index: u32,
+    pub paths: PathTable,
+    /// Byte offset of the path table (of its header, for a hash table).
+    pub paths_offset: u32,
+    pub slots: u32,
+    /// Byte offset of the first slot counter.
+    pub slots_offset: u32,
+}
+
+impl CounterLayout {
+    /// The layout of function `func_index` (original index space).
+    pub fn function(&self, func_index: u32) -> Option<&FunctionLayout> {
+        self.functions.binary_search_by_key(&func_index, |f| f.func_index).ok().map(|i| &self.functions[i])
+    }
+
+    /// Lays out the counters of `(func_index, paths, slots)` in order.
+    pub(crate) fn new(functions: impl IntoIterator<Item = (u32, PathTable, u32)>) -> Result<Self> {
+        let mut at = u128::from(HEADER_BYTES);
+        let mut out = Vec::new();
+        for (func_index, paths, slots) in functions {
+            let paths_offset = at;
+            at += table_bytes(paths);
+            let slots_offset = at;
+            at += 8 * u128::from(slots);
+            let too_large = || WasmError::CounterMemoryTooLarge { bytes: at };
+            out.push(FunctionLayout {
+                func_index,
+                paths,
+                paths_offset: u32::try_from(paths_offset).map_err(|_| too_large())?,
+                slots,
+                slots_offset: u32::try_from(slots_offset).map_err(|_| too_large())?,
+            });
+        }
+        // Every address the instrumentation computes must fit in 32 bits.
+        if at > u128::from(u32::MAX) {
+            return Err(WasmError::CounterMemoryTooLarge { bytes: at });
+        }
+        Ok(CounterLayout {
+            version: LAYOUT_VERSION,
+            memory_export: COUNTERS_EXPORT.to_string(),
+            total_bytes: at as u64,
+            functions: out,
+        })
+    }
+
+    /// Pages of 64 KiB the counter memory needs (at least one).
+    pub(crate) fn pages(&self) -> u64 {
+        self.total_bytes.div_ceil(65536).max(1)
+    }
+
+    /// Initial contents: `(offset, bytes)` for the header and each hash
+    /// table's mask and probe limit. Everything else starts at zero.
+    pub(crate) fn init_segments(&self) -> Vec<(u32, Vec<u8>)> {
+        let mut header = Vec::with_capacity(HEADER_BYTES as usize);
+        header.extend_from_slice(&MAGIC);
+        header.extend_from_slice(&self.version.to_le_bytes());
+        header.extend_from_slice(&(self.functions.len() as u32).to_le_bytes());
+        let mut segments = vec![(0, header)];
+        for f in &self.functions {
+            if let PathTable::Hash { capacity } = f.paths {
+                let mut h = Vec::with_capacity(8);
+                h.extend_from_slice(&(capacity - 1).to_le_bytes());
+                h.extend_from_slice(&capacity.min(MAX_PROBES).to_le_bytes());
+                segments.push((f.paths_offset, h));
+            }
+        }
+        segments
+    }
+}
+
+/// Bytes of a path table (8-aligned).
+fn table_bytes(paths: PathTable) -> u128 {
+    match paths {
+        PathTable::None => 0,
+        PathTable::Array { len } => 8 * u128::from(len),
+        PathTable::Hash { capacity } => {
+            u128::from(HASH_HEADER_BYTES) + u128::from(HASH_ENTRY_BYTES) * u128::from(capacity)
+        }
+    }
+}
+
+fn corrupt(reason: impl Into<String>) -> WasmError {
+    WasmError::CorruptCounters { reason: reason.into() }
+}
+
+/// Reads `N` bytes at `at`, or says how short the image is.
+fn bytes_at<const N: usize>(memory: &[u8], at: u64) -> Result<[u8; N]> {
+    usize::try_from(at)
+        .ok()
+        .and_then(|at| memory.get(at..at.checked_add(N)?))
+        .and_then(|s| s.try_into().ok())
+        .ok_or_else(|| corrupt(format!("memory image of {} bytes ends before byte {}", memory.len(), at + N as u64)))
+}
+
+fn u64_at(memory: &[u8], at: u64) -> Result<u64> {
+    bytes_at::<8>(memory, at).map(u64::from_le_bytes)
+}
+
+fn u32_at(memory: &[u8], at: u64) -> Result<u32> {
+    bytes_at::<4>(memory, at).map(u32::from_le_bytes)
+}
+
+/// Checks the memory header.
+pub fn check_header(memory: &[u8]) -> Result<()> {
+    if bytes_at::<8>(memory, 0)? != MAGIC {
+        return Err(corrupt("no PATHPROF magic at the start of the counter memory"));
+    }
+    let version = u32_at(memory, 8)?;
+    if version != LAYOUT_VERSION {
+        return Err(corrupt(format!("layout version {version}, expected {LAYOUT_VERSION}")));
+    }
+    Ok(())
+}
+
+/// Reads one function's counters from an image of the counter memory.
+pub fn read_counters(layout: &FunctionLayout, memory: &[u8]) -> Result<RawCounters> {
+    check_header(memory)?;
+    let mut raw = RawCounters::default();
+    let base = u64::from(layout.paths_offset);
+    match layout.paths {
+        PathTable::None => {}
+        PathTable::Array { len } => {
+            let end = len
+                .checked_mul(8)
+                .and_then(|b| b.checked_add(base))
+                .ok_or_else(|| corrupt(format!("path table of {len} counters is too large")))?;
+            bytes_at::<0>(memory, end)?;
+            let table = &memory[base as usize..end as usize];
+            for (path, c) in table.chunks_exact(8).enumerate() {
+                let count = u64::from_le_bytes(c.try_into().unwrap_or_default());
+                if count != 0 {
+                    raw.paths.push((path as u64, count));
+                }
+            }
+        }
+        PathTable::Hash { capacity } => {
+            let mask = u32_at(memory, base + HASH_MASK)?;
+            if u64::from(mask) + 1 != u64::from(capacity) {
+                return Err(corrupt(format!(
+                    "hash table at {base} has capacity {}, layout says {capacity}",
+                    u64::from(mask) + 1
+                )));
+            }
+            raw.lost = u64_at(memory, base + HASH_LOST)?;
+            let entries = base + HASH_HEADER_BYTES;
+            bytes_at::<0>(memory, entries + HASH_ENTRY_BYTES * u64::from(capacity))?;
+            for i in 0..u64::from(capacity) {
+                let key = u64_at(memory, entries + HASH_ENTRY_BYTES * i)?;
+                let count = u64_at(memory, entries + HASH_ENTRY_BYTES * i + 8)?;
+                if key != 0 && count != 0 {
+                    raw.paths.push((key - 1, count));
+                }
+            }
+            raw.paths.sort_unstable();
+            if raw.paths.windows(2).any(|w| w[0].0 == w[1].0) {
+                return Err(corrupt(format!("hash table at {base} holds a path twice")));
+            }
+        }
+    }
+    let slots = u64::from(layout.slots_offset);
+    bytes_at::<0>(memory, slots + 8 * u64::from(layout.slots))?;
+    raw.slots = (0..u64::from(layout.slots)).map(|i| u64_at(memory, slots + 8 * i)).collect::<Result<_>>()?;
+    Ok(raw)
+}

@@ -1,0 +1,185 @@
+//! Action lowering: the instructions that carry out a plan's actions on one
+//! edge, and the hash-table helper function they call.
+//!
+//! All emitted code is stack-neutral: it reads and writes only its own locals
+//! and the counter memory, so it can go anywhere between two instructions.
+
+use super::layout::{HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK};
+use pathprof_techniques::{Action, PathTable, Width};
+use wasm_encoder::{Function, InstructionSink, MemArg, ValType};
+
+/// Everything needed to lower the actions of one function.
+pub(crate) struct Lowerer {
+    /// Per register: its local index and width.
+    pub regs: Vec<(u32, Width)>,
+    /// The i32 scratch local for array-table addresses.
+    pub scratch: u32,
+    /// Index of the counter memory.
+    pub memory: u32,
+    pub paths: PathTable,
+    pub paths_offset: u32,
+    pub slots_offset: u32,
+    /// Function indices in the NEW module.
+    pub hash_helper: u32,
+    pub trace: u32,
+    /// This function's index in the ORIGINAL module, reported by `Trace`.
+    pub func_index: u32,
+}
+
+fn mem64(memory: u32, offset: u64) -> MemArg {
+    MemArg { offset, align: 3, memory_index: memory }
+}
+
+/// `mem[addr + offset] += 1` for an i64 counter, the address on the stack
+/// twice (load address, then store address below it).
+fn bump(sink: &mut InstructionSink<'_>, memory: u32, offset: u64) {
+    sink.i64_load(mem64(memory, offset)).i64_const(1).i64_add().i64_store(mem64(memory, offset));
+}
+
+impl Lowerer {
+    /// Emits the code of `actions` into `out`.
+    pub fn emit(&self, out: &mut Vec<u8>, actions: &[Action]) {
+        let mut sink = InstructionSink::new(out);
+        for action in actions {
+            match *action {
+                Action::Set { reg, value } => {
+                    let (local, width) = self.regs[reg as usize];
+                    match width {
+                        Width::I32 => sink.i32_const(value as i32),
+                        Width::I64 => sink.i64_const(value),
+                    };
+                    sink.local_set(local);
+                }
+                Action::Add { reg, value } => {
+                    let (local, width) = self.regs[reg as usize];
+                    sink.local_get(local);
+                    match width {
+                        Width::I32 => sink.i32_const(value as i32).i32_add(),
+                        Width::I64 => sink.i64_const(value).i64_add(),
+                    };
+                    sink.local_set(local);
+                }
+                Action::CountPath { reg, offset } => self.count_path(&mut sink, reg, offset),
+                Action::CountPathConst { path } => match self.paths {
+                    PathTable::Hash { .. } => {
+                        sink.i32_const(self.paths_offset as i32).i64_const(path as i64).call(self.hash_helper);
+                    }
+                    // `path < len` was checked, so the address fits in 32 bits.
+                    _ => self.bump_const(&mut sink, u64::from(self.paths_offset) + 8 * path),
+                },
+                Action::CountSlot { index } => {
+                    self.bump_const(&mut sink, u64::from(self.slots_offset) + 8 * u64::from(index))
+                }
+                Action::Trace { edge } => {
+                    sink.i32_const(self.func_index as i32).i32_const(edge as i32).call(self.trace);
+                }
+            }
+        }
+    }
+
+    fn bump_const(&self, sink: &mut InstructionSink<'_>, address: u64) {
+        sink.i32_const(0).i32_const(0);
+        bump(sink, self.memory, address);
+    }
+
+    /// `count[r + offset]++`, with the sum wrapping at the register's width.
+    fn count_path(&self, sink: &mut InstructionSink<'_>, reg: u8, offset: i64) {
+        let (local, width) = self.regs[reg as usize];
+        if let PathTable::Hash { .. } = self.paths {
+            sink.i32_const(self.paths_offset as i32).local_get(local);
+            match width {
+                Width::I32 => {
+                    if offset != 0 {
+                        sink.i32_const(offset as i32).i32_add();
+                    }
+                    sink.i64_extend_i32_u();
+                }
+                Width::I64 => {
+                    if offset != 0 {
+                        sink.i64_const(offset).i64_add();
+                    }
+                }
+            }
+            sink.call(self.hash_helper);
+            return;
+        }
+        // Array: the index r + offset is computed at the register's width
+        // first. The register alone may be "negative" (wrapped) when the
+        // offset brings it back in range, so only the table's base, never
+        // 8 * offset, can go into the memarg offset: the effective address
+        // (dynamic part + memarg offset) does not wrap at 2^32.
+        sink.local_get(local);
+        match width {
+            Width::I32 => {
+                if offset != 0 {
+                    sink.i32_const(offset as i32).i32_add();
+                }
+            }
+            Width::I64 => {
+                if offset != 0 {
+                    sink.i64_const(offset).i64_add();
+                }
+                sink.i32_wrap_i64();
+            }
+        }
+        sink.i32_const(3).i32_shl().local_tee(self.scratch).local_get(self.scratch);
+        bump(sink, self.memory, u64::from(self.paths_offset));
+    }
+}
+
+/// Body of `__pathprof_hash_inc(table_base: i32, key: i64)`: open addressing
+/// with linear probing over a power-of-two table (Ball & Larus section 5.3),
+/// keys stored as key + 1, a fast path for the key counted last, at most
+/// `limit` probes, and a `lost` counter instead of a trap when no entry is
+/// found.
+pub(crate) fn hash_helper_body(memory: u32) -> Function {
+    const BASE: u32 = 0;
+    const KEY: u32 = 1;
+    const K: u32 = 2; // key + 1
+    const STORED: u32 = 3; // i64
+    const E: u32 = 4; // i32: base + 16 * i; the entry is at E + 32
+    const I: u32 = 5;
+    const N: u32 = 6;
+    const MASK: u32 = 7;
+    let m32 = |offset: u64| MemArg { offset, align: 2, memory_index: memory };
+    let m64 = |offset: u64| mem64(memory, offset);
+    let entry = HASH_HEADER_BYTES;
+    let mut f = Function::new([(2, ValType::I64), (4, ValType::I32)]);
+    let mut s = f.instructions();
+    // k = key + 1; the key 2^64 - 1 cannot be stored and is lost.
+    s.local_get(KEY).i64_const(1).i64_add().local_tee(K).i64_eqz();
+    s.if_(wasm_encoder::BlockType::Empty);
+    s.local_get(BASE).local_get(BASE).i64_load(m64(HASH_LOST)).i64_const(1).i64_add().i64_store(m64(HASH_LOST));
+    s.return_().end();
+    // Fast path: the key counted last.
+    s.local_get(BASE).i64_load(m64(HASH_LAST_KEY)).local_get(K).i64_eq();
+    s.if_(wasm_encoder::BlockType::Empty);
+    s.local_get(BASE).i32_load(m32(HASH_LAST_ENTRY)).local_tee(E).local_get(E);
+    s.i64_load(m64(8)).i64_const(1).i64_add().i64_store(m64(8));
+    s.return_().end();
+    // i = (k * golden) >> 32 & mask; n = probe limit.
+    s.local_get(BASE).i32_load(m32(HASH_MASK)).local_set(MASK);
+    s.local_get(K).i64_const(0x9E37_79B9_7F4A_7C15_u64 as i64).i64_mul().i64_const(32).i64_shr_u().i32_wrap_i64();
+    s.local_get(MASK).i32_and().local_set(I);
+    s.local_get(BASE).i32_load(m32(HASH_LIMIT)).local_set(N);
+    s.block(wasm_encoder::BlockType::Empty); // $found
+    s.loop_(wasm_encoder::BlockType::Empty); // $probe
+    s.local_get(BASE).local_get(I).i32_const(4).i32_shl().i32_add().local_tee(E);
+    s.i64_load(m64(entry)).local_tee(STORED).local_get(K).i64_eq().br_if(1);
+    s.local_get(STORED).i64_eqz();
+    s.if_(wasm_encoder::BlockType::Empty);
+    s.local_get(E).local_get(K).i64_store(m64(entry)).br(2);
+    s.end();
+    s.local_get(I).i32_const(1).i32_add().local_get(MASK).i32_and().local_set(I);
+    s.local_get(N).i32_const(1).i32_sub().local_tee(N).br_if(0);
+    s.end(); // $probe
+             // No entry within the probe limit.
+    s.local_get(BASE).local_get(BASE).i64_load(m64(HASH_LOST)).i64_const(1).i64_add().i64_store(m64(HASH_LOST));
+    s.return_();
+    s.end(); // $found
+    s.local_get(E).local_get(E).i64_load(m64(entry + 8)).i64_const(1).i64_add().i64_store(m64(entry + 8));
+    s.local_get(BASE).local_get(K).i64_store(m64(HASH_LAST_KEY));
+    s.local_get(BASE).local_get(E).i32_const(entry as i32).i32_add().i32_store(m32(HASH_LAST_ENTRY));
+    s.end();
+    f
+}

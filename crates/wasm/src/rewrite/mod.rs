@@ -1,0 +1,258 @@
+//! The one rewriter: applies instrumentation plans to a module.
+//!
+//! Plan first, apply at encode time: every check and every index the new
+//! module needs (layout, appended types, function indices) is settled before
+//! a byte is written; then each planned body is rewritten in one pass
+//! (`body.rs`) and the module is re-assembled with wasm-encoder's `Reencode`,
+//! which copies everything else and remaps function indices.
+//!
+//! What the rewriter adds, all under the reserved `__pathprof` prefix:
+//! - a counter memory appended after all existing memories, exported as
+//!   [`COUNTERS_EXPORT`], initialised by data segments appended after the
+//!   existing ones ([`layout`]);
+//! - when some plan traces: the import `"__pathprof" "trace" (func (param i32 i32))`,
+//!   placed after the existing imports, which shifts every defined function's
+//!   index by one (calls, `ref.func`, elements, exports, start, globals and
+//!   the name section are remapped);
+//! - when some plan uses a hash table: `__pathprof_hash_inc`, appended after
+//!   all functions (so no index moves);
+//! - function types appended after all existing types.
+//!
+//! The program's own memories, tables, globals and exports are untouched.
+//! Custom sections whose contents are code offsets (`metadata.code.*`, such
+//! as branch hints) are dropped, as the offsets no longer hold; DWARF
+//! sections are kept as they are and go stale.
+
+mod assemble;
+mod body;
+pub mod layout;
+mod lower;
+mod types;
+
+pub use layout::{read_counters, CounterLayout, FunctionLayout, COUNTERS_EXPORT, LAYOUT_VERSION, MAGIC, MAX_PROBES};
+
+use crate::cfg::{FunctionCfg, ModuleInfo};
+use crate::error::{Result, WasmError};
+use crate::module::{self, ModuleScan};
+use assemble::{reencode_error, splice_code, Assembler};
+use body::ModuleCtx;
+use lower::Lowerer;
+use pathprof_techniques::{Action, FunctionPlan, PathTable};
+use types::NewTypes;
+use wasm_encoder::reencode::Reencode;
+use wasmparser::ValType;
+
+/// Module of the trace import.
+pub const TRACE_MODULE: &str = "__pathprof";
+/// Name of the trace import.
+pub const TRACE_NAME: &str = "trace";
+
+/// An instrumented module and where its counters are.
+#[derive(Clone, Debug)]
+pub struct Instrumented {
+    pub bytes: Vec<u8>,
+    pub layout: CounterLayout,
+}
+
+/// Applies `plans` (one slot per defined function, `None` = leave it alone)
+/// to the module `bytes` that `info` describes, appends `custom_sections`,
+/// and validates the result.
+pub fn instrument(
+    bytes: &[u8],
+    info: &ModuleInfo,
+    plans: &[Option<FunctionPlan>],
+    custom_sections: &[(&str, &[u8])],
+) -> Result<Instrumented> {
+    let actual = module::module_hash(bytes);
+    if actual != info.module_hash {
+        return Err(WasmError::InfoMismatch { expected: info.module_hash.clone(), actual });
+    }
+    // `info` was computed by `analyze`, which validated these very bytes.
+    let scan = ModuleScan::new(bytes)?;
+    if let Some(name) = scan.reserved_clash.clone() {
+        return Err(WasmError::ReservedName { name });
+    }
+    let (planned, uses) = check_plans(info, plans)?;
+    let layout = CounterLayout::new(planned.iter().map(|(f, p)| (f.func_index, p.paths, p.slots)))?;
+    let traces = uses.iter().any(|u| u.traces);
+    let hashes = planned.iter().any(|(_, p)| matches!(p.paths, PathTable::Hash { .. }));
+
+    let mut new_types = NewTypes::new(scan.num_types);
+    let trace_ty = traces.then(|| new_types.intern(&[ValType::I32, ValType::I32], &[]));
+    let helper_ty = hashes.then(|| new_types.intern(&[ValType::I32, ValType::I64], &[]));
+    for (fcfg, plan) in &planned {
+        new_types.add_function(&scan, fcfg, plan);
+    }
+
+    let shift = u32::from(traces);
+    let memory = scan.num_memories;
+    let num_defined = scan.bodies.len() as u32;
+    let ctx = ModuleCtx { bytes, scan: &scan, shift, types: &new_types };
+    let template = Lowerer {
+        regs: Vec::new(),
+        scratch: 0,
+        memory,
+        paths: PathTable::None,
+        paths_offset: 0,
+        slots_offset: 0,
+        hash_helper: scan.num_imported_funcs + shift + num_defined,
+        trace: scan.num_imported_funcs,
+        func_index: 0,
+    };
+    let bodies = rewrite_bodies(&ctx, info, plans, &uses, &layout, &template)?;
+
+    let mut asm = Assembler {
+        scan: &scan,
+        shift,
+        types: &new_types,
+        trace_ty,
+        helper_ty,
+        memory,
+        pages: layout.pages(),
+        bodies,
+        segments: layout.init_segments(),
+        custom_sections,
+        code_at: None,
+    };
+    let mut module = wasm_encoder::Module::new();
+    asm.parse_core_module(&mut module, wasmparser::Parser::new(0), bytes).map_err(reencode_error)?;
+    let module = module.finish();
+    let out = match asm.code_at {
+        Some(at) => splice_code(&module, at, &asm.bodies, asm.helper_ty.map(|_| lower::hash_helper_body(memory)))?,
+        None => module,
+    };
+    wasmparser::Validator::new_with_features(module::features())
+        .validate_all(&out)
+        .map_err(|e| WasmError::InvalidOutput { offset: e.offset(), message: e.message().to_string() })?;
+    Ok(Instrumented { bytes: out, layout })
+}
+
+/// The functions that have a plan, with their plans.
+type Planned<'a> = Vec<(&'a FunctionCfg, &'a FunctionPlan)>;
+
+/// The plans that apply, and per defined function what its plan uses, after
+/// checking them all.
+fn check_plans<'a>(info: &'a ModuleInfo, plans: &'a [Option<FunctionPlan>]) -> Result<(Planned<'a>, Vec<PlanUse>)> {
+    if plans.len() != info.functions.len() {
+        return Err(WasmError::PlanCount { expected: info.functions.len(), got: plans.len() });
+    }
+    let mut planned = Vec::new();
+    let mut uses = vec![PlanUse::default(); plans.len()];
+    for ((slot, plan), uses) in info.functions.iter().zip(plans).zip(&mut uses) {
+        let Some(plan) = plan else { continue };
+        match slot {
+            Ok(fcfg) => {
+                *uses = check_plan(fcfg, plan)?;
+                planned.push((fcfg, plan));
+            }
+            Err(u) => {
+                return Err(WasmError::BadPlan {
+                    func_index: u.func_index,
+                    reason: format!("the function is unsupported ({})", u.reason),
+                })
+            }
+        }
+    }
+    Ok((planned, uses))
+}
+
+/// The counter layout `instrument` will choose for these plans, without
+/// rewriting anything (the layout depends only on the plans).
+pub fn counter_layout(info: &ModuleInfo, plans: &[Option<FunctionPlan>]) -> Result<CounterLayout> {
+    let (planned, _) = check_plans(info, plans)?;
+    CounterLayout::new(planned.iter().map(|(f, p)| (f.func_index, p.paths, p.slots)))
+}
+
+/// What a plan uses, learnt while checking it.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct PlanUse {
+    /// Some action is `Trace`.
+    pub traces: bool,
+    /// Some action is `CountPath` (which needs a scratch local for an array table).
+    pub count_path: bool,
+    /// Number of actions.
+    pub actions: usize,
+}
+
+/// Checks that a plan fits its function's CFG.
+pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<PlanUse> {
+    let mut uses = PlanUse::default();
+    let bad = |reason: String| Err(WasmError::BadPlan { func_index: fcfg.func_index, reason });
+    if plan.edges.len() != fcfg.cfg.num_edges() {
+        return bad(format!("{} edge entries for a CFG of {} edges", plan.edges.len(), fcfg.cfg.num_edges()));
+    }
+    if let PathTable::Hash { capacity } = plan.paths {
+        if !capacity.is_power_of_two() {
+            return bad(format!("hash capacity {capacity} is not a power of two"));
+        }
+    }
+    for (e, actions) in plan.edges.iter().enumerate() {
+        uses.actions += actions.len();
+        for action in actions {
+            match action {
+                Action::Trace { .. } => uses.traces = true,
+                Action::CountPath { .. } => uses.count_path = true,
+                _ => {}
+            }
+            let fault = match *action {
+                Action::Set { reg, .. } | Action::Add { reg, .. } if usize::from(reg) >= plan.registers.len() => {
+                    Some(format!("register {reg} is not declared"))
+                }
+                Action::CountPath { reg, .. } if usize::from(reg) >= plan.registers.len() => {
+                    Some(format!("register {reg} is not declared"))
+                }
+                Action::CountPath { .. } if plan.paths == PathTable::None => Some("no path table".into()),
+                Action::CountPathConst { path } => match plan.paths {
+                    PathTable::None => Some("no path table".into()),
+                    PathTable::Array { len } if path >= len => Some(format!("path {path} is outside 0..{len}")),
+                    _ => None,
+                },
+                Action::CountSlot { index } if index >= plan.slots => {
+                    Some(format!("slot {index} is outside 0..{}", plan.slots))
+                }
+                _ => None,
+            };
+            if let Some(reason) = fault {
+                return bad(format!("edge {e}: {reason}"));
+            }
+        }
+    }
+    Ok(uses)
+}
+
+/// Rewrites every body (planned ones instrumented, the others copied with
+/// their function indices shifted), on up to `available_parallelism` threads.
+fn rewrite_bodies(
+    ctx: &ModuleCtx<'_>,
+    info: &ModuleInfo,
+    plans: &[Option<FunctionPlan>],
+    uses: &[PlanUse],
+    layout: &CounterLayout,
+    template: &Lowerer,
+) -> Result<Vec<Vec<u8>>> {
+    let one = |i: usize| -> Result<Vec<u8>> {
+        let body = &ctx.scan.bodies[i];
+        let mut out = Vec::new();
+        match (&info.functions[i], &plans[i]) {
+            (Ok(fcfg), Some(plan)) => {
+                let fl = layout.function(fcfg.func_index).ok_or_else(|| WasmError::BadPlan {
+                    func_index: fcfg.func_index,
+                    reason: "missing from the layout".into(),
+                })?;
+                let lower = Lowerer {
+                    regs: Vec::new(),
+                    paths: plan.paths,
+                    paths_offset: fl.paths_offset,
+                    slots_offset: fl.slots_offset,
+                    func_index: fcfg.func_index,
+                    ..*template
+                };
+                body::rewrite_body(ctx, fcfg, plan, uses[i], lower, body, &mut out)?;
+            }
+            _ => body::copy_body(ctx, body, &mut out)?,
+        }
+        Ok(out)
+    };
+    let sizes: Vec<usize> = ctx.scan.bodies.iter().map(|b| b.range().len()).collect();
+    crate::par::map_chunked(&sizes, one)
+}

@@ -1,0 +1,183 @@
+//! Bad input gives the right `WasmError`, never a panic.
+
+mod common;
+
+use common::*;
+use pathprof_techniques::{Action, FunctionPlan, PathTable, Width};
+use pathprof_wasm::{analyze, custom_section, instrument, read_counters, FunctionLayout, WasmError};
+
+fn small() -> Vec<u8> {
+    wat::parse_str("(module (func (export \"f\") (param i32) (result i32) local.get 0 i32.const 1 i32.add))").unwrap()
+}
+
+#[test]
+fn not_wasm() {
+    assert_eq!(analyze(b"hello, world").unwrap_err(), WasmError::NotWasm);
+    assert_eq!(analyze(b"").unwrap_err(), WasmError::NotWasm);
+    assert_eq!(analyze(b"\x7fELF\x02\x01\x01\x00").unwrap_err(), WasmError::NotWasm);
+    assert_eq!(custom_section(b"MZ\x90\x00", "x").unwrap_err(), WasmError::NotWasm);
+}
+
+#[test]
+fn truncated() {
+    let bytes = small();
+    for len in [2, 4, 6, bytes.len() - 1, bytes.len() - 3, 12] {
+        match analyze(&bytes[..len]) {
+            Err(WasmError::Truncated { len: l, .. }) => assert_eq!(l, len),
+            other => panic!("cut at {len}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn component() {
+    let bytes = wat::parse_str("(component)").unwrap();
+    assert_eq!(analyze(&bytes).unwrap_err(), WasmError::Component);
+    assert_eq!(custom_section(&bytes, "name").unwrap_err(), WasmError::Component);
+}
+
+#[test]
+fn invalid_module_reports_the_offset() {
+    // `i32.add` with an empty stack.
+    let bytes = wat::parse_str("(module (func i32.add drop))").unwrap();
+    match analyze(&bytes) {
+        Err(WasmError::Invalid { offset, message }) => {
+            assert_eq!(bytes[offset], 0x6a, "offset points at i32.add");
+            assert!(message.contains("type mismatch"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut bad_version = small();
+    bad_version[4] = 2;
+    assert!(matches!(analyze(&bad_version), Err(WasmError::Invalid { offset: 4, .. })));
+}
+
+#[test]
+fn legacy_exceptions_are_unsupported_and_untouched() {
+    let bytes = wat::parse_str(
+        r#"(module
+            (tag $t)
+            (func (export "legacy") (result i32)
+              try (result i32)
+                throw $t
+              catch $t
+                i32.const 7
+              end)
+            (func (export "fine") (result i32) i32.const 1))"#,
+    )
+    .unwrap();
+    let info = analyze(&bytes).unwrap();
+    let u = info.functions[0].as_ref().unwrap_err();
+    assert_eq!(u.func_index, 0);
+    assert!(u.reason.contains("`try`"), "{}", u.reason);
+    assert!(info.functions[1].is_ok());
+    // Instrumenting the other function (with a trace import, which shifts
+    // indices) leaves the unsupported body as it was.
+    let f = info.functions[1].as_ref().unwrap();
+    let plans = vec![None, Some(trace_plan(f))];
+    let out = instrument(&bytes, &info, &plans, &[]).unwrap();
+    let body = |b: &[u8], i: usize| {
+        wasmparser::Parser::new(0)
+            .parse_all(b)
+            .filter_map(|p| match p {
+                Ok(wasmparser::Payload::CodeSectionEntry(body)) => Some(b[body.range()].to_vec()),
+                _ => None,
+            })
+            .nth(i)
+            .unwrap()
+    };
+    assert_eq!(body(&bytes, 0), body(&out.bytes, 0));
+    // A plan for the unsupported function is refused.
+    let plans = vec![Some(FunctionPlan::empty(1)), None];
+    assert!(matches!(instrument(&bytes, &info, &plans, &[]), Err(WasmError::BadPlan { func_index: 0, .. })));
+}
+
+#[test]
+fn instrument_refuses_mismatched_input() {
+    let bytes = small();
+    let info = analyze(&bytes).unwrap();
+    let other = wat::parse_str("(module (func))").unwrap();
+    assert!(matches!(instrument(&other, &info, &[None], &[]), Err(WasmError::InfoMismatch { .. })));
+    assert_eq!(instrument(&bytes, &info, &[], &[]).unwrap_err(), WasmError::PlanCount { expected: 1, got: 0 });
+    let f = info.functions[0].as_ref().unwrap();
+    let n = f.cfg.num_edges();
+    let bad_plans: Vec<FunctionPlan> = vec![
+        FunctionPlan::empty(n + 1),
+        FunctionPlan { edges: vec![vec![Action::Add { reg: 0, value: 1 }]; n], ..FunctionPlan::empty(n) },
+        FunctionPlan { edges: vec![vec![Action::CountSlot { index: 0 }]; n], ..FunctionPlan::empty(n) },
+        FunctionPlan {
+            registers: vec![Width::I32],
+            edges: vec![vec![Action::CountPath { reg: 0, offset: 0 }]; n],
+            ..FunctionPlan::empty(n)
+        },
+        FunctionPlan {
+            paths: PathTable::Array { len: 3 },
+            edges: vec![vec![Action::CountPathConst { path: 3 }]; n],
+            ..FunctionPlan::empty(n)
+        },
+        FunctionPlan { paths: PathTable::Hash { capacity: 6 }, ..FunctionPlan::empty(n) },
+    ];
+    for plan in bad_plans {
+        let r = instrument(&bytes, &info, &[Some(plan.clone())], &[]);
+        assert!(matches!(r, Err(WasmError::BadPlan { func_index: 0, .. })), "{plan:?}: {r:?}");
+    }
+    let huge = FunctionPlan { paths: PathTable::Array { len: 1 << 30 }, ..FunctionPlan::empty(n) };
+    assert!(matches!(instrument(&bytes, &info, &[Some(huge)], &[]), Err(WasmError::CounterMemoryTooLarge { .. })));
+}
+
+#[test]
+fn reserved_names_are_refused() {
+    let bytes = wat::parse_str("(module (memory (export \"__pathprof_counters\") 1))").unwrap();
+    let info = analyze(&bytes).unwrap();
+    assert_eq!(
+        instrument(&bytes, &info, &[], &[]).unwrap_err(),
+        WasmError::ReservedName { name: "__pathprof_counters".into() }
+    );
+    // An instrumented module cannot be instrumented again.
+    let bytes = small();
+    let info = analyze(&bytes).unwrap();
+    let out = instrument(&bytes, &info, &[None], &[]).unwrap();
+    let info2 = analyze(&out.bytes).unwrap();
+    assert!(matches!(instrument(&out.bytes, &info2, &[None], &[]), Err(WasmError::ReservedName { .. })));
+}
+
+#[test]
+fn custom_sections_are_appended_and_found() {
+    let bytes = small();
+    let info = analyze(&bytes).unwrap();
+    let out = instrument(&bytes, &info, &[None], &[("pathprof.meta", b"{\"a\":1}")]).unwrap();
+    assert_eq!(custom_section(&out.bytes, "pathprof.meta").unwrap(), Some(b"{\"a\":1}".to_vec()));
+    assert_eq!(custom_section(&out.bytes, "nothing").unwrap(), None);
+}
+
+#[test]
+fn read_counters_rejects_short_or_foreign_memory() {
+    let layout = FunctionLayout {
+        func_index: 0,
+        paths: PathTable::Array { len: 4 },
+        paths_offset: 16,
+        slots: 2,
+        slots_offset: 48,
+    };
+    let mut memory = vec![0u8; 64];
+    memory[..8].copy_from_slice(b"PATHPROF");
+    memory[8..12].copy_from_slice(&1u32.to_le_bytes());
+    memory[16 + 8..16 + 16].copy_from_slice(&5u64.to_le_bytes()); // path 1: 5
+    memory[56..64].copy_from_slice(&9u64.to_le_bytes()); // slot 1: 9
+    let raw = read_counters(&layout, &memory).unwrap();
+    assert_eq!(raw.paths, vec![(1, 5)]);
+    assert_eq!(raw.slots, vec![0, 9]);
+    for len in [0, 8, 40, 63] {
+        assert!(matches!(read_counters(&layout, &memory[..len]), Err(WasmError::CorruptCounters { .. })), "{len}");
+    }
+    let mut foreign = memory.clone();
+    foreign[0] = b'X';
+    assert!(matches!(read_counters(&layout, &foreign), Err(WasmError::CorruptCounters { .. })));
+    let mut version = memory.clone();
+    version[8] = 9;
+    assert!(matches!(read_counters(&layout, &version), Err(WasmError::CorruptCounters { .. })));
+    let hash = FunctionLayout { paths: PathTable::Hash { capacity: 4 }, ..layout.clone() };
+    assert!(matches!(read_counters(&hash, &memory), Err(WasmError::CorruptCounters { .. })));
+    let huge = FunctionLayout { paths: PathTable::Array { len: u64::MAX }, ..layout };
+    assert!(matches!(read_counters(&huge, &memory), Err(WasmError::CorruptCounters { .. })));
+}

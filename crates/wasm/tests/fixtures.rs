@@ -1,0 +1,353 @@
+//! End-to-end checks over the WAT fixtures in tests/fixtures/wat: every
+//! instrumentation runs with the same results as the original; the trace
+//! oracle (walks reconstructed from `Trace` events) checks the CFG and is
+//! compared with slot counters and with register-built path tables.
+
+mod common;
+
+use common::*;
+use pathprof_techniques::{FunctionPlan, PathTable, RawCounters, Width};
+use pathprof_wasm::{instrument, read_counters, EdgeKind, FunctionCfg, Instrumented, ModuleInfo};
+use std::collections::BTreeMap;
+
+fn instrumented(bytes: &[u8], info: &ModuleInfo, plans: &[Option<FunctionPlan>]) -> Instrumented {
+    let out = instrument(bytes, info, plans, &[("pathprof.test", b"x")]).expect("instrument");
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::default())
+        .validate_all(&out.bytes)
+        .expect("output validates");
+    out
+}
+
+/// Counters of every instrumented function, by original function index.
+fn counters(out: &Instrumented, run: &Run) -> BTreeMap<u32, RawCounters> {
+    let memory = run.counters.as_ref().expect("counter memory exported");
+    out.layout.functions.iter().map(|f| (f.func_index, read_counters(f, memory).expect("counters"))).collect()
+}
+
+struct Case {
+    name: String,
+    bytes: Vec<u8>,
+    info: ModuleInfo,
+    calls: Vec<Call>,
+    original: Run,
+}
+
+fn cases() -> Vec<Case> {
+    fixtures()
+        .into_iter()
+        .map(|(name, bytes)| {
+            let info = analyze_ok(&bytes);
+            for f in &info.functions {
+                assert!(f.is_ok(), "{name}: {:?}", f.as_ref().err());
+            }
+            let calls = calls_for(&bytes);
+            assert!(!calls.is_empty(), "{name} exports nothing to call");
+            let original = run(&bytes, &calls);
+            Case { name, bytes, info, calls, original }
+        })
+        .collect()
+}
+
+fn traced(case: &Case) -> (Run, Walks) {
+    let plans = plans_with(&case.info, trace_plan);
+    let out = instrumented(&case.bytes, &case.info, &plans);
+    let r = run(&out.bytes, &case.calls);
+    assert_same_outcomes(&format!("{}: trace plan", case.name), &case.calls, &r.outcomes, &case.original.outcomes);
+    let walks = reconstruct(&case.info, &r);
+    (r, walks)
+}
+
+#[test]
+fn every_instrumentation_preserves_results_and_agrees_with_the_trace_oracle() {
+    for case in cases() {
+        let name = &case.name;
+        let (_, walks) = traced(&case);
+        assert!(!walks.complete.is_empty(), "{name}: no walk completed");
+
+        // Every edge executed is counted by its slot.
+        let plans = plans_with(&case.info, slot_plan);
+        let out = instrumented(&case.bytes, &case.info, &plans);
+        let r = run(&out.bytes, &case.calls);
+        assert_same_outcomes(&format!("{name}: slot plan"), &case.calls, &r.outcomes, &case.original.outcomes);
+        for (func, raw) in counters(&out, &r) {
+            let f = function(&case.info, func);
+            let expected: Vec<u64> = (0..f.cfg.num_edges() as u32)
+                .map(|e| walks.edge_counts.get(&(func, e)).copied().unwrap_or(0))
+                .collect();
+            assert_eq!(raw.slots, expected, "{name}: slot counts of function {func}");
+            assert!(raw.paths.is_empty());
+        }
+
+        // Walk-length histograms built in a register, several widths/offsets.
+        let hist = length_histogram(&walks);
+        let variants: [(Width, i64, i64); 6] = [
+            (Width::I32, 0, 0),
+            (Width::I32, 5, -5),
+            // Set truncates to 7 in an I32 register.
+            (Width::I32, (1 << 32) + 7, -7),
+            // A large I64 value that the address computation must wrap away.
+            (Width::I64, 1 << 40, -(1 << 40)),
+            // Registers that are "negative" (wrapped) until the offset is added.
+            (Width::I32, -1000, 1000),
+            (Width::I64, -5, 5),
+        ];
+        for (width, start, offset) in variants {
+            let table = PathTable::Array { len: MAX_WALK };
+            let plans = plans_with(&case.info, |c| length_plan(c, width, start, offset, table));
+            let out = instrumented(&case.bytes, &case.info, &plans);
+            let r = run(&out.bytes, &case.calls);
+            assert_same_outcomes(
+                &format!("{name}: length plan {width:?} {start} {offset}"),
+                &case.calls,
+                &r.outcomes,
+                &case.original.outcomes,
+            );
+            for (func, raw) in counters(&out, &r) {
+                let expected: Vec<(u64, u64)> =
+                    hist.get(&func).map(|h| h.iter().map(|(&l, &c)| (l, c)).collect()).unwrap_or_default();
+                assert_eq!(raw.paths, expected, "{name}: lengths of {func} ({width:?}, {start}, {offset})");
+                assert_eq!(raw.lost, 0);
+            }
+        }
+    }
+}
+
+/// The hash table keeps the first `capacity` distinct keys (the probe limit
+/// covers the whole of a small table) and counts the others as lost.
+fn hash_oracle(lengths: &[u64], capacity: usize) -> (Vec<(u64, u64)>, u64) {
+    let mut kept: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut lost = 0;
+    for &l in lengths {
+        if let Some(c) = kept.get_mut(&l) {
+            *c += 1;
+        } else if kept.len() < capacity {
+            kept.insert(l, 1);
+        } else {
+            lost += 1;
+        }
+    }
+    (kept.into_iter().collect(), lost)
+}
+
+#[test]
+fn hash_tables_count_collide_and_lose_like_the_oracle() {
+    let mut saw_lost = false;
+    for case in cases() {
+        let (_, walks) = traced(&case);
+        let mut lengths: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for (func, walk) in &walks.complete {
+            lengths.entry(*func).or_default().push(walk.len() as u64);
+        }
+        for capacity in [1u32, 2, 4, 1024] {
+            for width in [Width::I32, Width::I64] {
+                let plans = plans_with(&case.info, |c| length_plan(c, width, 0, 0, PathTable::Hash { capacity }));
+                let out = instrumented(&case.bytes, &case.info, &plans);
+                let r = run(&out.bytes, &case.calls);
+                assert_same_outcomes(
+                    &format!("{}: hash plan", case.name),
+                    &case.calls,
+                    &r.outcomes,
+                    &case.original.outcomes,
+                );
+                for (func, raw) in counters(&out, &r) {
+                    let seq = lengths.get(&func).cloned().unwrap_or_default();
+                    let (paths, lost) = hash_oracle(&seq, capacity as usize);
+                    saw_lost |= lost > 0;
+                    assert_eq!(
+                        (raw.paths, raw.lost),
+                        (paths, lost),
+                        "{}: function {func}, capacity {capacity}",
+                        case.name
+                    );
+                }
+            }
+        }
+    }
+    assert!(saw_lost, "no fixture filled a hash table");
+}
+
+// ------------------------------------------------------------------------
+// Hand-analysed fixtures: graph sizes and the kinds along each call's walk,
+// derived by reading the WAT (comments give the blocks).
+
+struct Expect {
+    fixture: &'static str,
+    export: &'static str,
+    nodes: usize,
+    edges: usize,
+    /// (argument, kinds along the walk)
+    walks: &'static [(i64, &'static [EdgeKind])],
+}
+
+use EdgeKind::*;
+
+const HAND: &[Expect] = &[
+    // abs: B2 = [get const lt_s if] -IfThen-> B3 = [const get sub else]
+    //      B2 -IfElse-> B4 = [get end]; B3, B4 -Fallthrough-> B5 = [end] -> EXIT.
+    Expect {
+        fixture: "branches",
+        export: "abs",
+        nodes: 6,
+        edges: 6,
+        walks: &[(-3, &[Entry, IfThen, Fallthrough, Fallthrough]), (4, &[Entry, IfElse, Fallthrough, Fallthrough])],
+    },
+    // clamp10: B2 -IfThen-> B3 = [const set end] -Fallthrough-> B4 = [get end];
+    //          B2 -IfElse (synthesized else)-> B4; B4 -> EXIT.
+    Expect {
+        fixture: "branches",
+        export: "clamp10",
+        nodes: 5,
+        edges: 5,
+        walks: &[(20, &[Entry, IfThen, Fallthrough, Fallthrough]), (3, &[Entry, IfElse, Fallthrough])],
+    },
+    // switch: B2 = [get br_table]: one BrTable edge per distinct label
+    //         $a $b $c $d (4), joins Ja Jb Jc end in return (3 Return),
+    //         Jd falls off the end (1): 7 nodes, 1 + 4 + 3 + 1 = 9 edges.
+    Expect {
+        fixture: "branches",
+        export: "switch",
+        nodes: 7,
+        edges: 9,
+        walks: &[
+            (0, &[Entry, BrTable, Return]),
+            (1, &[Entry, BrTable, Return]),
+            (2, &[Entry, BrTable, Return]),
+            (3, &[Entry, BrTable, Return]),
+            (4, &[Entry, BrTable, Return]),
+            (5, &[Entry, BrTable, Fallthrough]),
+            (-1, &[Entry, BrTable, Fallthrough]),
+        ],
+    },
+    // count_down: the loop starts the function, so the entry block is the
+    // header H = [loop ... br_if]; H -BrIf-> H (self loop), H -Fallthrough->
+    // B3 = [end get end] -> EXIT. n = 3: two backedges, then out.
+    Expect {
+        fixture: "loops",
+        export: "count_down",
+        nodes: 4,
+        edges: 4,
+        walks: &[
+            (3, &[Entry, BrIf, BrIf, Fallthrough, Fallthrough]),
+            (1, &[Entry, Fallthrough, Fallthrough]),
+            (0, &[Entry, Fallthrough, Fallthrough]),
+        ],
+    },
+    // dead: B2 = [block get br_if] -BrIf-> J, -Fallthrough-> B3 = [const
+    // return] -Return-> EXIT; everything up to `end $b` is dead;
+    // J = [get const add end] -> EXIT.
+    Expect {
+        fixture: "dead_code",
+        export: "dead",
+        nodes: 5,
+        edges: 5,
+        walks: &[(0, &[Entry, Fallthrough, Return]), (1, &[Entry, BrIf, Fallthrough])],
+    },
+    // catch_to_func: B2 = [try_table get call end const add end] -> EXIT;
+    // the catch to the function's label is ENTRY -Catch-> EXIT.
+    Expect {
+        fixture: "exceptions",
+        export: "catch_to_func",
+        nodes: 3,
+        edges: 3,
+        walks: &[(2, &[Entry, Fallthrough]), (3, &[Catch])],
+    },
+];
+
+fn export_index(bytes: &[u8], export: &str) -> u32 {
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let Ok(wasmparser::Payload::ExportSection(s)) = payload {
+            for e in s.into_iter().flatten() {
+                if e.name == export {
+                    return e.index;
+                }
+            }
+        }
+    }
+    panic!("no export {export}")
+}
+
+#[test]
+fn hand_analysed_graphs_and_walks() {
+    for x in HAND {
+        let bytes = fixture(x.fixture);
+        let info = analyze_ok(&bytes);
+        let func = export_index(&bytes, x.export);
+        let f: &FunctionCfg = function(&info, func);
+        assert_eq!((f.cfg.num_nodes(), f.cfg.num_edges()), (x.nodes, x.edges), "{}", x.export);
+        let plans = plans_with(&info, trace_plan);
+        let out = instrument(&bytes, &info, &plans, &[]).expect("instrument");
+        for &(arg, expected) in x.walks {
+            let calls = [Call { export: x.export.to_string(), args: vec![arg] }];
+            let r = run(&out.bytes, &calls);
+            let walks = reconstruct(&info, &r);
+            let mine: Vec<Vec<EdgeKind>> =
+                walks.complete.iter().filter(|(g, _)| *g == func).map(|(_, w)| kinds(f, w)).collect();
+            assert_eq!(mine, vec![expected.to_vec()], "{}({arg})", x.export);
+        }
+    }
+}
+
+#[test]
+fn hand_analysed_edge_counts_of_the_self_loop() {
+    // count_down(5): Entry once, the self-loop backedge 4 times (n = 4..1
+    // after decrement), the loop exit once, the function exit once.
+    let bytes = fixture("loops");
+    let info = analyze_ok(&bytes);
+    let func = export_index(&bytes, "count_down");
+    let f = function(&info, func);
+    let plans = plans_with(&info, slot_plan);
+    let out = instrument(&bytes, &info, &plans, &[]).unwrap();
+    let r = run(&out.bytes, &[Call { export: "count_down".into(), args: vec![5] }]);
+    assert_eq!(r.outcomes, vec![Outcome::Values(vec!["i32:5".into()])]);
+    let raw = read_counters(out.layout.function(func).unwrap(), r.counters.as_ref().unwrap()).unwrap();
+    let by_kind = |k: EdgeKind, self_loop: bool| -> u64 {
+        (0..f.cfg.num_edges())
+            .filter(|&e| f.edge_kinds[e] == k)
+            .filter(|&e| {
+                let (s, d) = f.cfg.edge(pathprof_graph::EdgeId::new(e));
+                (s == d) == self_loop
+            })
+            .map(|e| raw.slots[e])
+            .sum()
+    };
+    assert_eq!(by_kind(Entry, false), 1);
+    assert_eq!(by_kind(BrIf, true), 4);
+    assert_eq!(by_kind(Fallthrough, false), 2);
+}
+
+#[test]
+fn walks_lost_to_exceptions_are_the_expected_ones() {
+    // through_middle(x): for odd x > 4, $maybe_throw throws; $middle's path
+    // is in flight and is lost (1 abandoned walk per such call); the handler
+    // in through_middle starts a new path.
+    let bytes = fixture("exceptions");
+    let info = analyze_ok(&bytes);
+    let plans = plans_with(&info, trace_plan);
+    let out = instrument(&bytes, &info, &plans, &[]).unwrap();
+    let calls: Vec<Call> = (0..10).map(|x| Call { export: "through_middle".into(), args: vec![x] }).collect();
+    let r = run(&out.bytes, &calls);
+    let walks = reconstruct(&info, &r);
+    // x in {5, 7, 9}: each loses $middle's walk and through_middle's first walk.
+    assert_eq!(walks.abandoned, 6);
+    let expected: Vec<String> = (0..10)
+        .map(|x: i32| {
+            if x > 4 && x % 2 == 1 {
+                x * 10 * 2
+            } else if x > 4 {
+                x + 3
+            } else {
+                x + 1
+            }
+        })
+        .map(|v| format!("i32:{v}"))
+        .collect();
+    let got: Vec<String> = r
+        .outcomes
+        .iter()
+        .map(|o| match o {
+            Outcome::Values(v) => v[0].clone(),
+            _ => "trap".into(),
+        })
+        .collect();
+    assert_eq!(got, expected);
+}

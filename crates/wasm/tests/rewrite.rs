@@ -1,0 +1,184 @@
+//! What the rewriter adds and remaps, read back from its output.
+
+mod common;
+
+use common::*;
+use pathprof_techniques::PathTable;
+use pathprof_wasm::{analyze, instrument, CounterLayout, COUNTERS_EXPORT};
+use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
+
+#[derive(Debug, Default)]
+struct Summary {
+    imports: Vec<(String, String, Option<u32>)>,
+    exports: Vec<(String, ExternalKind, u32)>,
+    start: Option<u32>,
+    memories: Vec<(u64, Option<u64>)>,
+    imported_memories: usize,
+    elements: Vec<u32>,
+    data_segments: u32,
+    data_count: Option<u32>,
+}
+
+fn summary(bytes: &[u8]) -> Summary {
+    let mut s = Summary::default();
+    for p in Parser::new(0).parse_all(bytes) {
+        match p.unwrap() {
+            Payload::ImportSection(r) => {
+                for i in r.into_imports() {
+                    let i = i.unwrap();
+                    let f = match i.ty {
+                        TypeRef::Func(t) => Some(t),
+                        TypeRef::Memory(_) => {
+                            s.imported_memories += 1;
+                            None
+                        }
+                        _ => None,
+                    };
+                    s.imports.push((i.module.into(), i.name.into(), f));
+                }
+            }
+            Payload::ExportSection(r) => {
+                s.exports.extend(r.into_iter().map(|e| e.unwrap()).map(|e| (e.name.to_string(), e.kind, e.index)))
+            }
+            Payload::StartSection { func, .. } => s.start = Some(func),
+            Payload::MemorySection(r) => {
+                s.memories.extend(r.into_iter().map(|m| m.unwrap()).map(|m| (m.initial, m.maximum)))
+            }
+            Payload::ElementSection(r) => {
+                for e in r {
+                    if let wasmparser::ElementItems::Functions(fs) = e.unwrap().items {
+                        s.elements.extend(fs.into_iter().map(|f| f.unwrap()));
+                    }
+                }
+            }
+            Payload::DataSection(r) => s.data_segments = r.count(),
+            Payload::DataCountSection { count, .. } => s.data_count = Some(count),
+            _ => {}
+        }
+    }
+    s
+}
+
+#[test]
+fn trace_import_shifts_and_remaps_every_function_reference() {
+    let bytes = fixture("module_items");
+    let info = analyze(&bytes).unwrap();
+    let plans = plans_with(&info, trace_plan);
+    let out = instrument(&bytes, &info, &plans, &[]).unwrap();
+    let (a, b) = (summary(&bytes), summary(&out.bytes));
+
+    // The trace import comes after the module's own import.
+    assert_eq!(a.imports.len(), 1);
+    assert_eq!(b.imports[..1], a.imports[..]);
+    assert_eq!((b.imports[1].0.as_str(), b.imports[1].1.as_str()), ("__pathprof", "trace"));
+    // Defined functions moved up by one: exports, start, elements.
+    let shifted = |f: u32| if f >= 1 { f + 1 } else { f };
+    let expected_exports: Vec<_> = a
+        .exports
+        .iter()
+        .map(|(n, k, i)| (n.clone(), *k, if *k == ExternalKind::Func { shifted(*i) } else { *i }))
+        .chain([(COUNTERS_EXPORT.to_string(), ExternalKind::Memory, 1)])
+        .collect();
+    assert_eq!(b.exports, expected_exports);
+    assert_eq!(b.start, a.start.map(shifted));
+    assert_eq!(b.elements, a.elements.iter().map(|&f| shifted(f)).collect::<Vec<_>>());
+    // The program's memory is untouched; the counter memory is appended.
+    assert_eq!(b.memories[0], a.memories[0]);
+    assert_eq!(b.memories.len(), a.memories.len() + 1);
+    let pages = out.layout.total_bytes.div_ceil(65536);
+    assert_eq!(b.memories[1], (pages, Some(pages)));
+    // One header segment appended; the data count follows.
+    assert_eq!(b.data_segments, a.data_segments + 1);
+    assert_eq!(b.data_count, a.data_count.map(|c| c + 1));
+
+    // The name section follows the functions.
+    let again = analyze(&out.bytes).unwrap();
+    assert_eq!(again.num_imported_funcs, 2);
+    let names: Vec<Option<&str>> = again.functions.iter().map(|f| f.as_ref().unwrap().name.as_deref()).collect();
+    let original: Vec<Option<&str>> = info.functions.iter().map(|f| f.as_ref().unwrap().name.as_deref()).collect();
+    assert_eq!(names, original);
+    assert_eq!(names[0], Some("double"));
+
+    // And it still runs the same.
+    let calls = calls_for(&bytes);
+    assert_eq!(run(&out.bytes, &calls).outcomes, run(&bytes, &calls).outcomes);
+}
+
+#[test]
+fn no_trace_means_no_import_and_no_shift() {
+    let bytes = fixture("module_items");
+    let info = analyze(&bytes).unwrap();
+    let plans = plans_with(&info, slot_plan);
+    let out = instrument(&bytes, &info, &plans, &[]).unwrap();
+    let (a, b) = (summary(&bytes), summary(&out.bytes));
+    assert_eq!(a.imports, b.imports);
+    assert_eq!(a.elements, b.elements);
+    assert_eq!(a.start, b.start);
+}
+
+#[test]
+fn hash_helper_is_appended_after_all_functions() {
+    let bytes = fixture("loops");
+    let info = analyze(&bytes).unwrap();
+    let plans =
+        plans_with(&info, |c| length_plan(c, pathprof_techniques::Width::I32, 0, 0, PathTable::Hash { capacity: 8 }));
+    let out = instrument(&bytes, &info, &plans, &[]).unwrap();
+    let again = analyze(&out.bytes).unwrap();
+    assert_eq!(again.functions.len(), info.functions.len() + 1);
+    assert_eq!(again.num_imported_funcs, 0);
+}
+
+#[test]
+fn layout_is_disjoint_aligned_and_serialisable() {
+    let bytes = fixture("branches");
+    let info = analyze(&bytes).unwrap();
+    let mut i = 0;
+    let plans = plans_with(&info, |c| {
+        i += 1;
+        let mut p = slot_plan(c);
+        p.paths = match i % 3 {
+            0 => PathTable::None,
+            1 => PathTable::Array { len: 5 },
+            _ => PathTable::Hash { capacity: 4 },
+        };
+        p
+    });
+    let out = instrument(&bytes, &info, &plans, &[]).unwrap();
+    let layout = &out.layout;
+    assert_eq!(&pathprof_wasm::counter_layout(&info, &plans).unwrap(), layout);
+    let mut spans = vec![(0u64, 16u64)];
+    for f in &layout.functions {
+        let table = match f.paths {
+            PathTable::None => 0,
+            PathTable::Array { len } => 8 * len,
+            PathTable::Hash { capacity } => 32 + 16 * u64::from(capacity),
+        };
+        spans.push((u64::from(f.paths_offset), table));
+        spans.push((u64::from(f.slots_offset), 8 * u64::from(f.slots)));
+        assert_eq!(f.paths_offset % 8, 0);
+        assert_eq!(f.slots_offset % 8, 0);
+    }
+    spans.sort();
+    for w in spans.windows(2) {
+        assert!(w[0].0 + w[0].1 <= w[1].0, "{spans:?}");
+    }
+    let (last, len) = spans.last().unwrap();
+    assert_eq!(last + len, layout.total_bytes);
+    let json = serde_json::to_string(layout).unwrap();
+    let back: CounterLayout = serde_json::from_str(&json).unwrap();
+    assert_eq!(&back, layout);
+    assert!(layout.functions.windows(2).all(|w| w[0].func_index < w[1].func_index));
+    assert_eq!(layout.function(layout.functions[1].func_index), Some(&layout.functions[1]));
+}
+
+#[test]
+fn a_module_without_sections_gets_memory_export_and_data() {
+    let bytes = wat::parse_str("(module)").unwrap();
+    let info = analyze(&bytes).unwrap();
+    let out = instrument(&bytes, &info, &[], &[("x", b"y")]).unwrap();
+    let s = summary(&out.bytes);
+    assert_eq!(s.memories, vec![(1, Some(1))]);
+    assert_eq!(s.exports, vec![(COUNTERS_EXPORT.to_string(), ExternalKind::Memory, 0)]);
+    assert_eq!(s.data_segments, 1);
+    assert_eq!(out.layout.total_bytes, 16);
+}
