@@ -181,6 +181,24 @@ impl Exit {
     pub fn is_abrupt(&self) -> bool {
         !matches!(self, Exit::Returned)
     }
+
+    /// Whether the run trapped at a wasm `unreachable` instruction. A path
+    /// profiler counts that instruction as an exit (a trap point), so the
+    /// innermost frame's activation did complete its path.
+    pub fn is_unreachable_trap(&self) -> bool {
+        matches!(self, Exit::Trap(m) if m.contains(&Trap::UnreachableCodeReached.to_string()))
+    }
+
+    /// Of the frames live at an abrupt end (innermost first), those whose
+    /// activation stopped in the middle of a path: all of them, less the
+    /// innermost when it trapped at `unreachable`. Empty for a return.
+    pub fn unfinished_frames<'a>(&self, frames: &'a [(u32, u32)]) -> &'a [(u32, u32)] {
+        match self {
+            Exit::Returned => &[],
+            _ if self.is_unreachable_trap() => frames.get(1..).unwrap_or(&[]),
+            _ => frames,
+        }
+    }
 }
 
 /// What a run produced.

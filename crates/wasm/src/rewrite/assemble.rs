@@ -36,13 +36,14 @@ pub(crate) struct Assembler<'a> {
 const EMPTY_CODE_SECTION: [u8; 3] = [SectionId::Code as u8, 1, 0];
 
 /// `module` with its empty code section at `at` replaced by one holding
-/// `bodies` and the helper.
+/// `bodies` and the helper, and the module offset where each of `bodies`
+/// begins.
 pub(crate) fn splice_code(
     module: &[u8],
     at: usize,
     bodies: &[Vec<u8>],
     helper: Option<wasm_encoder::Function>,
-) -> Result<Vec<u8>> {
+) -> Result<(Vec<u8>, Vec<usize>)> {
     use wasm_encoder::Encode;
     if module.get(at..at + 3) != Some(&EMPTY_CODE_SECTION[..]) {
         return Err(WasmError::InvalidOutput { offset: at, message: "code section placeholder not found".into() });
@@ -65,12 +66,15 @@ pub(crate) fn splice_code(
     out.push(SectionId::Code as u8);
     (content as u32).encode(&mut out);
     (count as u32).encode(&mut out);
+    let mut starts = Vec::with_capacity(bodies.len());
     for body in all() {
         (body.len() as u32).encode(&mut out);
+        starts.push(out.len());
         out.extend_from_slice(body);
     }
+    starts.truncate(bodies.len());
     out.extend_from_slice(&module[at + EMPTY_CODE_SECTION.len()..]);
-    Ok(out)
+    Ok((out, starts))
 }
 
 type RResult<T> = std::result::Result<T, reencode::Error<std::convert::Infallible>>;

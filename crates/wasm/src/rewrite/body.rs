@@ -32,7 +32,7 @@ use crate::cfg::site::{Construct, Phase, Site, SiteKind};
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
-use pathprof_graph::EdgeId;
+use pathprof_graph::{EdgeId, NodeId};
 use pathprof_techniques::{FunctionPlan, PathTable};
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{BlockType, Encode, InstructionSink};
@@ -155,10 +155,18 @@ struct Rewriter<'a, 'o> {
     catches: Vec<wasm_encoder::Catch>,
     /// Module byte range of instructions kept unchanged but not yet copied.
     run: (usize, usize),
+    /// Original blocks in code order: `(offset of first instruction, node)`.
+    block_starts: Vec<(u32, NodeId)>,
+    next_block: usize,
+    /// Where each block's first instruction landed, relative to the body.
+    marks: Vec<(u32, NodeId)>,
 }
 
 /// Rewrites the body of one planned function into `out`. `lower` comes with
-/// everything but its locals, which are assigned here.
+/// everything but its locals, which are assigned here. Returns where each
+/// original block's first instruction is in the new body (byte offset from
+/// the body's start, in code order): the map from a frame of the
+/// instrumented code back to the block it was executing.
 pub(crate) fn rewrite_body(
     ctx: &ModuleCtx<'_>,
     fcfg: &FunctionCfg,
@@ -167,7 +175,7 @@ pub(crate) fn rewrite_body(
     mut lower: Lowerer,
     body: &FunctionBody<'_>,
     out: &mut Vec<u8>,
-) -> Result<()> {
+) -> Result<Vec<(u32, NodeId)>> {
     let range = body.range();
     out.reserve(range.len() + range.len() / 4 + 24 * uses.actions + 64);
     // Locals: the original declarations copied, then one declaration per
@@ -217,9 +225,25 @@ pub(crate) fn rewrite_body(
         depths: Vec::new(),
         catches: Vec::new(),
         run: (ops_start, ops_start),
+        block_starts: block_starts(fcfg),
+        next_block: 0,
+        marks: Vec::new(),
     };
     let ops = body.get_operators_reader().map_err(read_err)?;
-    rw.run(ops)
+    rw.run(ops)?;
+    Ok(rw.marks)
+}
+
+/// The function's non-empty blocks by the offset of their first instruction.
+fn block_starts(fcfg: &FunctionCfg) -> Vec<(u32, NodeId)> {
+    let mut starts: Vec<(u32, NodeId)> = fcfg
+        .blocks
+        .iter()
+        .enumerate()
+        .filter_map(|(n, b)| b.as_ref().filter(|b| b.instrs > 0).map(|b| (b.offset, NodeId::new(n))))
+        .collect();
+    starts.sort_unstable();
+    starts
 }
 
 impl Rewriter<'_, '_> {
@@ -319,6 +343,11 @@ impl Rewriter<'_, '_> {
                     _ => {}
                 }
                 cursor += 1;
+            }
+            while self.block_starts.get(self.next_block).is_some_and(|&(o, _)| o as usize == start) {
+                self.flush();
+                self.marks.push((self.out.len() as u32, self.block_starts[self.next_block].1));
+                self.next_block += 1;
             }
             let mut open = None;
             while let Some(site) = at(cursor, Phase::At) {

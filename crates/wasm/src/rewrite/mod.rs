@@ -37,6 +37,7 @@ use crate::module::{self, ModuleScan};
 use assemble::{reencode_error, splice_code, Assembler};
 use body::ModuleCtx;
 use lower::Lowerer;
+use pathprof_graph::NodeId;
 use pathprof_techniques::{Action, FunctionPlan, PathTable};
 use types::NewTypes;
 use wasm_encoder::reencode::Reencode;
@@ -52,6 +53,28 @@ pub const TRACE_NAME: &str = "trace";
 pub struct Instrumented {
     pub bytes: Vec<u8>,
     pub layout: CounterLayout,
+    /// Per instrumented function, where its original blocks begin in `bytes`.
+    pub code_map: Vec<CodeMap>,
+}
+
+/// Where an instrumented function's original blocks begin in the output
+/// module: `(module byte offset of the block's first instruction, block)`,
+/// sorted. A wasm frame's offset (a trap, or a call in flight at an abrupt
+/// exit) belongs to the last block that begins at or before it. Custom
+/// sections are appended after the code, so these offsets do not move when
+/// metadata is added.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CodeMap {
+    pub func_index: u32,
+    pub blocks: Vec<(u32, NodeId)>,
+}
+
+impl CodeMap {
+    /// The block executing at module offset `offset`, if it is in this function.
+    pub fn block_at(&self, offset: u32) -> Option<NodeId> {
+        let i = self.blocks.partition_point(|&(start, _)| start <= offset);
+        Some(self.blocks.get(i.checked_sub(1)?)?.1)
+    }
 }
 
 /// Applies `plans` (one slot per defined function, `None` = leave it alone)
@@ -99,7 +122,8 @@ pub fn instrument(
         trace: scan.num_imported_funcs,
         func_index: 0,
     };
-    let bodies = rewrite_bodies(&ctx, info, plans, &uses, &layout, &template)?;
+    let (bodies, marks): (Vec<Vec<u8>>, Vec<Option<Vec<(u32, NodeId)>>>) =
+        rewrite_bodies(&ctx, info, plans, &uses, &layout, &template)?.into_iter().unzip();
 
     let mut asm = Assembler {
         scan: &scan,
@@ -117,14 +141,23 @@ pub fn instrument(
     let mut module = wasm_encoder::Module::new();
     asm.parse_core_module(&mut module, wasmparser::Parser::new(0), bytes).map_err(reencode_error)?;
     let module = module.finish();
-    let out = match asm.code_at {
+    let (out, body_starts) = match asm.code_at {
         Some(at) => splice_code(&module, at, &asm.bodies, asm.helper_ty.map(|_| lower::hash_helper_body(memory)))?,
-        None => module,
+        None => (module, Vec::new()),
     };
+    let code_map = marks
+        .into_iter()
+        .zip(&body_starts)
+        .enumerate()
+        .filter_map(|(i, (m, &base))| {
+            let blocks = m?.into_iter().map(|(rel, n)| (base as u32 + rel, n)).collect();
+            Some(CodeMap { func_index: scan.num_imported_funcs + i as u32, blocks })
+        })
+        .collect();
     wasmparser::Validator::new_with_features(module::features())
         .validate_all(&out)
         .map_err(|e| WasmError::InvalidOutput { offset: e.offset(), message: e.message().to_string() })?;
-    Ok(Instrumented { bytes: out, layout })
+    Ok(Instrumented { bytes: out, layout, code_map })
 }
 
 /// The functions that have a plan, with their plans.
@@ -229,10 +262,11 @@ fn rewrite_bodies(
     uses: &[PlanUse],
     layout: &CounterLayout,
     template: &Lowerer,
-) -> Result<Vec<Vec<u8>>> {
-    let one = |i: usize| -> Result<Vec<u8>> {
+) -> Result<Vec<(Vec<u8>, Option<Vec<(u32, NodeId)>>)>> {
+    let one = |i: usize| -> Result<(Vec<u8>, Option<Vec<(u32, NodeId)>>)> {
         let body = &ctx.scan.bodies[i];
         let mut out = Vec::new();
+        let mut marks = None;
         match (&info.functions[i], &plans[i]) {
             (Ok(fcfg), Some(plan)) => {
                 let fl = layout.function(fcfg.func_index).ok_or_else(|| WasmError::BadPlan {
@@ -247,11 +281,11 @@ fn rewrite_bodies(
                     func_index: fcfg.func_index,
                     ..*template
                 };
-                body::rewrite_body(ctx, fcfg, plan, uses[i], lower, body, &mut out)?;
+                marks = Some(body::rewrite_body(ctx, fcfg, plan, uses[i], lower, body, &mut out)?);
             }
             _ => body::copy_body(ctx, body, &mut out)?,
         }
-        Ok(out)
+        Ok((out, marks))
     };
     let sizes: Vec<usize> = ctx.scan.bodies.iter().map(|b| b.range().len()).collect();
     crate::par::map_chunked(&sizes, one)
