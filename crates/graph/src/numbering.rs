@@ -121,10 +121,11 @@ pub fn number(dag: &Dag) -> Result<Numbering, GraphError> {
 }
 
 /// Builds the DAG of `cfg` and numbers it, truncating (5.3) so that
-/// NumPaths(ENTRY) is at most `truncate_above`. Fails with
-/// [`GraphError::TooManyPaths`] only if even cutting every vertex with more
-/// than one path leaves more paths than that (the floor is about the number
-/// of edges), which includes `truncate_above == 0`.
+/// NumPaths(ENTRY) is at most `truncate_above`. When even cutting every
+/// vertex leaves more paths than that (the floor is about the number of
+/// edges), it cuts every vertex: the fewest paths truncation can give, so a
+/// small threshold never makes a function unprofilable. Fails with
+/// [`GraphError::TooManyPaths`] only if that still overflows 64 bits.
 pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering), GraphError> {
     let base = Dag::new(cfg)?;
     if let Some(numbering) = numbered_within(&base, truncate_above)? {
@@ -150,7 +151,14 @@ pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering)
         // least guarantees progress.
         t = (t / 2).min(truncate_above / entry_succs.max(1)).max(1);
     }
-    Err(GraphError::TooManyPaths)
+    let everywhere: Vec<NodeId> = order
+        .iter()
+        .copied()
+        .filter(|&v| v != Cfg::ENTRY && base.reachable[v.index()] && base.succs(v).iter().any(|&d| cuttable_edge(&base, d)))
+        .collect();
+    let dag = Dag::with_cuts(cfg, &everywhere)?;
+    let numbering = number(&dag)?;
+    Ok((dag, numbering))
 }
 
 /// The numbering of `dag` if NumPaths(ENTRY) is at most `limit`.

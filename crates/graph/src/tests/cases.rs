@@ -214,12 +214,19 @@ fn truncation_keeps_real_edges_to_exit() {
 }
 
 #[test]
-fn truncation_impossible_is_an_error() {
-    // Fig. 1 needs at least 6 paths whatever is cut (worked out by hand).
+fn truncation_below_the_floor_cuts_everywhere() {
+    // Fig. 1 needs at least 6 paths whatever is cut (worked out by hand):
+    // below that, every vertex with a real edge is cut (A, B, C, D, E) and
+    // the fewest paths are kept rather than failing.
     let (cfg, _) = crate::testing::figure1();
-    assert_eq!(build_numbered(&cfg, 5).map(|_| ()), Err(GraphError::TooManyPaths));
-    assert_eq!(build_numbered(&cfg, 0).map(|_| ()), Err(GraphError::TooManyPaths));
-    assert_eq!(build_numbered(&cfg, 6).unwrap().1.total(), 6);
+    for limit in [0, 5] {
+        let (dag, num) = build_numbered(&cfg, limit).unwrap();
+        assert_eq!(dag.cut_nodes.len(), 5, "limit {limit}");
+        check_all(&cfg, &dag, &num);
+    }
+    let (dag, num) = build_numbered(&cfg, 6).unwrap();
+    assert_eq!(num.total(), 6);
+    assert!(dag.cut_nodes.is_empty());
 }
 
 #[test]
