@@ -134,6 +134,7 @@ impl<'a> ModuleScan<'a> {
             has_section: [false; 14],
         };
         let mut func_names: Vec<(u32, String)> = Vec::new();
+        let mut export_names: Vec<(u32, String)> = Vec::new();
         let err = |e: BinaryReaderError| WasmError::invalid(&e);
         for payload in Parser::new(0).parse_all(bytes) {
             let payload = payload.map_err(err)?;
@@ -184,6 +185,9 @@ impl<'a> ModuleScan<'a> {
                         if export.name.starts_with(RESERVED_PREFIX) {
                             scan.reserved_clash.get_or_insert_with(|| export.name.to_string());
                         }
+                        if export.kind == wasmparser::ExternalKind::Func {
+                            export_names.push((export.index, export.name.to_string()));
+                        }
                     }
                 }
                 Payload::CodeSectionEntry(body) => scan.bodies.push(body),
@@ -202,7 +206,10 @@ impl<'a> ModuleScan<'a> {
         }
         scan.num_types = u32::try_from(scan.types.len()).unwrap_or(u32::MAX);
         scan.names = vec![None; scan.bodies.len()];
-        for (index, name) in func_names {
+        // The name section wins; a function it does not name is called by
+        // its first export name, which is how a user knows it.
+        export_names.reverse();
+        for (index, name) in export_names.into_iter().chain(func_names) {
             let defined = index.checked_sub(scan.num_imported_funcs).map(|i| i as usize);
             if let Some(slot) = defined.and_then(|i| scan.names.get_mut(i)) {
                 *slot = Some(name);
