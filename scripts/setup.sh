@@ -6,6 +6,7 @@
 #   wasi-libc                  the WASI C library (Debian's multiarch layout)
 #   libclang-rt-14-dev-wasm32  compiler-rt builtins for wasm32
 #   gcc                        host compiler: the tests' independent oracle
+#   python3 -m pip: wasmtime   the example host of examples/host (PyPI)
 #
 # Sysroot: Debian's wasi-libc installs headers in /usr/include/wasm32-wasi and
 # libraries in /usr/lib/wasm32-wasi, so the sysroot is /usr (not
@@ -77,4 +78,13 @@ fi
 if ! gcc -O2 "$tmp/hello.c" -o "$tmp/hello" >"$tmp/log" 2>&1 || ! "$tmp/hello" >/dev/null; then
     cat "$tmp/log" >&2
     die "the host compiler gcc does not build a working program"
+fi
+
+# The `wasmtime` package from PyPI: the "host of your own" of
+# examples/host/python-host.py, which a test runs against `pathprof collect`.
+if ! python3 -c 'import wasmtime' >/dev/null 2>&1; then
+    if ! python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore wasmtime >"$tmp/pip.log" 2>&1; then
+        cat "$tmp/pip.log" >&2
+        die "installing the Python wasmtime package failed (log above)"
+    fi
 fi

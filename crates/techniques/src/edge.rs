@@ -7,6 +7,11 @@
 //! Activations that never reach EXIT (a trap, `proc_exit`) break conservation;
 //! the runner reports the block each such activation was in, which is added as
 //! an extra flow to EXIT (the paper's "early termination", 3.6).
+//!
+//! Departure: an exception that unwinds through an activation also leaves it
+//! short of EXIT, and no record says where. In a module that uses exception
+//! handling, `plan` is asked to count every edge (`every_edge`), so no count
+//! is derived and all are exact.
 
 use pathprof_graph::{flow, Cfg, EdgeId, GraphError, NodeId};
 use serde::{Deserialize, Serialize};
@@ -21,8 +26,9 @@ pub struct Chords {
 }
 
 /// Plans edge profiling of `cfg`. `weights`: per-CFG-edge estimates, or
-/// loop-nesting weights when `None`.
-pub fn plan(cfg: &Cfg, weights: Option<&[u64]>) -> (FunctionPlan, Chords) {
+/// loop-nesting weights when `None`. `every_edge`: a counter on every edge
+/// (no spanning tree), for functions whose activations may end unrecorded.
+pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, every_edge: bool) -> (FunctionPlan, Chords) {
     let static_weights;
     let w = match weights {
         Some(w) => w,
@@ -31,7 +37,7 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>) -> (FunctionPlan, Chords) {
             &static_weights
         }
     };
-    let in_tree = flow::edge_spanning_tree(cfg, w);
+    let in_tree = if every_edge { vec![false; cfg.num_edges()] } else { flow::edge_spanning_tree(cfg, w) };
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     let chords: Vec<EdgeId> = cfg.edge_ids().filter(|e| !in_tree[e.index()]).collect();
     for (slot, e) in chords.iter().enumerate() {
@@ -49,6 +55,9 @@ pub fn decode(cfg: &Cfg, chords: &Chords, slots: &[u64], abrupt: &[(NodeId, u64)
     for (i, e) in chords.chords.iter().enumerate() {
         in_tree[e.index()] = false;
         chord_counts[e.index()] = slots.get(i).copied().unwrap_or(0);
+    }
+    if chords.chords.len() == cfg.num_edges() {
+        return Ok(chord_counts); // every edge counted: nothing to derive
     }
     flow::derive_edge_counts(cfg, &in_tree, &chord_counts, abrupt)
 }

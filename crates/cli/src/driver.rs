@@ -1,0 +1,241 @@
+//! Instrumenting a module and collecting its counters into a profile.
+//!
+//! The instrumented module carries a custom section, `__pathprof.meta`, that
+//! holds the profile template (every function's blocks, edges and numbering,
+//! counts zero) and the counter memory layout, so `pathprof collect` can turn
+//! a saved counter memory into a profile without the original module.
+
+use anyhow::{bail, Context, Result};
+use pathprof_graph::NodeId;
+use pathprof_profile::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
+use pathprof_techniques::{ball_larus, edge, trace, FunctionPlan};
+use pathprof_wasm::{CodeMap, CounterLayout, FunctionCfg, ModuleInfo};
+use serde::{Deserialize, Serialize};
+
+/// The name of the custom section with the decoding metadata.
+pub const META_SECTION: &str = "__pathprof.meta";
+
+/// What to instrument for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Technique {
+    Path,
+    Edge,
+    /// Test-only: every edge calls the host.
+    Trace,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub ball_larus: ball_larus::Options,
+    /// A prior profile whose counts weight the spanning trees.
+    pub weights: Option<Profile>,
+}
+
+/// The metadata stored in the instrumented module.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Meta {
+    pub template: Profile,
+    pub layout: CounterLayout,
+    /// Per instrumented function, where each original block's code begins in
+    /// the instrumented module. Maps the frames of an abrupt exit to blocks.
+    pub code_map: Vec<CodeMap>,
+}
+
+/// The block each frame of an abrupt exit was executing.
+fn abrupt_blocks(meta: &Meta, frames: &[(u32, u32)]) -> Vec<(u32, NodeId)> {
+    frames
+        .iter()
+        .filter_map(|&(func, offset)| {
+            let map = meta.code_map.iter().find(|m| m.func_index == func)?;
+            Some((func, map.block_at(offset)?))
+        })
+        .collect()
+}
+
+/// An instrumented module and what decoding its counters needs.
+pub struct Instrumented {
+    pub bytes: Vec<u8>,
+    pub meta: Meta,
+    /// Functions left uninstrumented, as one-line warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Instruments `module` (validated here) for `technique`.
+pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
+    let info = pathprof_wasm::analyze(module)?;
+    instrument_analyzed(module, &info, technique, opts)
+}
+
+/// As [`instrument`], for a module already analysed.
+pub fn instrument_analyzed(module: &[u8], info: &ModuleInfo, technique: Technique, opts: &Options) -> Result<Instrumented> {
+    let mode = match technique {
+        Technique::Edge => Mode::Edge,
+        _ => Mode::Path,
+    };
+    if let Some(w) = &opts.weights {
+        if w.module_hash != info.module_hash {
+            bail!("the weights profile is of another module");
+        }
+    }
+    let mut template = Profile::new(info.module_hash.clone(), mode);
+    let exceptions = uses_exceptions(info);
+    let mut plans = Vec::with_capacity(info.functions.len());
+    let mut warnings = Vec::new();
+    for f in &info.functions {
+        match f {
+            Ok(cfg) => {
+                let weights = opts.weights.as_ref().and_then(|w| weights_of(w, cfg));
+                let (plan, profile) = plan_function(cfg, technique, weights.as_deref(), exceptions, opts)
+                    .with_context(|| format!("function {}", display_name(cfg.func_index, &cfg.name)))?;
+                plans.push(Some(plan));
+                template.functions.push(profile);
+            }
+            Err(u) => {
+                warnings.push(format!(
+                    "{} left uninstrumented: {}",
+                    display_name(u.func_index, &u.name),
+                    u.reason
+                ));
+                template.skipped.push(Skipped { func_index: u.func_index, name: u.name.clone(), reason: u.reason.clone() });
+                plans.push(None);
+            }
+        }
+    }
+    let out = pathprof_wasm::instrument(module, info, &plans, &[])?;
+    let meta = Meta { template, layout: out.layout, code_map: out.code_map };
+    // Appended after everything, the section moves no code offset.
+    let mut bytes = out.bytes;
+    append_custom_section(&mut bytes, META_SECTION, &serde_json::to_vec(&meta)?);
+    Ok(Instrumented { bytes, meta, warnings })
+}
+
+/// Appends a custom section to a complete module.
+fn append_custom_section(module: &mut Vec<u8>, name: &str, data: &[u8]) {
+    use wasm_encoder::Encode;
+    let section = wasm_encoder::CustomSection { name: name.into(), data: data.into() };
+    module.push(0); // custom section id
+    section.encode(module);
+}
+
+fn display_name(func_index: u32, name: &Option<String>) -> String {
+    name.clone().unwrap_or_else(|| format!("func[{func_index}]"))
+}
+
+/// Whether the module throws or catches wasm exceptions anywhere: then an
+/// activation may be unwound without reaching EXIT or being recorded.
+fn uses_exceptions(info: &ModuleInfo) -> bool {
+    use pathprof_wasm::EdgeKind::{Catch, Throw, ThrowRef};
+    info.functions.iter().flatten().any(|f| f.edge_kinds.iter().any(|k| matches!(k, Throw | ThrowRef | Catch)))
+}
+
+fn plan_function(
+    f: &FunctionCfg,
+    technique: Technique,
+    weights: Option<&[u64]>,
+    exceptions: bool,
+    opts: &Options,
+) -> Result<(FunctionPlan, FunctionProfile)> {
+    let (plan, data) = match technique {
+        Technique::Path => {
+            let planned = ball_larus::plan(&f.cfg, weights, &opts.ball_larus)?;
+            let counts = ball_larus::PathCounts {
+                self_loops: vec![0; planned.numbered.self_loops.len()],
+                ..Default::default()
+            };
+            (planned.plan, FunctionData::Path { numbered: planned.numbered, counts })
+        }
+        Technique::Edge => {
+            let (plan, chords) = edge::plan(&f.cfg, weights, exceptions);
+            let data = FunctionData::Edge {
+                chord_counts: vec![0; chords.chords.len()],
+                edge_counts: vec![0; f.cfg.num_edges()],
+                chords,
+            };
+            (plan, data)
+        }
+        Technique::Trace => {
+            let data = FunctionData::Edge {
+                chords: edge::Chords { chords: Vec::new() },
+                chord_counts: Vec::new(),
+                edge_counts: vec![0; f.cfg.num_edges()],
+            };
+            (trace::plan(&f.cfg), data)
+        }
+    };
+    Ok((plan, function_profile(f, data)))
+}
+
+fn function_profile(f: &FunctionCfg, data: FunctionData) -> FunctionProfile {
+    let blocks = f
+        .blocks
+        .iter()
+        .map(|b| b.as_ref().map(|b| Block { offset: b.offset, end: b.end, instrs: b.instrs }))
+        .collect();
+    let edges = f
+        .cfg
+        .edge_ids()
+        .map(|e| {
+            let (src, dst) = f.cfg.edge(e);
+            Edge { src, dst, kind: format!("{:?}", f.edge_kinds[e.index()]) }
+        })
+        .collect();
+    FunctionProfile { func_index: f.func_index, name: f.name.clone(), blocks, edges, data }
+}
+
+/// Per-CFG-edge weights for `f` from a prior profile, if it has the function.
+fn weights_of(w: &Profile, f: &FunctionCfg) -> Option<Vec<u64>> {
+    let fp = w.function(f.func_index)?;
+    if fp.edges.len() != f.cfg.num_edges() {
+        return None;
+    }
+    Some(crate::report::edge_counts(fp))
+}
+
+/// Reads the metadata section of an instrumented module.
+pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
+    let bytes = pathprof_wasm::custom_section(instrumented, META_SECTION)?
+        .context("not a module instrumented by pathprof (no __pathprof.meta section)")?;
+    serde_json::from_slice(&bytes).context("corrupt __pathprof.meta section")
+}
+
+/// Fills the template with the counters of one run. `abrupt` is `None` for
+/// a run that returned, else the wasm frames live when it ended
+/// (`(function index, byte offset in the instrumented module)`, innermost
+/// first, as the runner reports them).
+pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> Result<Profile> {
+    let mut profile = meta.template.clone();
+    profile.runs = 1;
+    profile.abrupt_runs = u64::from(abrupt.is_some());
+    let abrupt = abrupt.map(|frames| abrupt_blocks(meta, frames));
+    for (f, fl) in profile.functions.iter_mut().zip(&meta.layout.functions) {
+        if f.func_index != fl.func_index {
+            bail!("corrupt __pathprof.meta section: layout and functions disagree");
+        }
+        let raw = pathprof_wasm::read_counters(fl, counters)?;
+        let name = f.display_name();
+        match &mut f.data {
+            FunctionData::Path { numbered, counts } => {
+                *counts = ball_larus::decode(numbered, &raw).with_context(|| format!("function {name}"))?;
+            }
+            FunctionData::Edge { chords, chord_counts, edge_counts } => {
+                if chords.chords.is_empty() && chord_counts.is_empty() {
+                    continue; // trace plan: nothing counted in memory
+                }
+                let cfg = cfg_of(&f.edges, f.blocks.len());
+                let ends: Vec<(NodeId, u64)> = abrupt
+                    .as_ref()
+                    .map(|frames| frames.iter().filter(|(fi, _)| *fi == f.func_index).map(|&(_, b)| (b, 1)).collect())
+                    .unwrap_or_default();
+                *chord_counts = raw.slots.clone();
+                *edge_counts = edge::decode(&cfg, chords, &raw.slots, &ends).with_context(|| format!("function {name}"))?;
+            }
+        }
+    }
+    Ok(profile)
+}
+
+/// The CFG a profile records for a function.
+pub fn cfg_of(edges: &[Edge], num_nodes: usize) -> pathprof_graph::Cfg {
+    let pairs: Vec<_> = edges.iter().map(|e| (e.src, e.dst)).collect();
+    pathprof_graph::Cfg::from_edges(num_nodes, &pairs)
+}

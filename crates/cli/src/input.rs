@@ -1,0 +1,25 @@
+//! Reading the program a user names: binary or text wasm.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+/// Reads a core module from a `.wasm` file, or parses a `.wat` text file.
+/// Errors name the file and the reason in one line.
+pub fn read_module(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
+    if bytes.starts_with(b"\0asm") {
+        return Ok(bytes);
+    }
+    let is_text = path.extension().is_some_and(|e| e == "wat" || e == "wast");
+    if !is_text {
+        anyhow::bail!("{}: not a WebAssembly module (no \\0asm header)", path.display());
+    }
+    let text = std::str::from_utf8(&bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
+    wat::parse_str(text).map_err(|e| {
+        // wat's errors span several lines (source excerpt); keep the first.
+        let msg = e.to_string();
+        let first = msg.lines().next().unwrap_or("invalid text").to_string();
+        anyhow::anyhow!("{}: {first}", path.display())
+    })
+}

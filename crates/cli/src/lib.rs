@@ -1,0 +1,8 @@
+//! The pathprof command-line tool, as a library the binary and the
+//! integration tests share.
+
+pub mod driver;
+pub mod input;
+pub mod report;
+pub mod run_cmd;
+pub mod stats;

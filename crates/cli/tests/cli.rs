@@ -1,0 +1,208 @@
+//! The `pathprof` binary as a user meets it: exit codes, one-line errors that
+//! name the file, no output file after a failure, and the commands end to end.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::programs::root;
+
+fn pathprof(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pathprof")).args(args).output().expect("pathprof runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn wat_fixture(name: &str) -> String {
+    root().join("tests/fixtures/wat").join(name).display().to_string()
+}
+
+fn c_fixture(name: &str) -> PathBuf {
+    let p = root().join("tests/fixtures/c/build").join(name);
+    assert!(p.exists(), "{}: run scripts/build-c-fixtures.sh first", p.display());
+    p
+}
+
+/// Bad inputs of every kind, each given to every command that reads a module.
+#[test]
+fn bad_modules_get_one_line_errors_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.display().to_string()
+    };
+    let valid = std::fs::read(c_fixture("sort.O2.wasm")).unwrap();
+    let cases = [
+        (write("notwasm.txt", b"hello world\n"), "not a WebAssembly module (no \\0asm header)".to_string()),
+        (write("truncated.wasm", &valid[..valid.len() / 3]), "".to_string()),
+        (write("invalid.wasm", b"\0asm\x01\0\0\0\x01\x05\x01\x60\x00\x01\x7f\x03\x02\x01\x00\x0a\x04\x01\x02\x00\x0b"), "".to_string()),
+        (write("component.wasm", b"\0asm\x0d\0\x01\0"), "component".to_string()),
+        (dir.path().join("missing.wasm").display().to_string(), "No such file or directory".to_string()),
+    ];
+    for (file, reason) in &cases {
+        let out = dir.path().join("out.json").display().to_string();
+        let inst = dir.path().join("out.wasm").display().to_string();
+        for args in [
+            vec!["run", file.as_str(), "-o", &out],
+            vec!["instrument", file.as_str(), "-o", &inst],
+            vec!["stats", file.as_str()],
+        ] {
+            let o = pathprof(&args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+            assert!(err.starts_with(&format!("pathprof: error: {file}: ")), "{args:?}: {err}");
+            assert!(err.contains(reason.as_str()), "{args:?}: {err} lacks {reason}");
+            assert!(!Path::new(&out).exists() && !Path::new(&inst).exists(), "{args:?} left an output file");
+        }
+    }
+}
+
+#[test]
+fn an_unwritable_output_is_an_error_and_leaves_nothing() {
+    let module = c_fixture("sort.O0.wasm").display().to_string();
+    for cmd in ["run", "instrument"] {
+        let o = pathprof(&[cmd, &module, "-o", "/nonexistent-dir/out"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {err}");
+        assert!(err.lines().last().unwrap().starts_with("pathprof: error: /nonexistent-dir/out: "), "{cmd}: {err}");
+    }
+}
+
+#[test]
+fn run_exits_with_the_programs_code_and_writes_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = dir.path().join("p.json");
+    let module = c_fixture("deepexit.O2.wasm").display().to_string();
+    let o = pathprof(&["run", &module, "-o", &profile.display().to_string(), "--", "exit", "40"]);
+    let native = Command::new(c_fixture("deepexit.native")).args(["exit", "40"]).output().unwrap();
+    assert_eq!(o.status.code(), native.status.code());
+    assert_eq!(o.stdout, native.stdout);
+    assert!(stderr(&o).contains("the run ended abruptly"), "{}", stderr(&o));
+    let p = pathprof_profile::Profile::read(&profile).unwrap();
+    assert_eq!((p.runs, p.abrupt_runs), (1, 1));
+
+    let o = pathprof(&["report", &profile.display().to_string(), "--top", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.starts_with("path profile of module "), "{text}");
+    assert_eq!(text.lines().count(), 2 + 1 + 3, "header, note, column titles, 3 paths:\n{text}");
+}
+
+#[test]
+fn report_and_merge_refuse_bad_profiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let bogus = dir.path().join("bogus.json");
+    std::fs::write(&bogus, "{\"format\": \"something else\"}").unwrap();
+    let b = bogus.display().to_string();
+    let o = pathprof(&["report", &b]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), format!("pathprof: error: {b}: not a pathprof profile (no \"format\": \"pathprof-profile\" field)\n"));
+
+    // Two profiles of different modules.
+    let (pa, pb) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    for (module, out) in [("sort.O0.wasm", &pa), ("sort.O2.wasm", &pb)] {
+        let o = pathprof(&["run", &c_fixture(module).display().to_string(), "-o", &out.display().to_string(), "--", "-q", "3", "1", "2"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let merged = dir.path().join("m.json");
+    let o = pathprof(&["merge", &pa.display().to_string(), &pb.display().to_string(), "-o", &merged.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "pathprof: error: cannot merge: the profiles are of different modules\n");
+    assert!(!merged.exists());
+
+    // The same module twice: counts add up.
+    let o = pathprof(&["merge", &pa.display().to_string(), &pa.display().to_string(), "-o", &merged.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (one, two) = (pathprof_profile::Profile::read(&pa).unwrap(), pathprof_profile::Profile::read(&merged).unwrap());
+    assert_eq!(two.runs, 2);
+    let total = |p: &pathprof_profile::Profile| -> u64 {
+        pathprof::report::hot_paths(p, None).unwrap().iter().map(|h| h.count).sum()
+    };
+    assert_eq!(total(&two), 2 * total(&one));
+    assert!(total(&one) > 0);
+
+    // --weights from another module is refused.
+    let o = pathprof(&["run", &c_fixture("sort.O2.wasm").display().to_string(), "--weights", &pa.display().to_string(), "-o", &merged.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).starts_with(&format!("pathprof: error: {}: profile is of module ", pa.display())), "{}", stderr(&o));
+}
+
+/// `instrument` + a host of one's own + `collect` gives the profile that
+/// `run --invoke` gives on the embedded engine.
+#[test]
+fn instrument_then_collect_equals_run_invoke() {
+    let dir = tempfile::tempdir().unwrap();
+    let wat = wat_fixture("loops.wat");
+    let inst = dir.path().join("loops.inst.wasm");
+    let o = pathprof(&["instrument", &wat, "-o", &inst.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // The "host": wasmtime used directly, as a user's own embedding would.
+    let bytes = std::fs::read(&inst).unwrap();
+    let engine = wasmtime::Engine::new(wasmtime::Config::new().wasm_multi_memory(true)).unwrap();
+    let module = wasmtime::Module::new(&engine, &bytes).unwrap();
+    let mut store = wasmtime::Store::new(&engine, ());
+    let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
+    let export = first_i32_export(&module);
+    let f = instance.get_typed_func::<i32, i32>(&mut store, &export).unwrap();
+    let result = f.call(&mut store, 7).unwrap();
+    let memory = instance.get_memory(&mut store, "__pathprof_counters").unwrap();
+    let counters = dir.path().join("counters.bin");
+    std::fs::write(&counters, memory.data(&store)).unwrap();
+
+    let collected = dir.path().join("collected.json");
+    let o = pathprof(&["collect", &inst.display().to_string(), &counters.display().to_string(), "-o", &collected.display().to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let ran = dir.path().join("ran.json");
+    let o = pathprof(&["run", "--invoke", &export, &wat, "-o", &ran.display().to_string(), "--", "7"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8(o.stdout).unwrap().trim(), result.to_string());
+
+    let (a, b) = (pathprof_profile::Profile::read(&collected).unwrap(), pathprof_profile::Profile::read(&ran).unwrap());
+    assert_eq!(a, b);
+    assert!(pathprof::report::hot_paths(&a, None).unwrap().len() > 1);
+}
+
+/// The README's own-host workflow with the example host it ships: the
+/// `wasmtime` package from PyPI runs the instrumented module (installed by
+/// scripts/setup.sh), `collect` turns its counters into the profile that
+/// `run --invoke` gives.
+#[test]
+fn the_python_host_example_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let wat = wat_fixture("loops.wat");
+    let inst = dir.path().join("loops.inst.wasm").display().to_string();
+    let counters = dir.path().join("counters.bin").display().to_string();
+    assert!(pathprof(&["instrument", &wat, "-o", &inst]).status.success());
+    let host = root().join("examples/host/python-host.py");
+    let o = Command::new("python3").arg(&host).args([&inst, "fib", "12", &counters]).output().expect("python3 runs");
+    assert!(o.status.success(), "the Python host failed (run scripts/setup.sh): {}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "144");
+    let (collected, ran) = (dir.path().join("c.json"), dir.path().join("r.json"));
+    assert!(pathprof(&["collect", &inst, &counters, "-o", &collected.display().to_string()]).status.success());
+    let o = pathprof(&["run", "--invoke", "fib", &wat, "-o", &ran.display().to_string(), "--", "12"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "144");
+    let (a, b) = (pathprof_profile::Profile::read(&collected).unwrap(), pathprof_profile::Profile::read(&ran).unwrap());
+    assert_eq!(a, b);
+}
+
+/// The first export of type (i32) -> i32.
+fn first_i32_export(module: &wasmtime::Module) -> String {
+    module
+        .exports()
+        .find(|e| {
+            e.ty().func().is_some_and(|f| {
+                f.params().map(|p| p.to_string()).collect::<Vec<_>>() == ["i32"]
+                    && f.results().map(|p| p.to_string()).collect::<Vec<_>>() == ["i32"]
+            })
+        })
+        .expect("loops.wat exports an (i32) -> i32 function")
+        .name()
+        .to_string()
+}

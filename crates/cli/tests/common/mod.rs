@@ -1,0 +1,7 @@
+//! Shared by the integration tests: the trace oracle, fixture discovery and
+//! running a program under each instrumentation.
+
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+pub mod oracle;
+pub mod programs;

@@ -1,0 +1,138 @@
+//! The trace oracle: path, self-loop and edge counts recomputed from the
+//! sequence of CFG edges a run reported to the host, one event per edge
+//! crossed (`Action::Trace`).
+//!
+//! It shares only the CFG with the code under test: backedges come from a
+//! depth-first search written here (wasm control flow is reducible, so every
+//! DFS finds the same backedges), and paths are cut exactly as Ball & Larus
+//! section 4 defines them: at function entry and exit, at backedges (which end
+//! one path and begin the next at the loop head), with self loops counted
+//! apart (4.1), and a new path at every arrival in an exception handler.
+
+use std::collections::{BTreeMap, HashSet};
+
+use pathprof_graph::{Cfg, EdgeId, NodeId};
+
+/// How a path starts and ends, spelled as the report spells path kinds.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathKey {
+    pub func: u32,
+    pub kind: String,
+    pub blocks: Vec<u32>,
+}
+
+#[derive(Default, Debug, PartialEq, Eq)]
+pub struct Counts {
+    pub paths: BTreeMap<PathKey, u64>,
+    /// (function, self-loop edge) -> iterations
+    pub self_loops: BTreeMap<(u32, u32), u64>,
+    /// (function, edge) -> times crossed
+    pub edges: BTreeMap<(u32, u32), u64>,
+}
+
+/// A function's CFG as the oracle needs it.
+pub struct FuncGraph {
+    pub cfg: Cfg,
+    pub catch_edges: HashSet<EdgeId>,
+    /// Blocks where truncation (Ball-Larus 5.3) cuts every path that leaves
+    /// them (except into EXIT): a parameter of the profile, not derived here.
+    pub cuts: HashSet<NodeId>,
+    backedges: HashSet<EdgeId>,
+    loop_heads: HashSet<NodeId>,
+}
+
+impl FuncGraph {
+    pub fn new(cfg: Cfg, catch_edges: HashSet<EdgeId>) -> Self {
+        let backedges = dfs_backedges(&cfg);
+        let loop_heads = backedges.iter().filter(|&&e| cfg.src(e) != cfg.dst(e)).map(|&e| cfg.dst(e)).collect();
+        FuncGraph { cfg, catch_edges, cuts: HashSet::new(), backedges, loop_heads }
+    }
+}
+
+/// Edges into a node on the DFS stack, found from ENTRY with an explicit stack.
+fn dfs_backedges(cfg: &Cfg) -> HashSet<EdgeId> {
+    let n = cfg.num_nodes();
+    let (mut seen, mut on_stack) = (vec![false; n], vec![false; n]);
+    let mut back = HashSet::new();
+    let mut stack: Vec<(NodeId, usize)> = vec![(Cfg::ENTRY, 0)];
+    seen[Cfg::ENTRY.index()] = true;
+    on_stack[Cfg::ENTRY.index()] = true;
+    while let Some(&mut (v, ref mut i)) = stack.last_mut() {
+        if let Some(&e) = cfg.succs(v).get(*i) {
+            *i += 1;
+            let w = cfg.dst(e);
+            if on_stack[w.index()] {
+                back.insert(e);
+            } else if !seen[w.index()] {
+                seen[w.index()] = true;
+                on_stack[w.index()] = true;
+                stack.push((w, 0));
+            }
+        } else {
+            on_stack[v.index()] = false;
+            stack.pop();
+        }
+    }
+    back
+}
+
+struct Activation {
+    func: u32,
+    start: &'static str,
+    blocks: Vec<u32>,
+}
+
+/// Recomputes all counts from a trace of `(function index, edge index)`.
+/// Paths still in flight when the trace ends (an abrupt exit) are not counted.
+pub fn count(trace: &[(u32, u32)], graphs: &BTreeMap<u32, FuncGraph>) -> Counts {
+    let mut c = Counts::default();
+    let mut stack: Vec<Activation> = Vec::new();
+    for &(f, e) in trace {
+        *c.edges.entry((f, e)).or_insert(0) += 1;
+        let g = &graphs[&f];
+        let edge = EdgeId::new(e as usize);
+        let (src, dst) = g.cfg.edge(edge);
+        let finish = |c: &mut Counts, a: &Activation, end: &str| {
+            let key = PathKey { func: a.func, kind: format!("{}->{end}", a.start), blocks: a.blocks.clone() };
+            *c.paths.entry(key).or_insert(0) += 1;
+        };
+        if src == Cfg::ENTRY {
+            if g.catch_edges.contains(&edge) {
+                // A handler begins a new path in the activation that caught;
+                // a throw from this activation already ended (and popped) it.
+                if stack.last().map(|a| a.func) != Some(f) {
+                    stack.push(Activation { func: f, start: "handler", blocks: Vec::new() });
+                }
+                let top = stack.last_mut().unwrap();
+                top.start = "handler";
+                top.blocks = Vec::new();
+                if dst == Cfg::EXIT {
+                    // A catch clause that targets the function's own label.
+                    finish(&mut c, top, "exit");
+                    stack.pop();
+                } else {
+                    top.blocks.push(dst.index() as u32);
+                }
+            } else {
+                stack.push(Activation { func: f, start: "entry", blocks: vec![dst.index() as u32] });
+            }
+            continue;
+        }
+        let top = stack.last_mut().expect("trace edge outside any activation");
+        assert_eq!(top.func, f, "trace event of a function that is not on top of the stack");
+        if src == dst {
+            *c.self_loops.entry((f, e)).or_insert(0) += 1;
+        } else if g.backedges.contains(&edge) || (g.cuts.contains(&src) && dst != Cfg::EXIT) {
+            // A path ends at a backedge or a cut; the next begins at its target.
+            finish(&mut c, top, if g.cuts.contains(&src) { "cut" } else { "backedge" });
+            top.start = if g.loop_heads.contains(&dst) { "loop head" } else { "cut" };
+            top.blocks = vec![dst.index() as u32];
+        } else if dst == Cfg::EXIT {
+            finish(&mut c, top, "exit");
+            stack.pop();
+        } else {
+            top.blocks.push(dst.index() as u32);
+        }
+    }
+    c
+}

@@ -1,0 +1,203 @@
+//! Fixture programs and their inputs, and running them under each technique.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use pathprof::driver::{self, Technique};
+use pathprof_profile::{FunctionData, Profile};
+use pathprof_runner::{Exit, RunOptions};
+use wasmtime::{Engine, ExternType, Module, ValType};
+
+use super::oracle::{Counts, FuncGraph, PathKey};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One way to run a program.
+#[derive(Clone, Debug)]
+pub enum Invocation {
+    /// `_start` with argv (argv[0] included) and stdin.
+    Command { args: Vec<String>, stdin: Vec<u8> },
+    /// An export with its arguments.
+    Call { export: String, args: Vec<String> },
+}
+
+/// What a run left behind.
+pub struct Outcome {
+    pub exit: Exit,
+    pub stdout: Vec<u8>,
+    pub results: Vec<String>,
+    pub counters: Option<Vec<u8>>,
+    pub trace: Vec<(u32, u32)>,
+    pub abrupt_stack: Vec<(u32, u32)>,
+}
+
+pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outcome {
+    match inv {
+        Invocation::Command { args, stdin } => {
+            let opts = RunOptions { stdin: Some(stdin.clone()), trace, ..RunOptions::captured(args.clone()) };
+            let o = pathprof_runner::run_command(engine, bytes, &opts).expect("run");
+            Outcome {
+                exit: o.exit,
+                stdout: o.stdout,
+                results: Vec::new(),
+                counters: o.counters,
+                trace: o.trace,
+                abrupt_stack: o.abrupt_stack,
+            }
+        }
+        Invocation::Call { export, args } => {
+            let opts = RunOptions { trace, ..RunOptions::captured(["module"]) };
+            let o = pathprof_runner::invoke(engine, bytes, export, args, &opts).expect("invoke");
+            Outcome {
+                exit: o.exit,
+                stdout: o.stdout,
+                results: o.results.iter().map(|v| v.to_string()).collect(),
+                counters: o.counters,
+                trace: o.trace,
+                abrupt_stack: o.abrupt_stack,
+            }
+        }
+    }
+}
+
+/// Whether the module imports anything but WASI (the embedded engine
+/// provides nothing else).
+pub fn needs_host_imports(engine: &Engine, bytes: &[u8]) -> bool {
+    Module::new(engine, bytes).expect("fixture compiles").imports().any(|i| i.module() != "wasi_snapshot_preview1")
+}
+
+/// Calls of every exported function whose parameters are all numbers, each
+/// with a few argument vectors.
+pub fn export_calls(engine: &Engine, bytes: &[u8]) -> Vec<Invocation> {
+    let module = Module::new(engine, bytes).expect("fixture compiles");
+    let mut out = Vec::new();
+    for export in module.exports() {
+        let ExternType::Func(ft) = export.ty() else { continue };
+        let params: Vec<ValType> = ft.params().collect();
+        if !params.iter().all(|p| matches!(p, ValType::I32 | ValType::I64)) {
+            continue;
+        }
+        for v in ["0", "1", "2", "3", "5", "8", "13", "-1"] {
+            out.push(Invocation::Call { export: export.name().to_string(), args: vec![v.to_string(); params.len()] });
+        }
+    }
+    out
+}
+
+/// The oracle's view of every instrumentable function.
+pub fn graphs(module: &[u8]) -> BTreeMap<u32, FuncGraph> {
+    let info = pathprof_wasm::analyze(module).expect("analyze");
+    info.functions
+        .into_iter()
+        .flatten()
+        .map(|f| {
+            let catch: HashSet<_> = f
+                .cfg
+                .edge_ids()
+                .filter(|e| matches!(f.edge_kinds[e.index()], pathprof_wasm::EdgeKind::Catch))
+                .collect();
+            (f.func_index, FuncGraph::new(f.cfg, catch))
+        })
+        .collect()
+}
+
+/// The oracle's graphs with the truncation cuts a path profile made: where
+/// paths are cut is a parameter of the profile, not something to verify.
+pub fn graphs_cut_as(module: &[u8], profile: &Profile) -> BTreeMap<u32, FuncGraph> {
+    let mut graphs = graphs(module);
+    for f in &profile.functions {
+        if let FunctionData::Path { numbered, .. } = &f.data {
+            graphs.get_mut(&f.func_index).expect("profiled function").cuts = numbered.cut_nodes.iter().copied().collect();
+        }
+    }
+    graphs
+}
+
+/// Paths and self loops as a path profile reports them.
+pub fn path_counts(profile: &Profile) -> Counts {
+    let mut c = Counts::default();
+    for p in pathprof::report::hot_paths(profile, None).expect("regenerate") {
+        let key = PathKey { func: p.func_index, kind: p.kind, blocks: p.blocks.iter().map(|b| b.block.index() as u32).collect() };
+        assert!(c.paths.insert(key, p.count).is_none(), "two path numbers regenerate to the same path");
+    }
+    for f in &profile.functions {
+        if let FunctionData::Path { numbered, counts } = &f.data {
+            for (e, &n) in numbered.self_loops.iter().zip(&counts.self_loops) {
+                if n > 0 {
+                    c.self_loops.insert((f.func_index, e.index() as u32), n);
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Non-zero edge counts of an edge profile.
+pub fn edge_counts(profile: &Profile) -> BTreeMap<(u32, u32), u64> {
+    let mut out = BTreeMap::new();
+    for f in &profile.functions {
+        if let FunctionData::Edge { edge_counts, .. } = &f.data {
+            for (e, &n) in edge_counts.iter().enumerate() {
+                if n > 0 {
+                    out.insert((f.func_index, e as u32), n);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Instruments `module` for `technique`, runs it, and returns the outcome
+/// and the profile collected from it.
+pub fn profiled_run(
+    engine: &Engine,
+    module: &[u8],
+    technique: Technique,
+    opts: &driver::Options,
+    inv: &Invocation,
+) -> (Outcome, Profile) {
+    let inst = driver::instrument(module, technique, opts).expect("instrument");
+    let out = run(engine, &inst.bytes, inv, false);
+    let counters = out.counters.as_ref().expect("instrumented module exports counters");
+    let profile = driver::collect(&inst.meta, counters, out.exit.is_abrupt().then_some(out.exit.unfinished_frames(&out.abrupt_stack))).expect("collect");
+    (out, profile)
+}
+
+/// Parses `tests/fixtures/c/cases.txt`: `(fixture name, invocation)`.
+pub fn c_cases() -> Vec<(String, Invocation)> {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/c/cases.txt")).expect("cases.txt");
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.splitn(3, '|');
+        let name = parts.next().unwrap().trim().to_string();
+        let mut args = vec![name.clone()];
+        args.extend(parts.next().unwrap_or("").split_whitespace().map(String::from));
+        let stdin = unescape(parts.next().unwrap_or("").trim_start());
+        out.push((name, Invocation::Command { args, stdin: stdin.into_bytes() }));
+    }
+    out
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some(other) => out.push(other),
+                None => out.push('\\'),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -1,0 +1,163 @@
+//! Proof that the counts are exact: every fixture program (WAT fixtures that
+//! cover every control instruction, C programs at -O0 and -O2) is run
+//! uninstrumented, with the trace instrumentation, with Ball-Larus path
+//! profiling and with edge profiling. The path, self-loop and edge counts
+//! recomputed from the trace alone must equal the profiles exactly, and the
+//! program's output, results and exit must be the same in every run.
+
+mod common;
+
+use common::oracle;
+use common::programs::{self, Invocation};
+use pathprof::driver::{self, Technique};
+use pathprof_runner::Exit;
+
+/// Runs `inv` four ways and checks everything agrees. Returns how many paths
+/// the run executed, so callers can assert the fixtures are not trivial.
+fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> usize {
+    let plain = programs::run(engine, module, inv, false);
+
+    let traced = driver::instrument(module, Technique::Trace, &driver::Options::default()).expect("trace instrument");
+    let t = programs::run(engine, &traced.bytes, inv, true);
+    assert_same(name, inv, &plain, &t, "trace");
+
+    let (p, profile) = programs::profiled_run(engine, module, Technique::Path, &driver::Options::default(), inv);
+    assert_same(name, inv, &plain, &p, "path");
+    let expected = oracle::count(&t.trace, &programs::graphs_cut_as(module, &profile));
+    let got = programs::path_counts(&profile);
+    assert_counts(&got.paths, &expected.paths, &format!("{name} {inv:?}: path counts differ from the trace"));
+    assert_counts(&got.self_loops, &expected.self_loops, &format!("{name} {inv:?}: self-loop counts differ"));
+
+    let (e, profile) = programs::profiled_run(engine, module, Technique::Edge, &driver::Options::default(), inv);
+    assert_same(name, inv, &plain, &e, "edge");
+    assert_counts(&programs::edge_counts(&profile), &expected.edges, &format!("{name} {inv:?}: edge counts differ"));
+    expected.paths.len()
+}
+
+/// Asserts two count maps are equal, showing only the entries that differ.
+fn assert_counts<K: Ord + std::fmt::Debug>(
+    got: &std::collections::BTreeMap<K, u64>,
+    expected: &std::collections::BTreeMap<K, u64>,
+    what: &str,
+) {
+    let keys: std::collections::BTreeSet<&K> = got.keys().chain(expected.keys()).collect();
+    let diff: Vec<String> = keys
+        .into_iter()
+        .filter(|k| got.get(k) != expected.get(k))
+        .map(|k| format!("  {k:?}: profile {:?}, trace {:?}", got.get(k), expected.get(k)))
+        .collect();
+    assert!(diff.is_empty(), "{what}:\n{}", diff.join("\n"));
+}
+
+fn assert_same(name: &str, inv: &Invocation, a: &programs::Outcome, b: &programs::Outcome, what: &str) {
+    assert_eq!(a.exit, b.exit, "{name} {inv:?}: exit differs under {what} instrumentation");
+    assert_eq!(a.stdout, b.stdout, "{name} {inv:?}: stdout differs under {what} instrumentation");
+    assert_eq!(a.results, b.results, "{name} {inv:?}: results differ under {what} instrumentation");
+}
+
+#[test]
+fn wat_fixtures_counts_equal_trace() {
+    let engine = pathprof_runner::engine().unwrap();
+    let dir = programs::root().join("tests/fixtures/wat");
+    let mut fixtures: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    fixtures.sort();
+    let mut checked = 0;
+    for path in fixtures.iter().filter(|p| p.extension().is_some_and(|e| e == "wat")) {
+        let module = pathprof::input::read_module(path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy();
+        if programs::needs_host_imports(&engine, &module) {
+            continue; // exercised by the wasm crate's tests, which provide them
+        }
+        for inv in programs::export_calls(&engine, &module) {
+            check(&engine, &name, &module, &inv);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 50, "only {checked} fixture calls were checked");
+}
+
+#[test]
+fn c_programs_counts_equal_trace() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let mut runs = 0;
+    let mut abrupt = 0;
+    for (name, inv) in programs::c_cases() {
+        for opt in ["O0", "O2"] {
+            let path = build.join(format!("{name}.{opt}.wasm"));
+            let module = std::fs::read(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (run scripts/build-c-fixtures.sh first)", path.display()));
+            let paths = check(&engine, &format!("{name}.{opt}"), &module, &inv);
+            assert!(paths > 0, "{name}.{opt} {inv:?} executed no path");
+            let plain = programs::run(&engine, &module, &inv, false);
+            abrupt += usize::from(!matches!(plain.exit, Exit::Returned));
+            runs += 1;
+        }
+    }
+    assert!(runs >= 60, "only {runs} C runs were checked");
+    assert!(abrupt > 0, "no C case ends abruptly (exit() deep in a call chain)");
+}
+
+/// Every function's paths counted in an in-module hash table (none in
+/// arrays): the counts must still equal the trace's. Then a table of two
+/// entries: what it keeps plus what it reports lost must be every path
+/// execution the trace saw, and each kept count must be exact.
+#[test]
+fn hash_tables_count_exactly_and_account_for_what_they_drop() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let mut lost_somewhere = false;
+    for (name, inv) in programs::c_cases().into_iter().filter(|(n, _)| n == "interp" || n == "sort") {
+        let module = std::fs::read(build.join(format!("{name}.O2.wasm"))).expect("run scripts/build-c-fixtures.sh");
+        let traced = driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+        let trace = programs::run(&engine, &traced.bytes, &inv, true).trace;
+
+        let mut opts = driver::Options::default();
+        opts.ball_larus.array_max = 0;
+        let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+        let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
+        assert_counts(&programs::path_counts(&profile).paths, &expected.paths, &format!("{name} {inv:?}: hash-table counts"));
+
+        opts.ball_larus.hash_capacity = 2;
+        let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+        for f in &profile.functions {
+            let pathprof_profile::FunctionData::Path { counts, .. } = &f.data else { unreachable!() };
+            let seen: u64 = expected.paths.iter().filter(|(k, _)| k.func == f.func_index).map(|(_, c)| c).sum();
+            let kept: u64 = counts.paths.iter().map(|(_, c)| c).sum();
+            assert_eq!(kept + counts.lost, seen, "{name} {inv:?} {}: kept + lost", f.display_name());
+            assert!(counts.paths.len() <= 2);
+            lost_somewhere |= counts.lost > 0;
+        }
+        let got = programs::path_counts(&profile).paths;
+        for (key, count) in &got {
+            assert_eq!(Some(count), expected.paths.get(key), "{name} {inv:?}: a kept count is not exact");
+        }
+    }
+    assert!(lost_somewhere, "no table of two entries ever overflowed");
+}
+
+/// Truncation (5.3) at a low threshold cuts paths in many functions; the
+/// counts must still equal the trace's, cut exactly where the profile says.
+#[test]
+fn truncated_paths_count_exactly() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let mut cuts = 0;
+    for (name, inv) in programs::c_cases().into_iter().filter(|(n, _)| n == "interp" || n == "strproc") {
+        for opt in ["O0", "O2"] {
+            let module = std::fs::read(build.join(format!("{name}.{opt}.wasm"))).expect("run scripts/build-c-fixtures.sh");
+            let mut opts = driver::Options::default();
+            opts.ball_larus.truncate_above = 8;
+            let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+            let graphs = programs::graphs_cut_as(&module, &profile);
+            for f in &profile.functions {
+                let pathprof_profile::FunctionData::Path { numbered, .. } = &f.data else { unreachable!() };
+                cuts += numbered.cut_nodes.len();
+            }
+            let traced = driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+            let expected = oracle::count(&programs::run(&engine, &traced.bytes, &inv, true).trace, &graphs);
+            assert_counts(&programs::path_counts(&profile).paths, &expected.paths, &format!("{name}.{opt} {inv:?}: truncated counts"));
+        }
+    }
+    assert!(cuts > 10, "only {cuts} cuts: the threshold did not bite");
+}
