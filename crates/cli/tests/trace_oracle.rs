@@ -161,3 +161,26 @@ fn truncated_paths_count_exactly() {
     }
     assert!(cuts > 10, "only {cuts} cuts: the threshold did not bite");
 }
+
+/// `--weights`: an edge profile of a run weights the spanning trees of a
+/// later path run. The plan must change (the weights choose other chords)
+/// and the counts must stay exact.
+#[test]
+fn weights_from_a_prior_profile_keep_counts_exact() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let module = std::fs::read(build.join("interp.O2.wasm")).expect("run scripts/build-c-fixtures.sh");
+    let cases: Vec<_> = programs::c_cases().into_iter().filter(|(n, _)| n == "interp").take(4).collect();
+    let (_, train) = programs::profiled_run(&engine, &module, Technique::Edge, &driver::Options::default(), &cases[0].1);
+    let weighted = driver::Options { weights: Some(train), ..driver::Options::default() };
+    let plain = driver::instrument(&module, Technique::Path, &driver::Options::default()).unwrap();
+    let with = driver::instrument(&module, Technique::Path, &weighted).unwrap();
+    assert_ne!(plain.bytes, with.bytes, "the weights changed no spanning tree");
+    for (name, inv) in &cases {
+        let traced = driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+        let trace = programs::run(&engine, &traced.bytes, inv, true).trace;
+        let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &weighted, inv);
+        let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
+        assert_counts(&programs::path_counts(&profile).paths, &expected.paths, &format!("{name} {inv:?}: weighted"));
+    }
+}
