@@ -79,13 +79,14 @@ pub fn instrument_analyzed(module: &[u8], info: &ModuleInfo, technique: Techniqu
     }
     let mut template = Profile::new(info.module_hash.clone(), mode);
     let exceptions = uses_exceptions(info);
+    let sources = crate::source::SourceMap::load(module);
     let mut plans = Vec::with_capacity(info.functions.len());
     let mut warnings = Vec::new();
     for f in &info.functions {
         match f {
             Ok(cfg) => {
                 let weights = opts.weights.as_ref().and_then(|w| weights_of(w, cfg));
-                let (plan, profile) = plan_function(cfg, technique, weights.as_deref(), exceptions, opts)
+                let (plan, profile) = plan_function(cfg, technique, weights.as_deref(), exceptions, sources.as_ref(), opts)
                     .with_context(|| format!("function {}", display_name(cfg.func_index, &cfg.name)))?;
                 plans.push(Some(plan));
                 template.functions.push(profile);
@@ -133,6 +134,7 @@ fn plan_function(
     technique: Technique,
     weights: Option<&[u64]>,
     exceptions: bool,
+    sources: Option<&crate::source::SourceMap>,
     opts: &Options,
 ) -> Result<(FunctionPlan, FunctionProfile)> {
     let (plan, data) = match technique {
@@ -162,14 +164,21 @@ fn plan_function(
             (trace::plan(&f.cfg), data)
         }
     };
-    Ok((plan, function_profile(f, data)))
+    Ok((plan, function_profile(f, data, sources)))
 }
 
-fn function_profile(f: &FunctionCfg, data: FunctionData) -> FunctionProfile {
+fn function_profile(f: &FunctionCfg, data: FunctionData, sources: Option<&crate::source::SourceMap>) -> FunctionProfile {
     let blocks = f
         .blocks
         .iter()
-        .map(|b| b.as_ref().map(|b| Block { offset: b.offset, end: b.end, instrs: b.instrs }))
+        .map(|b| {
+            b.as_ref().map(|b| Block {
+                offset: b.offset,
+                end: b.end,
+                instrs: b.instrs,
+                source: sources.and_then(|s| s.locate(b.offset, b.end)),
+            })
+        })
         .collect();
     let edges = f
         .cfg

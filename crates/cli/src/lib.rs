@@ -5,4 +5,5 @@ pub mod driver;
 pub mod input;
 pub mod report;
 pub mod run_cmd;
+pub mod source;
 pub mod stats;

@@ -23,6 +23,9 @@ pub struct HotPath {
 pub struct BlockRef {
     pub block: NodeId,
     pub offset: u32,
+    /// `file:line`, when the module had DWARF.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// Every counted path of the profile (optionally of one function), most
@@ -84,7 +87,10 @@ pub fn kind_name(p: &RegeneratedPath) -> String {
 fn block_refs(f: &FunctionProfile, p: &RegeneratedPath) -> Vec<BlockRef> {
     p.blocks
         .iter()
-        .map(|&b| BlockRef { block: b, offset: f.blocks[b.index()].as_ref().map_or(0, |bl| bl.offset) })
+        .map(|&b| {
+            let block = f.blocks[b.index()].as_ref();
+            BlockRef { block: b, offset: block.map_or(0, |bl| bl.offset), source: block.and_then(|bl| bl.source.clone()) }
+        })
         .collect()
 }
 
@@ -121,16 +127,29 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
         let blocks: Vec<String> = p.blocks.iter().map(|b| format!("{}@{:#x}", b.block, b.offset)).collect();
         let _ = writeln!(
             s,
-            "{:>12} {:>6.2}%  {:<24} {:>8}  {:<20} {}",
+            "{:>12} {:>6.2}%  {:<24} {:>8}  {:<20} {}{}",
             p.count,
             p.percent,
             p.function,
             p.path,
             p.kind,
-            blocks.join(" ")
+            blocks.join(" "),
+            source_span(&p.blocks)
         );
     }
     s
+}
+
+/// `  [demo.c:31 -> demo.c:40]`: where the path begins and ends in the
+/// source, when the module had DWARF.
+fn source_span(blocks: &[BlockRef]) -> String {
+    let first = blocks.iter().find_map(|b| b.source.as_deref());
+    let last = blocks.iter().rev().find_map(|b| b.source.as_deref());
+    match (first, last) {
+        (Some(a), Some(b)) if a == b => format!("  [{a}]"),
+        (Some(a), Some(b)) => format!("  [{a} -> {b}]"),
+        _ => String::new(),
+    }
 }
 
 /// Every CFG edge's count in a function profile. For a path profile the real

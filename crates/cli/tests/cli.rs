@@ -206,3 +206,34 @@ fn first_i32_export(module: &wasmtime::Module) -> String {
         .name()
         .to_string()
 }
+
+/// Reports map blocks back to the source through the module's DWARF: at -O0
+/// each function's entry block is on the line that defines the function,
+/// which the oracle finds by reading the C source itself.
+#[test]
+fn blocks_map_back_to_source_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    let o = pathprof(&["run", &c_fixture("recurse.O0.wasm").display().to_string(), "-o", &out.display().to_string(), "--", "6", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let profile = pathprof_profile::Profile::read(&out).unwrap();
+    let source = std::fs::read_to_string(root().join("tests/fixtures/c/recurse.c")).unwrap();
+    let mut checked = 0;
+    for name in ["fib", "ackermann", "is_even", "is_odd", "gcd", "hanoi", "main"] {
+        let line = source
+            .lines()
+            .position(|l| l.contains(&format!(" {name}(")) && l.trim_end().ends_with('{'))
+            .unwrap_or_else(|| panic!("{name} is defined in recurse.c"))
+            + 1;
+        let f = profile.functions.iter().find(|f| f.name.as_deref() == Some(name)).unwrap();
+        let entry = f.edges.iter().find(|e| e.src == pathprof_graph::Cfg::ENTRY).unwrap().dst;
+        let block = f.blocks[entry.index()].as_ref().unwrap();
+        assert_eq!(block.source.as_deref(), Some(format!("recurse.c:{line}").as_str()), "{name}");
+        checked += 1;
+    }
+    assert_eq!(checked, 7);
+    // The text report shows where each path begins and ends.
+    let o = pathprof(&["report", &out.display().to_string(), "--function", "fib"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.lines().skip(2).all(|l| l.contains("[recurse.c:")), "{text}");
+}

@@ -100,6 +100,10 @@ pub struct Block {
     pub end: u32,
     /// Number of instructions.
     pub instrs: u32,
+    /// `file:line` of its first instruction, from the module's DWARF line
+    /// table when the module has one (built with `-g`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
