@@ -122,7 +122,7 @@ pub fn instrument(
         trace: scan.num_imported_funcs,
         func_index: 0,
     };
-    let (bodies, marks): (Vec<Vec<u8>>, Vec<Option<Vec<(u32, NodeId)>>>) =
+    let (bodies, marks): (Vec<Vec<u8>>, Vec<Option<BlockMarks>>) =
         rewrite_bodies(&ctx, info, plans, &uses, &layout, &template)?.into_iter().unzip();
 
     let mut asm = Assembler {
@@ -253,6 +253,11 @@ pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<Plan
     Ok(uses)
 }
 
+/// Where a rewritten body's original blocks begin, relative to the body.
+type BlockMarks = Vec<(u32, NodeId)>;
+/// A body's new bytes, and its block marks when it was instrumented.
+type RewrittenBody = (Vec<u8>, Option<BlockMarks>);
+
 /// Rewrites every body (planned ones instrumented, the others copied with
 /// their function indices shifted), on up to `available_parallelism` threads.
 fn rewrite_bodies(
@@ -262,8 +267,8 @@ fn rewrite_bodies(
     uses: &[PlanUse],
     layout: &CounterLayout,
     template: &Lowerer,
-) -> Result<Vec<(Vec<u8>, Option<Vec<(u32, NodeId)>>)>> {
-    let one = |i: usize| -> Result<(Vec<u8>, Option<Vec<(u32, NodeId)>>)> {
+) -> Result<Vec<RewrittenBody>> {
+    let one = |i: usize| -> Result<RewrittenBody> {
         let body = &ctx.scan.bodies[i];
         let mut out = Vec::new();
         let mut marks = None;
