@@ -8,6 +8,8 @@
 //! [`spanning`] a maximum spanning tree and chord increments by event counting (3.3);
 //! [`placement`] where each increment and counter update goes (Fig. 8);
 //! [`regenerate`] path number back to a path (3.5);
+//! [`ppp`] Preferential Path Profiling: compact ids for a set of interesting
+//! paths (Vaswani et al., POPL 2007, Fig. 10);
 //! [`weights`] static edge weights from loop nesting (QPT);
 //! [`flow`] edge counts from chord counts by flow conservation (QPT2 edge profiling).
 //!
@@ -41,6 +43,7 @@ pub mod flow;
 mod mst;
 pub mod numbering;
 pub mod placement;
+pub mod ppp;
 pub mod regenerate;
 pub mod spanning;
 #[cfg(any(test, feature = "testing"))]

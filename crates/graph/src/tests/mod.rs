@@ -7,4 +7,5 @@ mod edge_profiles;
 pub(crate) mod loops;
 pub(crate) mod oracle;
 mod paper;
+mod ppp;
 mod props;
