@@ -31,6 +31,8 @@ enum Command {
     Stats(StatsArgs),
     /// Add up profiles of the same module.
     Merge(MergeArgs),
+    /// Run spec-testsuite `.wast` scripts on the original and the instrumented modules; report regressions.
+    Conformance(ConformanceArgs),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -135,6 +137,18 @@ struct StatsArgs {
 }
 
 #[derive(Args)]
+struct ConformanceArgs {
+    /// A directory of `.wast` scripts (e.g. the WebAssembly testsuite's `core`).
+    dir: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Worker threads (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+#[derive(Args)]
 struct MergeArgs {
     #[arg(required = true)]
     profiles: Vec<PathBuf>,
@@ -161,6 +175,15 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Report(a) => report_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Stats(a) => stats_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Merge(a) => merge(a).map(|_| ExitCode::SUCCESS),
+        Command::Conformance(a) => {
+            let summary = pathprof::conformance::run_dir(&a.dir, a.threads)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&summary)?);
+            } else {
+                print!("{}", summary.render());
+            }
+            Ok(if summary.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
     }
 }
 

@@ -1,0 +1,111 @@
+//! The WebAssembly core spec testsuite on the instrumented modules: every
+//! assertion that passes on the original modules must pass on their path and
+//! edge instrumentations (`pathprof::conformance`).
+//!
+//! The testsuite directory is `PATHPROF_WASM_TESTSUITE` (default
+//! `/work/shared/wasm-testsuite/core`).
+
+use std::path::PathBuf;
+
+use pathprof::conformance::{self, Summary};
+
+/// Scripts with functions the driver leaves uninstrumented. The CFG builder
+/// only refuses legacy exception handling and disabled proposals, which the
+/// core testsuite does not use: a change here must be noticed.
+const EXPECTED_UNINSTRUMENTED: &[&str] = &[];
+
+fn testsuite() -> PathBuf {
+    let dir = std::env::var_os("PATHPROF_WASM_TESTSUITE")
+        .map_or_else(|| PathBuf::from("/work/shared/wasm-testsuite/core"), PathBuf::from);
+    assert!(dir.is_dir(), "no spec testsuite at {} (set PATHPROF_WASM_TESTSUITE)", dir.display());
+    dir
+}
+
+#[test]
+fn core_testsuite_has_no_regressions() {
+    let start = std::time::Instant::now();
+    let summary = conformance::run_dir(&testsuite(), 0).expect("run the testsuite");
+    let t = &summary.totals;
+    eprintln!("{}", summary.render());
+    eprintln!("conformance: {:.1} s", start.elapsed().as_secs_f64());
+
+    // (1) No regressions, and no failure of the tool itself.
+    assert_eq!(t.regressions, 0, "assertions passing on the original fail instrumented (see above)");
+    assert_eq!(t.errors, 0, "instrumentation errors or parse errors (see above)");
+
+    // (2) The run is large: 257 scripts, 2302 modules, 57 646 assertions per
+    // mode when written (all passing on the original).
+    assert!(t.scripts >= 250, "only {} scripts", t.scripts);
+    assert!(t.instrumented >= 2000, "only {} modules instrumented", t.instrumented);
+    assert_eq!(t.instrumented, t.modules - t.rejected, "every accepted module is instrumented");
+    for (mode, run, passed) in &t.modes {
+        assert!(*run >= 50_000, "{mode}: only {run} assertions run");
+        assert!(*passed >= 50_000, "{mode}: only {passed} assertions passed");
+    }
+    assert!(t.passed >= 50_000, "only {} assertions pass on the original", t.passed);
+
+    // (3) The scripts with uninstrumented functions are exactly the expected ones.
+    assert_eq!(t.scripts_with_uninstrumented, EXPECTED_UNINSTRUMENTED, "scripts with uninstrumented functions changed");
+}
+
+fn run(text: &str) -> Summary {
+    let engine = conformance::engine().unwrap();
+    Summary::new(vec![conformance::run_script(&engine, "inline.wast", text)])
+}
+
+/// The instrumented worlds really run instrumented modules, in the same
+/// registered environment: a module importing the counter memory of a
+/// registered module links only there (original: failures, not regressions).
+#[test]
+fn instrumented_modules_are_the_ones_run() {
+    let s = run(r#"
+        (module $m
+          (func (export "f") (param i32) (result i32)
+            (if (result i32) (local.get 0) (then (i32.const 1)) (else (i32.const 2)))))
+        (register "m" $m)
+        (assert_return (invoke $m "f" (i32.const 0)) (i32.const 2))
+        (module $reader
+          (import "m" "__pathprof_counters" (memory 1))
+          (func (export "pages") (result i32) (memory.size)))
+        (assert_return (invoke "pages") (i32.const 1))
+    "#);
+    let r = &s.scripts[0];
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!((r.modules, r.instrumented), (2, 2));
+    assert_eq!((r.assertions, r.passed), (2, 1), "{:?}", r.failed_original);
+    for m in &r.modes {
+        assert_eq!((m.assertions, m.passed), (2, 2), "{}: {:?}", m.mode, m.regressions);
+        assert!(m.regressions.is_empty());
+    }
+}
+
+/// Wrong expectations fail everywhere; NaN patterns, traps, globals and
+/// skipped directives are handled.
+#[test]
+fn assertions_are_checked() {
+    let s = run(r#"
+        (module
+          (global (export "g") i32 (i32.const 7))
+          (func (export "div") (param i32 i32) (result i32) (i32.div_s (local.get 0) (local.get 1)))
+          (func (export "nan") (result f32) (f32.div (f32.const 0) (f32.const 0)))
+          (func (export "id") (param externref) (result externref) (local.get 0)))
+        (assert_return (invoke "div" (i32.const 7) (i32.const 2)) (i32.const 3))
+        (assert_return (invoke "div" (i32.const 7) (i32.const 2)) (i32.const 4))
+        (assert_trap (invoke "div" (i32.const 1) (i32.const 0)) "integer divide by zero")
+        (assert_trap (invoke "div" (i32.const 1) (i32.const 1)) "integer divide by zero")
+        (assert_return (invoke "nan") (f32.const nan:canonical))
+        (assert_return (invoke "nan") (f32.const 0))
+        (assert_return (get "g") (i32.const 7))
+        (assert_return (invoke "id" (ref.extern 5)) (ref.extern 5))
+        (assert_return (invoke "id" (ref.extern 5)) (ref.extern 6))
+        (assert_return (invoke "id" (ref.null extern)) (ref.null extern))
+        (assert_invalid (module (func (result i32))) "type mismatch")
+    "#);
+    let r = &s.scripts[0];
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!((r.assertions, r.passed, r.skipped), (10, 6, 1), "{:?}", r.failed_original);
+    for m in &r.modes {
+        assert_eq!((m.assertions, m.passed), (10, 6), "{}", m.mode);
+        assert!(m.regressions.is_empty());
+    }
+}
