@@ -2,8 +2,10 @@
 //! assertion that passes on the original modules must pass on their path and
 //! edge instrumentations (`pathprof::conformance`).
 //!
-//! The testsuite directory is `PATHPROF_WASM_TESTSUITE` (default
-//! `/work/shared/wasm-testsuite/core`).
+//! The testsuite directory is `PATHPROF_WASM_TESTSUITE`, by default
+//! `../shared/wasm-testsuite/core` beside the workspace (where the project's
+//! shared data lives, in CI too), else `/work/shared/wasm-testsuite/core`
+//! (for a clone made elsewhere on a developer machine).
 
 use std::path::PathBuf;
 
@@ -16,7 +18,13 @@ const EXPECTED_UNINSTRUMENTED: &[&str] = &[];
 
 fn testsuite() -> PathBuf {
     let dir = std::env::var_os("PATHPROF_WASM_TESTSUITE")
-        .map_or_else(|| PathBuf::from("/work/shared/wasm-testsuite/core"), PathBuf::from);
+        .map_or_else(
+            || {
+                let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/wasm-testsuite/core");
+                if beside.is_dir() { beside } else { PathBuf::from("/work/shared/wasm-testsuite/core") }
+            },
+            PathBuf::from,
+        );
     assert!(dir.is_dir(), "no spec testsuite at {} (set PATHPROF_WASM_TESTSUITE)", dir.display());
     dir
 }
