@@ -67,7 +67,12 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
 }
 
 /// As [`instrument`], for a module already analysed.
-pub fn instrument_analyzed(module: &[u8], info: &ModuleInfo, technique: Technique, opts: &Options) -> Result<Instrumented> {
+pub fn instrument_analyzed(
+    module: &[u8],
+    info: &ModuleInfo,
+    technique: Technique,
+    opts: &Options,
+) -> Result<Instrumented> {
     let mode = match technique {
         Technique::Edge => Mode::Edge,
         _ => Mode::Path,
@@ -86,8 +91,15 @@ pub fn instrument_analyzed(module: &[u8], info: &ModuleInfo, technique: Techniqu
         match f {
             Ok(cfg) => {
                 let weights = opts.weights.as_ref().and_then(|w| weights_of(w, cfg));
-                let (plan, profile) = plan_function(cfg, technique, weights.as_deref(), exceptions, sources.as_ref(), opts)
-                    .with_context(|| format!("function {}", display_name(cfg.func_index, &cfg.name)))?;
+                let (plan, profile) = plan_function(
+                    cfg,
+                    technique,
+                    weights.as_deref(),
+                    exceptions,
+                    sources.as_ref(),
+                    opts,
+                )
+                .with_context(|| format!("function {}", display_name(cfg.func_index, &cfg.name)))?;
                 plans.push(Some(plan));
                 template.functions.push(profile);
             }
@@ -97,36 +109,56 @@ pub fn instrument_analyzed(module: &[u8], info: &ModuleInfo, technique: Techniqu
                     display_name(u.func_index, &u.name),
                     u.reason
                 ));
-                template.skipped.push(Skipped { func_index: u.func_index, name: u.name.clone(), reason: u.reason.clone() });
+                template.skipped.push(Skipped {
+                    func_index: u.func_index,
+                    name: u.name.clone(),
+                    reason: u.reason.clone(),
+                });
                 plans.push(None);
             }
         }
     }
     let out = pathprof_wasm::instrument(module, info, &plans, &[])?;
-    let meta = Meta { template, layout: out.layout, code_map: out.code_map };
+    let meta = Meta {
+        template,
+        layout: out.layout,
+        code_map: out.code_map,
+    };
     // Appended after everything, the section moves no code offset.
     let mut bytes = out.bytes;
     append_custom_section(&mut bytes, META_SECTION, &serde_json::to_vec(&meta)?);
-    Ok(Instrumented { bytes, meta, warnings })
+    Ok(Instrumented {
+        bytes,
+        meta,
+        warnings,
+    })
 }
 
 /// Appends a custom section to a complete module.
 fn append_custom_section(module: &mut Vec<u8>, name: &str, data: &[u8]) {
     use wasm_encoder::Encode;
-    let section = wasm_encoder::CustomSection { name: name.into(), data: data.into() };
+    let section = wasm_encoder::CustomSection {
+        name: name.into(),
+        data: data.into(),
+    };
     module.push(0); // custom section id
     section.encode(module);
 }
 
 fn display_name(func_index: u32, name: &Option<String>) -> String {
-    name.clone().unwrap_or_else(|| format!("func[{func_index}]"))
+    name.clone()
+        .unwrap_or_else(|| format!("func[{func_index}]"))
 }
 
 /// Whether the module throws or catches wasm exceptions anywhere: then an
 /// activation may be unwound without reaching EXIT or being recorded.
 fn uses_exceptions(info: &ModuleInfo) -> bool {
     use pathprof_wasm::EdgeKind::{Catch, Throw, ThrowRef};
-    info.functions.iter().flatten().any(|f| f.edge_kinds.iter().any(|k| matches!(k, Throw | ThrowRef | Catch)))
+    info.functions.iter().flatten().any(|f| {
+        f.edge_kinds
+            .iter()
+            .any(|k| matches!(k, Throw | ThrowRef | Catch))
+    })
 }
 
 fn plan_function(
@@ -144,7 +176,13 @@ fn plan_function(
                 self_loops: vec![0; planned.numbered.self_loops.len()],
                 ..Default::default()
             };
-            (planned.plan, FunctionData::Path { numbered: planned.numbered, counts })
+            (
+                planned.plan,
+                FunctionData::Path {
+                    numbered: planned.numbered,
+                    counts,
+                },
+            )
         }
         Technique::Edge => {
             let (plan, chords) = edge::plan(&f.cfg, weights, exceptions);
@@ -167,7 +205,11 @@ fn plan_function(
     Ok((plan, function_profile(f, data, sources)))
 }
 
-fn function_profile(f: &FunctionCfg, data: FunctionData, sources: Option<&crate::source::SourceMap>) -> FunctionProfile {
+fn function_profile(
+    f: &FunctionCfg,
+    data: FunctionData,
+    sources: Option<&crate::source::SourceMap>,
+) -> FunctionProfile {
     let blocks = f
         .blocks
         .iter()
@@ -185,10 +227,20 @@ fn function_profile(f: &FunctionCfg, data: FunctionData, sources: Option<&crate:
         .edge_ids()
         .map(|e| {
             let (src, dst) = f.cfg.edge(e);
-            Edge { src, dst, kind: format!("{:?}", f.edge_kinds[e.index()]) }
+            Edge {
+                src,
+                dst,
+                kind: format!("{:?}", f.edge_kinds[e.index()]),
+            }
         })
         .collect();
-    FunctionProfile { func_index: f.func_index, name: f.name.clone(), blocks, edges, data }
+    FunctionProfile {
+        func_index: f.func_index,
+        name: f.name.clone(),
+        blocks,
+        edges,
+        data,
+    }
 }
 
 /// Per-CFG-edge weights for `f` from a prior profile, if it has the function.
@@ -224,19 +276,31 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
         let name = f.display_name();
         match &mut f.data {
             FunctionData::Path { numbered, counts } => {
-                *counts = ball_larus::decode(numbered, &raw).with_context(|| format!("function {name}"))?;
+                *counts = ball_larus::decode(numbered, &raw)
+                    .with_context(|| format!("function {name}"))?;
             }
-            FunctionData::Edge { chords, chord_counts, edge_counts } => {
+            FunctionData::Edge {
+                chords,
+                chord_counts,
+                edge_counts,
+            } => {
                 if chords.chords.is_empty() && chord_counts.is_empty() {
                     continue; // trace plan: nothing counted in memory
                 }
                 let cfg = cfg_of(&f.edges, f.blocks.len());
                 let ends: Vec<(NodeId, u64)> = abrupt
                     .as_ref()
-                    .map(|frames| frames.iter().filter(|(fi, _)| *fi == f.func_index).map(|&(_, b)| (b, 1)).collect())
+                    .map(|frames| {
+                        frames
+                            .iter()
+                            .filter(|(fi, _)| *fi == f.func_index)
+                            .map(|&(_, b)| (b, 1))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 *chord_counts = raw.slots.clone();
-                *edge_counts = edge::decode(&cfg, chords, &raw.slots, &ends).with_context(|| format!("function {name}"))?;
+                *edge_counts = edge::decode(&cfg, chords, &raw.slots, &ends)
+                    .with_context(|| format!("function {name}"))?;
             }
         }
     }

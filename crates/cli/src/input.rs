@@ -13,9 +13,13 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
     }
     let is_text = path.extension().is_some_and(|e| e == "wat" || e == "wast");
     if !is_text {
-        anyhow::bail!("{}: not a WebAssembly module (no \\0asm header)", path.display());
+        anyhow::bail!(
+            "{}: not a WebAssembly module (no \\0asm header)",
+            path.display()
+        );
     }
-    let text = std::str::from_utf8(&bytes).with_context(|| format!("{}: not UTF-8 text", path.display()))?;
+    let text = std::str::from_utf8(&bytes)
+        .with_context(|| format!("{}: not UTF-8 text", path.display()))?;
     wat::parse_str(text).map_err(|e| {
         // wat's errors span several lines (source excerpt); keep the first.
         let msg = e.to_string();

@@ -11,7 +11,11 @@ use pathprof_profile::Profile;
 use pathprof_techniques::ball_larus;
 
 #[derive(Parser)]
-#[command(name = "pathprof", version, about = "Ball-Larus path profiler for WebAssembly programs")]
+#[command(
+    name = "pathprof",
+    version,
+    about = "Ball-Larus path profiler for WebAssembly programs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -87,6 +91,9 @@ struct RunArgs {
     invoke: Option<String>,
     #[command(flatten)]
     tuning: Tuning,
+    /// Write where the time went (instrument, compile, execute, collect) and the module sizes, as JSON.
+    #[arg(long, value_name = "FILE")]
+    timings: Option<PathBuf>,
     /// Arguments passed to the program (after `--`).
     #[arg(last = true)]
     args: Vec<String>,
@@ -182,7 +189,11 @@ fn dispatch(command: Command) -> Result<ExitCode> {
             } else {
                 print!("{}", summary.render());
             }
-            Ok(if summary.ok() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if summary.ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }
@@ -199,11 +210,20 @@ fn options(t: &Tuning, module_hash: Option<&str>) -> Result<driver::Options> {
         None => None,
     };
     if t.hash_capacity == 0 || !t.hash_capacity.is_power_of_two() {
-        bail!("--hash-capacity must be a power of two, not {}", t.hash_capacity);
+        bail!(
+            "--hash-capacity must be a power of two, not {}",
+            t.hash_capacity
+        );
     }
-    let ball_larus =
-        ball_larus::Options { truncate_above: t.truncate_above, array_max: t.array_max, hash_capacity: t.hash_capacity };
-    Ok(driver::Options { ball_larus, weights })
+    let ball_larus = ball_larus::Options {
+        truncate_above: t.truncate_above,
+        array_max: t.array_max,
+        hash_capacity: t.hash_capacity,
+    };
+    Ok(driver::Options {
+        ball_larus,
+        weights,
+    })
 }
 
 fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
@@ -221,7 +241,9 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     }
     let mut env = Vec::new();
     for kv in &a.env {
-        let (k, v) = kv.split_once('=').with_context(|| format!("--env {kv}: expected K=V"))?;
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("--env {kv}: expected K=V"))?;
         env.push((k.to_string(), v.to_string()));
     }
     Ok(pathprof::run_cmd::Request {
@@ -233,6 +255,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         env,
         invoke: a.invoke.clone(),
         args: a.args.clone(),
+        timings: a.timings.clone(),
     })
 }
 
@@ -243,7 +266,8 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
         InstrumentMode::Path => Technique::Path,
         InstrumentMode::Edge => Technique::Edge,
     };
-    let out = driver::instrument(&module, technique, &opts).with_context(|| a.program.display().to_string())?;
+    let out = driver::instrument(&module, technique, &opts)
+        .with_context(|| a.program.display().to_string())?;
     for w in &out.warnings {
         eprintln!("pathprof: warning: {w}");
     }
@@ -255,7 +279,8 @@ fn collect(a: CollectArgs) -> Result<()> {
     let module = read(&a.instrumented)?;
     let meta = driver::read_meta(&module).with_context(|| a.instrumented.display().to_string())?;
     let counters = read(&a.counters)?;
-    let profile = driver::collect(&meta, &counters, None).with_context(|| a.counters.display().to_string())?;
+    let profile = driver::collect(&meta, &counters, None)
+        .with_context(|| a.counters.display().to_string())?;
     profile.write(&a.output)?;
     Ok(())
 }
@@ -286,7 +311,11 @@ fn stats_cmd(a: StatsArgs) -> Result<()> {
 }
 
 fn merge(a: MergeArgs) -> Result<()> {
-    let profiles = a.profiles.iter().map(|p| Profile::read(p)).collect::<Result<Vec<_>, _>>()?;
+    let profiles = a
+        .profiles
+        .iter()
+        .map(|p| Profile::read(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let merged = pathprof_profile::merge(&profiles)?;
     merged.write(&a.output)?;
     Ok(())

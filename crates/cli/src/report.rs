@@ -40,24 +40,37 @@ pub fn hot_paths(profile: &Profile, function: Option<&str>) -> Result<Vec<HotPat
                 continue;
             }
         }
-        let FunctionData::Path { numbered, counts } = &f.data else { continue };
+        let FunctionData::Path { numbered, counts } = &f.data else {
+            continue;
+        };
         let (dag, numbering) = numbered.to_dag();
         for &(path, count) in &counts.paths {
             let regen = numbered
-                .regenerate(&dag, &numbering, path, |e| f.edges[e.index()].kind == "Catch")
+                .regenerate(&dag, &numbering, path, |e| {
+                    f.edges[e.index()].kind == "Catch"
+                })
                 .with_context(|| format!("{}: path {path}", f.display_name()))?;
             out.push(HotPath {
                 function: f.display_name(),
                 func_index: f.func_index,
                 path,
                 count,
-                percent: if total == 0 { 0.0 } else { 100.0 * count as f64 / total as f64 },
+                percent: if total == 0 {
+                    0.0
+                } else {
+                    100.0 * count as f64 / total as f64
+                },
                 kind: kind_name(&regen),
                 blocks: block_refs(f, &regen),
             });
         }
     }
-    out.sort_by(|a, b| b.count.cmp(&a.count).then(a.func_index.cmp(&b.func_index)).then(a.path.cmp(&b.path)));
+    out.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then(a.func_index.cmp(&b.func_index))
+            .then(a.path.cmp(&b.path))
+    });
     Ok(out)
 }
 
@@ -89,7 +102,11 @@ fn block_refs(f: &FunctionProfile, p: &RegeneratedPath) -> Vec<BlockRef> {
         .iter()
         .map(|&b| {
             let block = f.blocks[b.index()].as_ref();
-            BlockRef { block: b, offset: block.map_or(0, |bl| bl.offset), source: block.and_then(|bl| bl.source.clone()) }
+            BlockRef {
+                block: b,
+                offset: block.map_or(0, |bl| bl.offset),
+                source: block.and_then(|bl| bl.source.clone()),
+            }
         })
         .collect()
 }
@@ -109,7 +126,11 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
         executed
     );
     if profile.abrupt_runs > 0 {
-        let _ = writeln!(s, "note: {} run(s) ended abruptly; paths in flight then are not counted", profile.abrupt_runs);
+        let _ = writeln!(
+            s,
+            "note: {} run(s) ended abruptly; paths in flight then are not counted",
+            profile.abrupt_runs
+        );
     }
     let lost: u64 = profile
         .functions
@@ -120,11 +141,22 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
         })
         .sum();
     if lost > 0 {
-        let _ = writeln!(s, "warning: {lost} path executions were lost to full hash tables");
+        let _ = writeln!(
+            s,
+            "warning: {lost} path executions were lost to full hash tables"
+        );
     }
-    let _ = writeln!(s, "{:>12} {:>7}  {:<24} {:>8}  {:<20} blocks (id@offset)", "count", "%", "function", "path", "kind");
+    let _ = writeln!(
+        s,
+        "{:>12} {:>7}  {:<24} {:>8}  {:<20} blocks (id@offset)",
+        "count", "%", "function", "path", "kind"
+    );
     for p in paths.iter().take(top) {
-        let blocks: Vec<String> = p.blocks.iter().map(|b| format!("{}@{:#x}", b.block, b.offset)).collect();
+        let blocks: Vec<String> = p
+            .blocks
+            .iter()
+            .map(|b| format!("{}@{:#x}", b.block, b.offset))
+            .collect();
         let _ = writeln!(
             s,
             "{:>12} {:>6.2}%  {:<24} {:>8}  {:<20} {}{}",
@@ -163,7 +195,9 @@ pub fn edge_counts(f: &FunctionProfile) -> Vec<u64> {
             let (dag, numbering) = numbered.to_dag();
             let mut ends_at = vec![0u64; numbered.num_nodes];
             for &(path, count) in &counts.paths {
-                let Ok(regen) = numbered.regenerate(&dag, &numbering, path, |_| false) else { continue };
+                let Ok(regen) = numbered.regenerate(&dag, &numbering, path, |_| false) else {
+                    continue;
+                };
                 for e in &regen.edges {
                     out[e.index()] = out[e.index()].saturating_add(count);
                 }

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use pathprof_runner::{Exit, RunOptions};
@@ -21,13 +22,42 @@ pub struct Request {
     /// Call this export instead of `_start`.
     pub invoke: Option<String>,
     pub args: Vec<String>,
+    /// Where to write the [`Timings`] of this run, as JSON.
+    pub timings: Option<PathBuf>,
+}
+
+/// Where the time of a `pathprof run` went, in seconds, and the sizes that
+/// go with it: what the benchmark harness reads (`--timings FILE`). Execution
+/// is timed apart from compilation so that overheads are not diluted by the
+/// engine's compile time, which instrumentation also changes.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Timings {
+    /// Instrumenting the module (0 for `--mode none`).
+    pub instrument_s: f64,
+    /// Compiling the (instrumented) module with wasmtime.
+    pub compile_s: f64,
+    /// Instantiating and running it, to its return, `proc_exit` or trap.
+    pub execute_s: f64,
+    /// Turning the counters into a profile and writing it.
+    pub collect_s: f64,
+    /// Size of the input module and of its code section.
+    pub module_bytes: usize,
+    pub code_bytes: usize,
+    /// Size of the module run, and of its code section.
+    pub run_module_bytes: usize,
+    pub run_code_bytes: usize,
+    /// Size of the counter memory after the run (0 without instrumentation).
+    pub counter_bytes: usize,
 }
 
 pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     let name = program.display().to_string();
+    let mut timings = Timings::default();
+    let clock = Instant::now();
     let instrumented = match req.technique {
         Some(t) => {
-            let out = driver::instrument(&req.module, t, &req.options).with_context(|| name.clone())?;
+            let out =
+                driver::instrument(&req.module, t, &req.options).with_context(|| name.clone())?;
             for w in &out.warnings {
                 eprintln!("pathprof: warning: {w}");
             }
@@ -35,9 +65,15 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         }
         None => None,
     };
+    timings.instrument_s = clock.elapsed().as_secs_f64();
     let bytes = instrumented.as_ref().map_or(&req.module, |i| &i.bytes);
     let engine = pathprof_runner::engine_without_fuel()?;
-    let mut argv = vec![program.file_name().map_or(name.clone(), |f| f.to_string_lossy().into_owned())];
+    let clock = Instant::now();
+    let compiled = pathprof_runner::compile(&engine, bytes).with_context(|| name.clone())?;
+    timings.compile_s = clock.elapsed().as_secs_f64();
+    let mut argv = vec![program
+        .file_name()
+        .map_or(name.clone(), |f| f.to_string_lossy().into_owned())];
     argv.extend(req.args.iter().cloned());
     let opts = RunOptions {
         args: argv,
@@ -46,30 +82,51 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         inherit_stdio: true,
         ..RunOptions::default()
     };
+    let clock = Instant::now();
     let (exit, counters, stack) = match &req.invoke {
         Some(export) => {
-            let out = pathprof_runner::invoke(&engine, bytes, export, &req.args, &opts).with_context(|| name.clone())?;
+            let out = pathprof_runner::invoke_compiled(&compiled, export, &req.args, &opts)
+                .with_context(|| name.clone())?;
             for v in &out.results {
                 println!("{v}");
             }
             (out.exit, out.counters, out.abrupt_stack)
         }
         None => {
-            let out = pathprof_runner::run_command(&engine, bytes, &opts).with_context(|| name.clone())?;
+            let out =
+                pathprof_runner::run_compiled(&compiled, &opts).with_context(|| name.clone())?;
             (out.exit, out.counters, out.abrupt_stack)
         }
     };
+    timings.execute_s = clock.elapsed().as_secs_f64();
+    let clock = Instant::now();
     if let Exit::Trap(msg) = &exit {
         eprintln!("pathprof: warning: {name} trapped: {msg}");
     }
     if let Some(inst) = &instrumented {
         let counters = counters.context("the instrumented module exported no counter memory")?;
         let abrupt = exit.is_abrupt();
-        let profile = driver::collect(&inst.meta, &counters, abrupt.then_some(exit.unfinished_frames(&stack)))?;
+        let profile = driver::collect(
+            &inst.meta,
+            &counters,
+            abrupt.then_some(exit.unfinished_frames(&stack)),
+        )?;
         profile.write(&req.output)?;
         if abrupt {
-            eprintln!("pathprof: note: the run ended abruptly; paths in flight then are not counted");
+            eprintln!(
+                "pathprof: note: the run ended abruptly; paths in flight then are not counted"
+            );
         }
+        timings.counter_bytes = counters.len();
+    }
+    timings.collect_s = clock.elapsed().as_secs_f64();
+    if let Some(path) = &req.timings {
+        timings.module_bytes = req.module.len();
+        timings.code_bytes = pathprof_wasm::code_section_size(&req.module);
+        timings.run_module_bytes = bytes.len();
+        timings.run_code_bytes = pathprof_wasm::code_section_size(bytes);
+        let json = serde_json::to_string_pretty(&timings)? + "\n";
+        pathprof_profile::write_atomically(path, json.as_bytes())?;
     }
     Ok(ExitCode::from(exit.code()))
 }

@@ -27,7 +27,9 @@ impl SourceMap {
         let mut code_start = None;
         for payload in wasmparser::Parser::new(0).parse_all(module) {
             match payload.ok()? {
-                wasmparser::Payload::CodeSectionStart { range, .. } => code_start = Some(range.start as u32),
+                wasmparser::Payload::CodeSectionStart { range, .. } => {
+                    code_start = Some(range.start as u32)
+                }
                 wasmparser::Payload::CustomSection(s) if s.name().starts_with(".debug_") => {
                     sections.insert(s.name().to_string(), Rc::from(s.data()));
                 }
@@ -38,12 +40,18 @@ impl SourceMap {
             return None;
         }
         let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
-            let data = sections.get(id.name()).cloned().unwrap_or_else(|| Rc::from(&[][..]));
+            let data = sections
+                .get(id.name())
+                .cloned()
+                .unwrap_or_else(|| Rc::from(&[][..]));
             Ok(EndianRcSlice::new(data, RunTimeEndian::Little))
         })
         .ok()?;
         let context = addr2line::Context::from_dwarf(dwarf).ok()?;
-        Some(SourceMap { context, code_start: code_start? })
+        Some(SourceMap {
+            context,
+            code_start: code_start?,
+        })
     }
 
     /// `file:line` of the code at module offsets `start..end` (a block): the

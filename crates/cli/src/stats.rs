@@ -30,12 +30,20 @@ pub fn module_stats(info: &ModuleInfo, opts: &ball_larus::Options) -> Vec<Functi
         .iter()
         .map(|f| match f {
             Ok(f) => {
-                let name = f.name.clone().unwrap_or_else(|| format!("func[{}]", f.func_index));
+                let name = f
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("func[{}]", f.func_index));
                 function_stats(f.func_index, name, &f.cfg, opts)
             }
             Err(u) => FunctionStats {
                 skipped: Some(u.reason.clone()),
-                ..FunctionStats::empty(u.func_index, u.name.clone().unwrap_or_else(|| format!("func[{}]", u.func_index)))
+                ..FunctionStats::empty(
+                    u.func_index,
+                    u.name
+                        .clone()
+                        .unwrap_or_else(|| format!("func[{}]", u.func_index)),
+                )
             },
         })
         .collect()
@@ -60,11 +68,25 @@ impl FunctionStats {
     }
 }
 
-fn function_stats(func_index: u32, name: String, cfg: &Cfg, opts: &ball_larus::Options) -> FunctionStats {
-    let base = FunctionStats { blocks: cfg.num_nodes() - 2, edges: cfg.num_edges(), ..FunctionStats::empty(func_index, name) };
+fn function_stats(
+    func_index: u32,
+    name: String,
+    cfg: &Cfg,
+    opts: &ball_larus::Options,
+) -> FunctionStats {
+    let base = FunctionStats {
+        blocks: cfg.num_nodes() - 2,
+        edges: cfg.num_edges(),
+        ..FunctionStats::empty(func_index, name)
+    };
     let planned = match ball_larus::plan(cfg, None, opts) {
         Ok(p) => p,
-        Err(e) => return FunctionStats { skipped: Some(e.to_string()), ..base },
+        Err(e) => {
+            return FunctionStats {
+                skipped: Some(e.to_string()),
+                ..base
+            }
+        }
     };
     let n = &planned.numbered;
     FunctionStats {
@@ -89,11 +111,25 @@ pub fn render(stats: &[FunctionStats]) -> String {
     let _ = writeln!(
         s,
         "{:>5} {:<28} {:>7} {:>7} {:>6} {:>5} {:>20} {:>7} {:>8} {:<14} {:>5}",
-        "func", "name", "blocks", "edges", "back", "self", "potential paths", "chords", "instr.e", "storage", "cuts"
+        "func",
+        "name",
+        "blocks",
+        "edges",
+        "back",
+        "self",
+        "potential paths",
+        "chords",
+        "instr.e",
+        "storage",
+        "cuts"
     );
     for f in stats {
         if let Some(why) = &f.skipped {
-            let _ = writeln!(s, "{:>5} {:<28} not instrumented: {why}", f.func_index, f.name);
+            let _ = writeln!(
+                s,
+                "{:>5} {:<28} not instrumented: {why}",
+                f.func_index, f.name
+            );
             continue;
         }
         let _ = writeln!(

@@ -9,7 +9,10 @@ use std::process::{Command, Output};
 use common::programs::root;
 
 fn pathprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pathprof")).args(args).output().expect("pathprof runs")
+    Command::new(env!("CARGO_BIN_EXE_pathprof"))
+        .args(args)
+        .output()
+        .expect("pathprof runs")
 }
 
 fn stderr(o: &Output) -> String {
@@ -17,12 +20,20 @@ fn stderr(o: &Output) -> String {
 }
 
 fn wat_fixture(name: &str) -> String {
-    root().join("tests/fixtures/wat").join(name).display().to_string()
+    root()
+        .join("tests/fixtures/wat")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 fn c_fixture(name: &str) -> PathBuf {
     let p = root().join("tests/fixtures/c/build").join(name);
-    assert!(p.exists(), "{}: run scripts/build-c-fixtures.sh first", p.display());
+    assert!(
+        p.exists(),
+        "{}: run scripts/build-c-fixtures.sh first",
+        p.display()
+    );
     p
 }
 
@@ -55,9 +66,18 @@ fn bad_modules_get_one_line_errors_and_no_output() {
             let err = stderr(&o);
             assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
             assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
-            assert!(err.starts_with(&format!("pathprof: error: {file}: ")), "{args:?}: {err}");
-            assert!(err.contains(reason.as_str()), "{args:?}: {err} lacks {reason}");
-            assert!(!Path::new(&out).exists() && !Path::new(&inst).exists(), "{args:?} left an output file");
+            assert!(
+                err.starts_with(&format!("pathprof: error: {file}: ")),
+                "{args:?}: {err}"
+            );
+            assert!(
+                err.contains(reason.as_str()),
+                "{args:?}: {err} lacks {reason}"
+            );
+            assert!(
+                !Path::new(&out).exists() && !Path::new(&inst).exists(),
+                "{args:?} left an output file"
+            );
         }
     }
 }
@@ -69,7 +89,13 @@ fn an_unwritable_output_is_an_error_and_leaves_nothing() {
         let o = pathprof(&[cmd, &module, "-o", "/nonexistent-dir/out"]);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{cmd}: {err}");
-        assert!(err.lines().last().unwrap().starts_with("pathprof: error: /nonexistent-dir/out: "), "{cmd}: {err}");
+        assert!(
+            err.lines()
+                .last()
+                .unwrap()
+                .starts_with("pathprof: error: /nonexistent-dir/out: "),
+            "{cmd}: {err}"
+        );
     }
 }
 
@@ -78,11 +104,26 @@ fn run_exits_with_the_programs_code_and_writes_a_profile() {
     let dir = tempfile::tempdir().unwrap();
     let profile = dir.path().join("p.json");
     let module = c_fixture("deepexit.O2.wasm").display().to_string();
-    let o = pathprof(&["run", &module, "-o", &profile.display().to_string(), "--", "exit", "40"]);
-    let native = Command::new(c_fixture("deepexit.native")).args(["exit", "40"]).output().unwrap();
+    let o = pathprof(&[
+        "run",
+        &module,
+        "-o",
+        &profile.display().to_string(),
+        "--",
+        "exit",
+        "40",
+    ]);
+    let native = Command::new(c_fixture("deepexit.native"))
+        .args(["exit", "40"])
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), native.status.code());
     assert_eq!(o.stdout, native.stdout);
-    assert!(stderr(&o).contains("the run ended abruptly"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the run ended abruptly"),
+        "{}",
+        stderr(&o)
+    );
     let p = pathprof_profile::Profile::read(&profile).unwrap();
     assert_eq!((p.runs, p.abrupt_runs), (1, 1));
 
@@ -90,7 +131,11 @@ fn run_exits_with_the_programs_code_and_writes_a_profile() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(text.starts_with("path profile of module "), "{text}");
-    assert_eq!(text.lines().count(), 2 + 1 + 3, "header, note, column titles, 3 paths:\n{text}");
+    assert_eq!(
+        text.lines().count(),
+        2 + 1 + 3,
+        "header, note, column titles, 3 paths:\n{text}"
+    );
 }
 
 #[test]
@@ -106,30 +151,76 @@ fn report_and_merge_refuse_bad_profiles() {
     // Two profiles of different modules.
     let (pa, pb) = (dir.path().join("a.json"), dir.path().join("b.json"));
     for (module, out) in [("sort.O0.wasm", &pa), ("sort.O2.wasm", &pb)] {
-        let o = pathprof(&["run", &c_fixture(module).display().to_string(), "-o", &out.display().to_string(), "--", "-q", "3", "1", "2"]);
+        let o = pathprof(&[
+            "run",
+            &c_fixture(module).display().to_string(),
+            "-o",
+            &out.display().to_string(),
+            "--",
+            "-q",
+            "3",
+            "1",
+            "2",
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
     let merged = dir.path().join("m.json");
-    let o = pathprof(&["merge", &pa.display().to_string(), &pb.display().to_string(), "-o", &merged.display().to_string()]);
+    let o = pathprof(&[
+        "merge",
+        &pa.display().to_string(),
+        &pb.display().to_string(),
+        "-o",
+        &merged.display().to_string(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert_eq!(stderr(&o), "pathprof: error: cannot merge: the profiles are of different modules\n");
+    assert_eq!(
+        stderr(&o),
+        "pathprof: error: cannot merge: the profiles are of different modules\n"
+    );
     assert!(!merged.exists());
 
     // The same module twice: counts add up.
-    let o = pathprof(&["merge", &pa.display().to_string(), &pa.display().to_string(), "-o", &merged.display().to_string()]);
+    let o = pathprof(&[
+        "merge",
+        &pa.display().to_string(),
+        &pa.display().to_string(),
+        "-o",
+        &merged.display().to_string(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let (one, two) = (pathprof_profile::Profile::read(&pa).unwrap(), pathprof_profile::Profile::read(&merged).unwrap());
+    let (one, two) = (
+        pathprof_profile::Profile::read(&pa).unwrap(),
+        pathprof_profile::Profile::read(&merged).unwrap(),
+    );
     assert_eq!(two.runs, 2);
     let total = |p: &pathprof_profile::Profile| -> u64 {
-        pathprof::report::hot_paths(p, None).unwrap().iter().map(|h| h.count).sum()
+        pathprof::report::hot_paths(p, None)
+            .unwrap()
+            .iter()
+            .map(|h| h.count)
+            .sum()
     };
     assert_eq!(total(&two), 2 * total(&one));
     assert!(total(&one) > 0);
 
     // --weights from another module is refused.
-    let o = pathprof(&["run", &c_fixture("sort.O2.wasm").display().to_string(), "--weights", &pa.display().to_string(), "-o", &merged.display().to_string()]);
+    let o = pathprof(&[
+        "run",
+        &c_fixture("sort.O2.wasm").display().to_string(),
+        "--weights",
+        &pa.display().to_string(),
+        "-o",
+        &merged.display().to_string(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).starts_with(&format!("pathprof: error: {}: profile is of module ", pa.display())), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with(&format!(
+            "pathprof: error: {}: profile is of module ",
+            pa.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// `instrument` + a host of one's own + `collect` gives the profile that
@@ -149,22 +240,47 @@ fn instrument_then_collect_equals_run_invoke() {
     let mut store = wasmtime::Store::new(&engine, ());
     let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();
     let export = first_i32_export(&module);
-    let f = instance.get_typed_func::<i32, i32>(&mut store, &export).unwrap();
+    let f = instance
+        .get_typed_func::<i32, i32>(&mut store, &export)
+        .unwrap();
     let result = f.call(&mut store, 7).unwrap();
-    let memory = instance.get_memory(&mut store, "__pathprof_counters").unwrap();
+    let memory = instance
+        .get_memory(&mut store, "__pathprof_counters")
+        .unwrap();
     let counters = dir.path().join("counters.bin");
     std::fs::write(&counters, memory.data(&store)).unwrap();
 
     let collected = dir.path().join("collected.json");
-    let o = pathprof(&["collect", &inst.display().to_string(), &counters.display().to_string(), "-o", &collected.display().to_string()]);
+    let o = pathprof(&[
+        "collect",
+        &inst.display().to_string(),
+        &counters.display().to_string(),
+        "-o",
+        &collected.display().to_string(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
 
     let ran = dir.path().join("ran.json");
-    let o = pathprof(&["run", "--invoke", &export, &wat, "-o", &ran.display().to_string(), "--", "7"]);
+    let o = pathprof(&[
+        "run",
+        "--invoke",
+        &export,
+        &wat,
+        "-o",
+        &ran.display().to_string(),
+        "--",
+        "7",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(String::from_utf8(o.stdout).unwrap().trim(), result.to_string());
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap().trim(),
+        result.to_string()
+    );
 
-    let (a, b) = (pathprof_profile::Profile::read(&collected).unwrap(), pathprof_profile::Profile::read(&ran).unwrap());
+    let (a, b) = (
+        pathprof_profile::Profile::read(&collected).unwrap(),
+        pathprof_profile::Profile::read(&ran).unwrap(),
+    );
     assert_eq!(a, b);
     assert!(pathprof::report::hot_paths(&a, None).unwrap().len() > 1);
 }
@@ -179,16 +295,46 @@ fn the_python_host_example_round_trips() {
     let wat = wat_fixture("loops.wat");
     let inst = dir.path().join("loops.inst.wasm").display().to_string();
     let counters = dir.path().join("counters.bin").display().to_string();
-    assert!(pathprof(&["instrument", &wat, "-o", &inst]).status.success());
+    assert!(pathprof(&["instrument", &wat, "-o", &inst])
+        .status
+        .success());
     let host = root().join("examples/host/python-host.py");
-    let o = Command::new("python3").arg(&host).args([&inst, "fib", "12", &counters]).output().expect("python3 runs");
-    assert!(o.status.success(), "the Python host failed (run scripts/setup.sh): {}", stderr(&o));
+    let o = Command::new("python3")
+        .arg(&host)
+        .args([&inst, "fib", "12", &counters])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        o.status.success(),
+        "the Python host failed (run scripts/setup.sh): {}",
+        stderr(&o)
+    );
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "144");
     let (collected, ran) = (dir.path().join("c.json"), dir.path().join("r.json"));
-    assert!(pathprof(&["collect", &inst, &counters, "-o", &collected.display().to_string()]).status.success());
-    let o = pathprof(&["run", "--invoke", "fib", &wat, "-o", &ran.display().to_string(), "--", "12"]);
+    assert!(pathprof(&[
+        "collect",
+        &inst,
+        &counters,
+        "-o",
+        &collected.display().to_string()
+    ])
+    .status
+    .success());
+    let o = pathprof(&[
+        "run",
+        "--invoke",
+        "fib",
+        &wat,
+        "-o",
+        &ran.display().to_string(),
+        "--",
+        "12",
+    ]);
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "144");
-    let (a, b) = (pathprof_profile::Profile::read(&collected).unwrap(), pathprof_profile::Profile::read(&ran).unwrap());
+    let (a, b) = (
+        pathprof_profile::Profile::read(&collected).unwrap(),
+        pathprof_profile::Profile::read(&ran).unwrap(),
+    );
     assert_eq!(a, b);
 }
 
@@ -214,26 +360,111 @@ fn first_i32_export(module: &wasmtime::Module) -> String {
 fn blocks_map_back_to_source_lines() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.json");
-    let o = pathprof(&["run", &c_fixture("recurse.O0.wasm").display().to_string(), "-o", &out.display().to_string(), "--", "6", "3"]);
+    let o = pathprof(&[
+        "run",
+        &c_fixture("recurse.O0.wasm").display().to_string(),
+        "-o",
+        &out.display().to_string(),
+        "--",
+        "6",
+        "3",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let profile = pathprof_profile::Profile::read(&out).unwrap();
     let source = std::fs::read_to_string(root().join("tests/fixtures/c/recurse.c")).unwrap();
     let mut checked = 0;
-    for name in ["fib", "ackermann", "is_even", "is_odd", "gcd", "hanoi", "main"] {
+    for name in [
+        "fib",
+        "ackermann",
+        "is_even",
+        "is_odd",
+        "gcd",
+        "hanoi",
+        "main",
+    ] {
         let line = source
             .lines()
             .position(|l| l.contains(&format!(" {name}(")) && l.trim_end().ends_with('{'))
             .unwrap_or_else(|| panic!("{name} is defined in recurse.c"))
             + 1;
-        let f = profile.functions.iter().find(|f| f.name.as_deref() == Some(name)).unwrap();
-        let entry = f.edges.iter().find(|e| e.src == pathprof_graph::Cfg::ENTRY).unwrap().dst;
+        let f = profile
+            .functions
+            .iter()
+            .find(|f| f.name.as_deref() == Some(name))
+            .unwrap();
+        let entry = f
+            .edges
+            .iter()
+            .find(|e| e.src == pathprof_graph::Cfg::ENTRY)
+            .unwrap()
+            .dst;
         let block = f.blocks[entry.index()].as_ref().unwrap();
-        assert_eq!(block.source.as_deref(), Some(format!("recurse.c:{line}").as_str()), "{name}");
+        assert_eq!(
+            block.source.as_deref(),
+            Some(format!("recurse.c:{line}").as_str()),
+            "{name}"
+        );
         checked += 1;
     }
     assert_eq!(checked, 7);
     // The text report shows where each path begins and ends.
     let o = pathprof(&["report", &out.display().to_string(), "--function", "fib"]);
     let text = String::from_utf8(o.stdout).unwrap();
-    assert!(text.lines().skip(2).all(|l| l.contains("[recurse.c:")), "{text}");
+    assert!(
+        text.lines().skip(2).all(|l| l.contains("[recurse.c:")),
+        "{text}"
+    );
+}
+
+/// `run --timings` writes where the time went and the sizes: the input's
+/// code section size is read independently here (wasmparser) and the run
+/// module is the input itself for `--mode none`.
+#[test]
+fn run_writes_timings() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = wat::parse_file(wat_fixture("loops.wat")).unwrap();
+    let code = wasmparser::Parser::new(0)
+        .parse_all(&module)
+        .find_map(|p| match p.unwrap() {
+            wasmparser::Payload::CodeSectionStart { size, .. } => Some(size as u64),
+            _ => None,
+        })
+        .unwrap();
+    for mode in ["none", "path", "edge"] {
+        let t = dir.path().join(format!("{mode}.json"));
+        let p = dir.path().join(format!("{mode}.profile.json"));
+        let o = pathprof(&[
+            "run",
+            "--mode",
+            mode,
+            "--timings",
+            t.to_str().unwrap(),
+            "-o",
+            p.to_str().unwrap(),
+            "--invoke",
+            "fib",
+            &wat_fixture("loops.wat"),
+            "--",
+            "10",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "55\n");
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&t).unwrap()).unwrap();
+        assert_eq!(v["module_bytes"], module.len() as u64, "{mode}");
+        assert_eq!(v["code_bytes"], code, "{mode}");
+        for k in ["instrument_s", "compile_s", "execute_s", "collect_s"] {
+            assert!(v[k].as_f64().unwrap() >= 0.0, "{mode} {k}");
+        }
+        if mode == "none" {
+            assert_eq!(v["run_module_bytes"], v["module_bytes"]);
+            assert_eq!(v["counter_bytes"], 0);
+            assert!(!p.exists());
+        } else {
+            assert!(
+                v["run_code_bytes"].as_u64().unwrap() > code,
+                "{mode}: instrumented code grows"
+            );
+            assert!(v["counter_bytes"].as_u64().unwrap() > 0);
+        }
+    }
 }

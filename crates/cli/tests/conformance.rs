@@ -17,15 +17,23 @@ use pathprof::conformance::{self, Summary};
 const EXPECTED_UNINSTRUMENTED: &[&str] = &[];
 
 fn testsuite() -> PathBuf {
-    let dir = std::env::var_os("PATHPROF_WASM_TESTSUITE")
-        .map_or_else(
-            || {
-                let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/wasm-testsuite/core");
-                if beside.is_dir() { beside } else { PathBuf::from("/work/shared/wasm-testsuite/core") }
-            },
-            PathBuf::from,
-        );
-    assert!(dir.is_dir(), "no spec testsuite at {} (set PATHPROF_WASM_TESTSUITE)", dir.display());
+    let dir = std::env::var_os("PATHPROF_WASM_TESTSUITE").map_or_else(
+        || {
+            let beside = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../../shared/wasm-testsuite/core");
+            if beside.is_dir() {
+                beside
+            } else {
+                PathBuf::from("/work/shared/wasm-testsuite/core")
+            }
+        },
+        PathBuf::from,
+    );
+    assert!(
+        dir.is_dir(),
+        "no spec testsuite at {} (set PATHPROF_WASM_TESTSUITE)",
+        dir.display()
+    );
     dir
 }
 
@@ -38,22 +46,43 @@ fn core_testsuite_has_no_regressions() {
     eprintln!("conformance: {:.1} s", start.elapsed().as_secs_f64());
 
     // (1) No regressions, and no failure of the tool itself.
-    assert_eq!(t.regressions, 0, "assertions passing on the original fail instrumented (see above)");
-    assert_eq!(t.errors, 0, "instrumentation errors or parse errors (see above)");
+    assert_eq!(
+        t.regressions, 0,
+        "assertions passing on the original fail instrumented (see above)"
+    );
+    assert_eq!(
+        t.errors, 0,
+        "instrumentation errors or parse errors (see above)"
+    );
 
     // (2) The run is large: 257 scripts, 2302 modules, 57 646 assertions per
     // mode when written (all passing on the original).
     assert!(t.scripts >= 250, "only {} scripts", t.scripts);
-    assert!(t.instrumented >= 2000, "only {} modules instrumented", t.instrumented);
-    assert_eq!(t.instrumented, t.modules - t.rejected, "every accepted module is instrumented");
+    assert!(
+        t.instrumented >= 2000,
+        "only {} modules instrumented",
+        t.instrumented
+    );
+    assert_eq!(
+        t.instrumented,
+        t.modules - t.rejected,
+        "every accepted module is instrumented"
+    );
     for (mode, run, passed) in &t.modes {
         assert!(*run >= 50_000, "{mode}: only {run} assertions run");
         assert!(*passed >= 50_000, "{mode}: only {passed} assertions passed");
     }
-    assert!(t.passed >= 50_000, "only {} assertions pass on the original", t.passed);
+    assert!(
+        t.passed >= 50_000,
+        "only {} assertions pass on the original",
+        t.passed
+    );
 
     // (3) The scripts with uninstrumented functions are exactly the expected ones.
-    assert_eq!(t.scripts_with_uninstrumented, EXPECTED_UNINSTRUMENTED, "scripts with uninstrumented functions changed");
+    assert_eq!(
+        t.scripts_with_uninstrumented, EXPECTED_UNINSTRUMENTED,
+        "scripts with uninstrumented functions changed"
+    );
 }
 
 fn run(text: &str) -> Summary {
@@ -82,7 +111,13 @@ fn instrumented_modules_are_the_ones_run() {
     assert_eq!((r.modules, r.instrumented), (2, 2));
     assert_eq!((r.assertions, r.passed), (2, 1), "{:?}", r.failed_original);
     for m in &r.modes {
-        assert_eq!((m.assertions, m.passed), (2, 2), "{}: {:?}", m.mode, m.regressions);
+        assert_eq!(
+            (m.assertions, m.passed),
+            (2, 2),
+            "{}: {:?}",
+            m.mode,
+            m.regressions
+        );
         assert!(m.regressions.is_empty());
     }
 }
@@ -111,7 +146,12 @@ fn assertions_are_checked() {
     "#);
     let r = &s.scripts[0];
     assert!(r.errors.is_empty(), "{:?}", r.errors);
-    assert_eq!((r.assertions, r.passed, r.skipped), (10, 6, 1), "{:?}", r.failed_original);
+    assert_eq!(
+        (r.assertions, r.passed, r.skipped),
+        (10, 6, 1),
+        "{:?}",
+        r.failed_original
+    );
     for m in &r.modes {
         assert_eq!((m.assertions, m.passed), (10, 6), "{}", m.mode);
         assert!(m.regressions.is_empty());

@@ -17,20 +17,45 @@ use pathprof_runner::Exit;
 fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> usize {
     let plain = programs::run(engine, module, inv, false);
 
-    let traced = driver::instrument(module, Technique::Trace, &driver::Options::default()).expect("trace instrument");
+    let traced = driver::instrument(module, Technique::Trace, &driver::Options::default())
+        .expect("trace instrument");
     let t = programs::run(engine, &traced.bytes, inv, true);
     assert_same(name, inv, &plain, &t, "trace");
 
-    let (p, profile) = programs::profiled_run(engine, module, Technique::Path, &driver::Options::default(), inv);
+    let (p, profile) = programs::profiled_run(
+        engine,
+        module,
+        Technique::Path,
+        &driver::Options::default(),
+        inv,
+    );
     assert_same(name, inv, &plain, &p, "path");
     let expected = oracle::count(&t.trace, &programs::graphs_cut_as(module, &profile));
     let got = programs::path_counts(&profile);
-    assert_counts(&got.paths, &expected.paths, &format!("{name} {inv:?}: path counts differ from the trace"));
-    assert_counts(&got.self_loops, &expected.self_loops, &format!("{name} {inv:?}: self-loop counts differ"));
+    assert_counts(
+        &got.paths,
+        &expected.paths,
+        &format!("{name} {inv:?}: path counts differ from the trace"),
+    );
+    assert_counts(
+        &got.self_loops,
+        &expected.self_loops,
+        &format!("{name} {inv:?}: self-loop counts differ"),
+    );
 
-    let (e, profile) = programs::profiled_run(engine, module, Technique::Edge, &driver::Options::default(), inv);
+    let (e, profile) = programs::profiled_run(
+        engine,
+        module,
+        Technique::Edge,
+        &driver::Options::default(),
+        inv,
+    );
     assert_same(name, inv, &plain, &e, "edge");
-    assert_counts(&programs::edge_counts(&profile), &expected.edges, &format!("{name} {inv:?}: edge counts differ"));
+    assert_counts(
+        &programs::edge_counts(&profile),
+        &expected.edges,
+        &format!("{name} {inv:?}: edge counts differ"),
+    );
     expected.paths.len()
 }
 
@@ -44,25 +69,52 @@ fn assert_counts<K: Ord + std::fmt::Debug>(
     let diff: Vec<String> = keys
         .into_iter()
         .filter(|k| got.get(k) != expected.get(k))
-        .map(|k| format!("  {k:?}: profile {:?}, trace {:?}", got.get(k), expected.get(k)))
+        .map(|k| {
+            format!(
+                "  {k:?}: profile {:?}, trace {:?}",
+                got.get(k),
+                expected.get(k)
+            )
+        })
         .collect();
     assert!(diff.is_empty(), "{what}:\n{}", diff.join("\n"));
 }
 
-fn assert_same(name: &str, inv: &Invocation, a: &programs::Outcome, b: &programs::Outcome, what: &str) {
-    assert_eq!(a.exit, b.exit, "{name} {inv:?}: exit differs under {what} instrumentation");
-    assert_eq!(a.stdout, b.stdout, "{name} {inv:?}: stdout differs under {what} instrumentation");
-    assert_eq!(a.results, b.results, "{name} {inv:?}: results differ under {what} instrumentation");
+fn assert_same(
+    name: &str,
+    inv: &Invocation,
+    a: &programs::Outcome,
+    b: &programs::Outcome,
+    what: &str,
+) {
+    assert_eq!(
+        a.exit, b.exit,
+        "{name} {inv:?}: exit differs under {what} instrumentation"
+    );
+    assert_eq!(
+        a.stdout, b.stdout,
+        "{name} {inv:?}: stdout differs under {what} instrumentation"
+    );
+    assert_eq!(
+        a.results, b.results,
+        "{name} {inv:?}: results differ under {what} instrumentation"
+    );
 }
 
 #[test]
 fn wat_fixtures_counts_equal_trace() {
     let engine = pathprof_runner::engine().unwrap();
     let dir = programs::root().join("tests/fixtures/wat");
-    let mut fixtures: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     fixtures.sort();
     let mut checked = 0;
-    for path in fixtures.iter().filter(|p| p.extension().is_some_and(|e| e == "wat")) {
+    for path in fixtures
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "wat"))
+    {
         let module = pathprof::input::read_module(path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy();
         if programs::needs_host_imports(&engine, &module) {
@@ -85,8 +137,12 @@ fn c_programs_counts_equal_trace() {
     for (name, inv) in programs::c_cases() {
         for opt in ["O0", "O2"] {
             let path = build.join(format!("{name}.{opt}.wasm"));
-            let module = std::fs::read(&path)
-                .unwrap_or_else(|e| panic!("{}: {e} (run scripts/build-c-fixtures.sh first)", path.display()));
+            let module = std::fs::read(&path).unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e} (run scripts/build-c-fixtures.sh first)",
+                    path.display()
+                )
+            });
             let paths = check(&engine, &format!("{name}.{opt}"), &module, &inv);
             assert!(paths > 0, "{name}.{opt} {inv:?} executed no path");
             let plain = programs::run(&engine, &module, &inv, false);
@@ -95,7 +151,10 @@ fn c_programs_counts_equal_trace() {
         }
     }
     assert!(runs >= 60, "only {runs} C runs were checked");
-    assert!(abrupt > 0, "no C case ends abruptly (exit() deep in a call chain)");
+    assert!(
+        abrupt > 0,
+        "no C case ends abruptly (exit() deep in a call chain)"
+    );
 }
 
 /// Every function's paths counted in an in-module hash table (none in
@@ -107,30 +166,55 @@ fn hash_tables_count_exactly_and_account_for_what_they_drop() {
     let engine = pathprof_runner::engine().unwrap();
     let build = programs::root().join("tests/fixtures/c/build");
     let mut lost_somewhere = false;
-    for (name, inv) in programs::c_cases().into_iter().filter(|(n, _)| n == "interp" || n == "sort") {
-        let module = std::fs::read(build.join(format!("{name}.O2.wasm"))).expect("run scripts/build-c-fixtures.sh");
-        let traced = driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+    for (name, inv) in programs::c_cases()
+        .into_iter()
+        .filter(|(n, _)| n == "interp" || n == "sort")
+    {
+        let module = std::fs::read(build.join(format!("{name}.O2.wasm")))
+            .expect("run scripts/build-c-fixtures.sh");
+        let traced =
+            driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
         let trace = programs::run(&engine, &traced.bytes, &inv, true).trace;
 
         let mut opts = driver::Options::default();
         opts.ball_larus.array_max = 0;
         let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
         let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
-        assert_counts(&programs::path_counts(&profile).paths, &expected.paths, &format!("{name} {inv:?}: hash-table counts"));
+        assert_counts(
+            &programs::path_counts(&profile).paths,
+            &expected.paths,
+            &format!("{name} {inv:?}: hash-table counts"),
+        );
 
         opts.ball_larus.hash_capacity = 2;
         let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
         for f in &profile.functions {
-            let pathprof_profile::FunctionData::Path { counts, .. } = &f.data else { unreachable!() };
-            let seen: u64 = expected.paths.iter().filter(|(k, _)| k.func == f.func_index).map(|(_, c)| c).sum();
+            let pathprof_profile::FunctionData::Path { counts, .. } = &f.data else {
+                unreachable!()
+            };
+            let seen: u64 = expected
+                .paths
+                .iter()
+                .filter(|(k, _)| k.func == f.func_index)
+                .map(|(_, c)| c)
+                .sum();
             let kept: u64 = counts.paths.iter().map(|(_, c)| c).sum();
-            assert_eq!(kept + counts.lost, seen, "{name} {inv:?} {}: kept + lost", f.display_name());
+            assert_eq!(
+                kept + counts.lost,
+                seen,
+                "{name} {inv:?} {}: kept + lost",
+                f.display_name()
+            );
             assert!(counts.paths.len() <= 2);
             lost_somewhere |= counts.lost > 0;
         }
         let got = programs::path_counts(&profile).paths;
         for (key, count) in &got {
-            assert_eq!(Some(count), expected.paths.get(key), "{name} {inv:?}: a kept count is not exact");
+            assert_eq!(
+                Some(count),
+                expected.paths.get(key),
+                "{name} {inv:?}: a kept count is not exact"
+            );
         }
     }
     assert!(lost_somewhere, "no table of two entries ever overflowed");
@@ -143,20 +227,35 @@ fn truncated_paths_count_exactly() {
     let engine = pathprof_runner::engine().unwrap();
     let build = programs::root().join("tests/fixtures/c/build");
     let mut cuts = 0;
-    for (name, inv) in programs::c_cases().into_iter().filter(|(n, _)| n == "interp" || n == "strproc") {
+    for (name, inv) in programs::c_cases()
+        .into_iter()
+        .filter(|(n, _)| n == "interp" || n == "strproc")
+    {
         for opt in ["O0", "O2"] {
-            let module = std::fs::read(build.join(format!("{name}.{opt}.wasm"))).expect("run scripts/build-c-fixtures.sh");
+            let module = std::fs::read(build.join(format!("{name}.{opt}.wasm")))
+                .expect("run scripts/build-c-fixtures.sh");
             let mut opts = driver::Options::default();
             opts.ball_larus.truncate_above = 8;
-            let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+            let (_, profile) =
+                programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
             let graphs = programs::graphs_cut_as(&module, &profile);
             for f in &profile.functions {
-                let pathprof_profile::FunctionData::Path { numbered, .. } = &f.data else { unreachable!() };
+                let pathprof_profile::FunctionData::Path { numbered, .. } = &f.data else {
+                    unreachable!()
+                };
                 cuts += numbered.cut_nodes.len();
             }
-            let traced = driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
-            let expected = oracle::count(&programs::run(&engine, &traced.bytes, &inv, true).trace, &graphs);
-            assert_counts(&programs::path_counts(&profile).paths, &expected.paths, &format!("{name}.{opt} {inv:?}: truncated counts"));
+            let traced =
+                driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+            let expected = oracle::count(
+                &programs::run(&engine, &traced.bytes, &inv, true).trace,
+                &graphs,
+            );
+            assert_counts(
+                &programs::path_counts(&profile).paths,
+                &expected.paths,
+                &format!("{name}.{opt} {inv:?}: truncated counts"),
+            );
         }
     }
     assert!(cuts > 10, "only {cuts} cuts: the threshold did not bite");
@@ -169,18 +268,41 @@ fn truncated_paths_count_exactly() {
 fn weights_from_a_prior_profile_keep_counts_exact() {
     let engine = pathprof_runner::engine().unwrap();
     let build = programs::root().join("tests/fixtures/c/build");
-    let module = std::fs::read(build.join("interp.O2.wasm")).expect("run scripts/build-c-fixtures.sh");
-    let cases: Vec<_> = programs::c_cases().into_iter().filter(|(n, _)| n == "interp").take(4).collect();
-    let (_, train) = programs::profiled_run(&engine, &module, Technique::Edge, &driver::Options::default(), &cases[0].1);
-    let weighted = driver::Options { weights: Some(train), ..driver::Options::default() };
+    let module =
+        std::fs::read(build.join("interp.O2.wasm")).expect("run scripts/build-c-fixtures.sh");
+    let cases: Vec<_> = programs::c_cases()
+        .into_iter()
+        .filter(|(n, _)| n == "interp")
+        .take(4)
+        .collect();
+    let (_, train) = programs::profiled_run(
+        &engine,
+        &module,
+        Technique::Edge,
+        &driver::Options::default(),
+        &cases[0].1,
+    );
+    let weighted = driver::Options {
+        weights: Some(train),
+        ..driver::Options::default()
+    };
     let plain = driver::instrument(&module, Technique::Path, &driver::Options::default()).unwrap();
     let with = driver::instrument(&module, Technique::Path, &weighted).unwrap();
-    assert_ne!(plain.bytes, with.bytes, "the weights changed no spanning tree");
+    assert_ne!(
+        plain.bytes, with.bytes,
+        "the weights changed no spanning tree"
+    );
     for (name, inv) in &cases {
-        let traced = driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+        let traced =
+            driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
         let trace = programs::run(&engine, &traced.bytes, inv, true).trace;
-        let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &weighted, inv);
+        let (_, profile) =
+            programs::profiled_run(&engine, &module, Technique::Path, &weighted, inv);
         let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
-        assert_counts(&programs::path_counts(&profile).paths, &expected.paths, &format!("{name} {inv:?}: weighted"));
+        assert_counts(
+            &programs::path_counts(&profile).paths,
+            &expected.paths,
+            &format!("{name} {inv:?}: weighted"),
+        );
     }
 }

@@ -66,7 +66,11 @@ impl Cfg {
 
     /// A graph holding only `ENTRY` and `EXIT`.
     pub fn new() -> Self {
-        Cfg { edges: Vec::new(), succs: vec![Vec::new(), Vec::new()], preds: vec![Vec::new(), Vec::new()] }
+        Cfg {
+            edges: Vec::new(),
+            succs: vec![Vec::new(), Vec::new()],
+            preds: vec![Vec::new(), Vec::new()],
+        }
     }
 
     /// Adds a basic block and returns its id.

@@ -113,7 +113,10 @@ impl Dag {
         let mut cut = vec![false; n];
         for &v in cuts {
             if v.index() >= n {
-                return Err(GraphError::NodeOutOfRange { node: v, num_nodes: n });
+                return Err(GraphError::NodeOutOfRange {
+                    node: v,
+                    num_nodes: n,
+                });
             }
             cut[v.index()] = v != Cfg::ENTRY;
         }
@@ -136,7 +139,11 @@ impl Dag {
     /// grows to cover every node an edge names. The edges are not checked for
     /// cycles here; [`crate::numbering::number`] reports one.
     pub fn from_edges(num_nodes: usize, edges: &[(NodeId, NodeId, DagEdgeKind)]) -> Dag {
-        let named = edges.iter().map(|&(s, d, _)| s.index().max(d.index()) + 1).max().unwrap_or(0);
+        let named = edges
+            .iter()
+            .map(|&(s, d, _)| s.index().max(d.index()) + 1)
+            .max()
+            .unwrap_or(0);
         let mut dag = Dag::empty(num_nodes.max(named).max(2));
         for &(src, dst, kind) in edges {
             let id = dag.push(src, dst, kind);
@@ -204,7 +211,8 @@ impl Dag {
             }
         }
         for w in cfg.nodes().filter(|w| needs_entry[w.index()]) {
-            self.entry_dummy_of[w.index()] = Some(self.push(Cfg::ENTRY, w, DagEdgeKind::EntryDummy));
+            self.entry_dummy_of[w.index()] =
+                Some(self.push(Cfg::ENTRY, w, DagEdgeKind::EntryDummy));
         }
         for v in cfg.nodes().filter(|v| needs_exit[v.index()]) {
             self.exit_dummy_of[v.index()] = Some(self.push(v, Cfg::EXIT, DagEdgeKind::ExitDummy));
@@ -213,15 +221,21 @@ impl Dag {
 
     /// Fills `cfg_to_dag` and the per-role lists.
     fn map_cfg_edges(&mut self, cfg: &Cfg, roles: &[Role]) {
-        let mut real = self.edges.iter().enumerate().filter_map(|(i, d)| match d.kind {
-            DagEdgeKind::Real(_) => Some(DagEdgeId::new(i)),
-            _ => None,
-        });
+        let mut real = self
+            .edges
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| match d.kind {
+                DagEdgeKind::Real(_) => Some(DagEdgeId::new(i)),
+                _ => None,
+            });
         for e in cfg.edge_ids() {
             let (v, w) = cfg.edge(e);
             let dummies = || {
-                let exit = self.exit_dummy_of[v.index()].expect("source of a backedge or cut has an ExitDummy");
-                let entry = self.entry_dummy_of[w.index()].expect("target of a backedge or cut has an EntryDummy");
+                let exit = self.exit_dummy_of[v.index()]
+                    .expect("source of a backedge or cut has an ExitDummy");
+                let entry = self.entry_dummy_of[w.index()]
+                    .expect("target of a backedge or cut has an EntryDummy");
                 vec![exit, entry]
             };
             let mapped = match roles[e.index()] {

@@ -28,7 +28,11 @@ pub(crate) struct Dfs {
 impl Dfs {
     pub(crate) fn run(cfg: &Cfg) -> Dfs {
         let n = cfg.num_nodes();
-        let mut dfs = Dfs { pre: vec![UNREACHED; n], last: vec![0; n], order: Vec::with_capacity(n) };
+        let mut dfs = Dfs {
+            pre: vec![UNREACHED; n],
+            last: vec![0; n],
+            order: Vec::with_capacity(n),
+        };
         // Each frame: a node and the index of its next successor edge to explore.
         let mut stack: Vec<(NodeId, usize)> = Vec::new();
         dfs.discover(Cfg::ENTRY, &mut stack);

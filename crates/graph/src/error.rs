@@ -13,7 +13,9 @@ use crate::cfg::{EdgeId, NodeId};
 pub enum GraphError {
     /// NumPaths overflowed `u64`, or truncation (section 5.3) could not bring
     /// the number of paths under the requested threshold.
-    #[error("too many acyclic paths: the count overflows or cannot be truncated under the threshold")]
+    #[error(
+        "too many acyclic paths: the count overflows or cannot be truncated under the threshold"
+    )]
     TooManyPaths,
     /// A path number at or past NumPaths(ENTRY).
     #[error("path number {path} out of range: there are {total} paths")]
@@ -33,7 +35,11 @@ pub enum GraphError {
     InvalidNumbering { reason: &'static str },
     /// A per-edge or per-node slice of the wrong length.
     #[error("{what} has {got} entries, the graph needs {expected}")]
-    LengthMismatch { what: &'static str, got: usize, expected: usize },
+    LengthMismatch {
+        what: &'static str,
+        got: usize,
+        expected: usize,
+    },
     #[error("node {node} out of range: the graph has {num_nodes} nodes")]
     NodeOutOfRange { node: NodeId, num_nodes: usize },
     /// Flow conservation fails at `node`: a derived edge count would be

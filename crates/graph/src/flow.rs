@@ -25,7 +25,9 @@ use crate::mst::max_spanning_tree;
 /// (true = uninstrumented). Missing weights count as 0; ties go to the lower
 /// edge id.
 pub fn edge_spanning_tree(cfg: &Cfg, weights: &[u64]) -> Vec<bool> {
-    max_spanning_tree(cfg.num_nodes(), cfg.edge_list(), |i| weights.get(i).copied().unwrap_or(0))
+    max_spanning_tree(cfg.num_nodes(), cfg.edge_list(), |i| {
+        weights.get(i).copied().unwrap_or(0)
+    })
 }
 
 /// The tree edges still unknown, plus the virtual edge (index `num_edges`).
@@ -52,7 +54,13 @@ pub fn derive_edge_counts(
     let (n, m) = (cfg.num_nodes(), cfg.num_edges());
     check_len("in_tree", in_tree.len(), m)?;
     check_len("chord_counts", chord_counts.len(), m)?;
-    let ends = |i: usize| if i == m { (Cfg::EXIT, Cfg::ENTRY) } else { cfg.edge(EdgeId::new(i)) };
+    let ends = |i: usize| {
+        if i == m {
+            (Cfg::EXIT, Cfg::ENTRY)
+        } else {
+            cfg.edge(EdgeId::new(i))
+        }
+    };
     // Per node: known flow in minus known flow out.
     let mut balance = vec![0i128; n];
     let mut counts: Vec<Option<u64>> = vec![None; m + 1];
@@ -65,12 +73,18 @@ pub fn derive_edge_counts(
     }
     for &(v, c) in abrupt_exits {
         if v.index() >= n {
-            return Err(GraphError::NodeOutOfRange { node: v, num_nodes: n });
+            return Err(GraphError::NodeOutOfRange {
+                node: v,
+                num_nodes: n,
+            });
         }
         balance[v.index()] -= i128::from(c);
         balance[Cfg::EXIT.index()] += i128::from(c);
     }
-    let mut unknowns = Unknowns { touching: vec![Vec::new(); n], left: vec![0; n] };
+    let mut unknowns = Unknowns {
+        touching: vec![Vec::new(); n],
+        left: vec![0; n],
+    };
     for e in (0..=m).filter(|&e| e == m || in_tree[e]) {
         let (v, w) = ends(e);
         for x in [v, w] {
@@ -86,7 +100,11 @@ fn check_len(what: &'static str, got: usize, expected: usize) -> Result<(), Grap
     if got == expected {
         Ok(())
     } else {
-        Err(GraphError::LengthMismatch { what, got, expected })
+        Err(GraphError::LengthMismatch {
+            what,
+            got,
+            expected,
+        })
     }
 }
 
@@ -107,7 +125,10 @@ fn peel(
         if unknowns.left[v] != 1 {
             continue;
         }
-        let e = *unknowns.touching[v].iter().find(|&&e| counts[e].is_none()).expect("one unknown edge left");
+        let e = *unknowns.touching[v]
+            .iter()
+            .find(|&&e| counts[e].is_none())
+            .expect("one unknown edge left");
         let (src, dst) = ends(e);
         let node = NodeId::new(v);
         // Out of v: in - out - c = 0; into v: in + c - out = 0.
@@ -137,5 +158,7 @@ fn check_balanced(balance: &[i128], node: NodeId) -> Result<(), GraphError> {
 
 /// The counts of the CFG edges, once all are known.
 fn finish(cfg: &Cfg, counts: Vec<Option<u64>>) -> Result<Vec<u64>, GraphError> {
-    cfg.edge_ids().map(|e| counts[e.index()].ok_or(GraphError::NotASpanningForest { edge: e })).collect()
+    cfg.edge_ids()
+        .map(|e| counts[e.index()].ok_or(GraphError::NotASpanningForest { edge: e }))
+        .collect()
 }

@@ -57,7 +57,9 @@ impl Numbering {
             num_paths[v.index()] = if dag.succs(v).is_empty() {
                 1
             } else {
-                let through = |&d: &DagEdgeId| val[d.index()].saturating_add(num_paths[dag.edge(d).dst.index()]);
+                let through = |&d: &DagEdgeId| {
+                    val[d.index()].saturating_add(num_paths[dag.edge(d).dst.index()])
+                };
                 dag.succs(v).iter().map(through).max().unwrap_or(0)
             };
         }
@@ -67,7 +69,8 @@ impl Numbering {
     /// The path number of a DAG path: the sum of Val along it (wrapping, as
     /// the path register does).
     pub fn path_sum(&self, path: &[DagEdgeId]) -> u64 {
-        path.iter().fold(0u64, |sum, d| sum.wrapping_add(self.val[d.index()]))
+        path.iter()
+            .fold(0u64, |sum, d| sum.wrapping_add(self.val[d.index()]))
     }
 }
 
@@ -113,7 +116,9 @@ pub fn number(dag: &Dag) -> Result<Numbering, GraphError> {
         let mut sum = 0u64;
         for &d in &sorted {
             val[d.index()] = sum;
-            sum = sum.checked_add(num_paths[dag.edge(d).dst.index()]).ok_or(GraphError::TooManyPaths)?;
+            sum = sum
+                .checked_add(num_paths[dag.edge(d).dst.index()])
+                .ok_or(GraphError::TooManyPaths)?;
         }
         num_paths[v.index()] = sum;
     }
@@ -154,7 +159,11 @@ pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering)
     let everywhere: Vec<NodeId> = order
         .iter()
         .copied()
-        .filter(|&v| v != Cfg::ENTRY && base.reachable[v.index()] && base.succs(v).iter().any(|&d| cuttable_edge(&base, d)))
+        .filter(|&v| {
+            v != Cfg::ENTRY
+                && base.reachable[v.index()]
+                && base.succs(v).iter().any(|&d| cuttable_edge(&base, d))
+        })
         .collect();
     let dag = Dag::with_cuts(cfg, &everywhere)?;
     let numbering = number(&dag)?;
@@ -184,7 +193,9 @@ fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64) -> Vec<NodeId> {
             num_paths[v.index()] = 1;
             continue;
         }
-        let sum = succs.iter().try_fold(0u64, |s, &d| s.checked_add(num_paths[dag.edge(d).dst.index()]));
+        let sum = succs.iter().try_fold(0u64, |s, &d| {
+            s.checked_add(num_paths[dag.edge(d).dst.index()])
+        });
         let cuttable = v != Cfg::ENTRY && succs.iter().any(|&d| cuttable_edge(dag, d));
         num_paths[v.index()] = match sum {
             Some(s) if s <= t => s,

@@ -103,12 +103,16 @@ pub struct PppNumbering {
 }
 
 /// The error for an interesting path that is not an ENTRY->EXIT path of the DAG.
-const NOT_A_PATH: GraphError =
-    GraphError::InvalidNumbering { reason: "an interesting path is not an ENTRY->EXIT path of the DAG" };
+const NOT_A_PATH: GraphError = GraphError::InvalidNumbering {
+    reason: "an interesting path is not an ENTRY->EXIT path of the DAG",
+};
 
 /// The distinct interesting paths, sorted, each checked to be an ENTRY->EXIT
 /// path of `dag`.
-fn distinct_paths(dag: &Dag, interesting: &[Vec<DagEdgeId>]) -> Result<Vec<Vec<DagEdgeId>>, GraphError> {
+fn distinct_paths(
+    dag: &Dag,
+    interesting: &[Vec<DagEdgeId>],
+) -> Result<Vec<Vec<DagEdgeId>>, GraphError> {
     for path in interesting {
         let (Some(first), Some(last)) = (path.first(), path.last()) else {
             return Err(NOT_A_PATH);
@@ -116,7 +120,9 @@ fn distinct_paths(dag: &Dag, interesting: &[Vec<DagEdgeId>]) -> Result<Vec<Vec<D
         if path.iter().any(|d| d.index() >= dag.num_edges()) {
             return Err(NOT_A_PATH);
         }
-        let chained = path.windows(2).all(|w| dag.edge(w[0]).dst == dag.edge(w[1]).src);
+        let chained = path
+            .windows(2)
+            .all(|w| dag.edge(w[0]).dst == dag.edge(w[1]).src);
         if dag.edge(*first).src != Cfg::ENTRY || dag.edge(*last).dst != Cfg::EXIT || !chained {
             return Err(NOT_A_PATH);
         }
@@ -136,15 +142,27 @@ fn distinct_paths(dag: &Dag, interesting: &[Vec<DagEdgeId>]) -> Result<Vec<Vec<D
 /// edge, [`GraphError::InvalidNumbering`] if an interesting path is not an
 /// ENTRY->EXIT path of `dag`, and [`GraphError::TooManyPaths`] if an id
 /// overflows `i64`.
-pub fn compute_ppp_increments(dag: &Dag, bl: &Numbering, interesting: &[Vec<DagEdgeId>]) -> Result<PppNumbering, GraphError> {
+pub fn compute_ppp_increments(
+    dag: &Dag,
+    bl: &Numbering,
+    interesting: &[Vec<DagEdgeId>],
+) -> Result<PppNumbering, GraphError> {
     if bl.val.len() != dag.num_edges() {
-        return Err(GraphError::LengthMismatch { what: "Ball-Larus Val", got: bl.val.len(), expected: dag.num_edges() });
+        return Err(GraphError::LengthMismatch {
+            what: "Ball-Larus Val",
+            got: bl.val.len(),
+            expected: dag.num_edges(),
+        });
     }
     let order = topological_order(dag)?;
     let paths = distinct_paths(dag, interesting)?;
     let mut inc = vec![0i64; dag.num_edges()];
     if paths.is_empty() {
-        return Ok(PppNumbering { inc, min: 0, max: 0 });
+        return Ok(PppNumbering {
+            inc,
+            min: 0,
+            max: 0,
+        });
     }
     // paths_I(e) with each path's prefix key at e: (key, path index).
     let mut through: Vec<Vec<(u64, usize)>> = vec![Vec::new(); dag.num_edges()];
@@ -169,8 +187,17 @@ pub fn compute_ppp_increments(dag: &Dag, bl: &Numbering, interesting: &[Vec<DagE
             let mut w: Option<i64> = None;
             for group in list.chunk_by(|a, b| a.0 == b.0) {
                 let q = group[0].0;
-                let min = group.iter().map(|&(_, p)| pid[p]).min().expect("a group is not empty");
-                let weight = cis.get(&q).copied().unwrap_or(0).checked_sub(min).ok_or(GraphError::TooManyPaths)?;
+                let min = group
+                    .iter()
+                    .map(|&(_, p)| pid[p])
+                    .min()
+                    .expect("a group is not empty");
+                let weight = cis
+                    .get(&q)
+                    .copied()
+                    .unwrap_or(0)
+                    .checked_sub(min)
+                    .ok_or(GraphError::TooManyPaths)?;
                 w = Some(w.map_or(weight, |w| w.max(weight)));
             }
             let w = w.expect("the list is not empty");
@@ -180,8 +207,15 @@ pub fn compute_ppp_increments(dag: &Dag, bl: &Numbering, interesting: &[Vec<DagE
             }
             // Lines 17-20.
             for group in list.chunk_by(|a, b| a.0 == b.0) {
-                let max = group.iter().map(|&(_, p)| pid[p]).max().expect("a group is not empty");
-                cis.insert(group[0].0, max.checked_add(1).ok_or(GraphError::TooManyPaths)?);
+                let max = group
+                    .iter()
+                    .map(|&(_, p)| pid[p])
+                    .max()
+                    .expect("a group is not empty");
+                cis.insert(
+                    group[0].0,
+                    max.checked_add(1).ok_or(GraphError::TooManyPaths)?,
+                );
             }
             inc[e.index()] = w;
             // The entries are no longer needed.
@@ -196,7 +230,8 @@ pub fn compute_ppp_increments(dag: &Dag, bl: &Numbering, interesting: &[Vec<DagE
 /// The PPP id of a DAG path: the sum of `inc` along it (wrapping; an
 /// uninteresting path's id is only compared, never trusted).
 pub fn ppp_id(numbering: &PppNumbering, path: &[DagEdgeId]) -> i64 {
-    path.iter().fold(0i64, |sum, d| sum.wrapping_add(numbering.inc[d.index()]))
+    path.iter()
+        .fold(0i64, |sum, d| sum.wrapping_add(numbering.inc[d.index()]))
 }
 
 /// Compactness (Problem A, as a difference): the size of the id interval
@@ -251,16 +286,33 @@ pub struct Chosen {
 /// returns the one with the smaller [`delta`], PPP on a tie. Errors as
 /// [`compute_ppp_increments`]; [`GraphError::TooManyPaths`] also if a Val or
 /// Ball-Larus id does not fit `i64`.
-pub fn choose(dag: &Dag, bl: &Numbering, interesting: &[Vec<DagEdgeId>]) -> Result<Chosen, GraphError> {
+pub fn choose(
+    dag: &Dag,
+    bl: &Numbering,
+    interesting: &[Vec<DagEdgeId>],
+) -> Result<Chosen, GraphError> {
     let ppp = compute_ppp_increments(dag, bl, interesting)?;
     let distinct = distinct_paths(dag, interesting)?;
     if delta(&ppp, distinct.len()) <= ball_larus_delta(bl, &distinct) {
-        return Ok(Chosen { scheme: Scheme::Ppp, numbering: ppp });
+        return Ok(Chosen {
+            scheme: Scheme::Ppp,
+            numbering: ppp,
+        });
     }
     let to_i64 = |x: u64| i64::try_from(x).map_err(|_| GraphError::TooManyPaths);
-    let inc = bl.val.iter().map(|&v| to_i64(v)).collect::<Result<Vec<i64>, _>>()?;
-    let ids = distinct.iter().map(|p| to_i64(bl.path_sum(p))).collect::<Result<Vec<i64>, _>>()?;
+    let inc = bl
+        .val
+        .iter()
+        .map(|&v| to_i64(v))
+        .collect::<Result<Vec<i64>, _>>()?;
+    let ids = distinct
+        .iter()
+        .map(|p| to_i64(bl.path_sum(p)))
+        .collect::<Result<Vec<i64>, _>>()?;
     let min = *ids.iter().min().expect("PPP wins when there is no path");
     let max = *ids.iter().max().expect("PPP wins when there is no path");
-    Ok(Chosen { scheme: Scheme::BallLarus, numbering: PppNumbering { inc, min, max } })
+    Ok(Chosen {
+        scheme: Scheme::BallLarus,
+        numbering: PppNumbering { inc, min, max },
+    })
 }

@@ -58,7 +58,11 @@ pub struct Increments {
 impl Increments {
     /// The chords, in id order.
     pub fn chords(&self) -> impl Iterator<Item = DagEdgeId> + '_ {
-        self.chord.iter().enumerate().filter(|(_, &c)| c).map(|(i, _)| DagEdgeId::new(i))
+        self.chord
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c)
+            .map(|(i, _)| DagEdgeId::new(i))
     }
     pub fn num_chords(&self) -> usize {
         self.chord.iter().filter(|&&c| c).count()
@@ -70,23 +74,28 @@ impl Increments {
 /// edge id) and computes each chord's increment (3.3).
 pub fn chord_increments(dag: &Dag, numbering: &Numbering, weights: &[u64]) -> Increments {
     let ends: Vec<(NodeId, NodeId)> = dag.edges.iter().map(|e| (e.src, e.dst)).collect();
-    let in_tree = max_spanning_tree(dag.num_nodes, &ends, |i| weights.get(i).copied().unwrap_or(0));
+    let in_tree = max_spanning_tree(dag.num_nodes, &ends, |i| {
+        weights.get(i).copied().unwrap_or(0)
+    });
     let val = |i: usize| numbering.val.get(i).copied().unwrap_or(0);
     let phi = potentials(dag, &in_tree, val);
     let inc = ends
         .iter()
         .enumerate()
-        .map(
-            |(i, &(u, v))| {
-                if in_tree[i] {
-                    0
-                } else {
-                    phi[u.index()].wrapping_add(val(i)).wrapping_sub(phi[v.index()]) as i64
-                }
-            },
-        )
+        .map(|(i, &(u, v))| {
+            if in_tree[i] {
+                0
+            } else {
+                phi[u.index()]
+                    .wrapping_add(val(i))
+                    .wrapping_sub(phi[v.index()]) as i64
+            }
+        })
         .collect();
-    Increments { chord: in_tree.iter().map(|&t| !t).collect(), inc }
+    Increments {
+        chord: in_tree.iter().map(|&t| !t).collect(),
+        inc,
+    }
 }
 
 /// `phi` per node: along every tree edge `u->v`, `phi(v) = phi(u) + Val`;

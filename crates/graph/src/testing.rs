@@ -70,7 +70,18 @@ pub fn figure1() -> (Cfg, [NodeId; 6]) {
     let mut cfg = Cfg::new();
     let n: [NodeId; 6] = std::array::from_fn(|_| cfg.add_node());
     let [a, b, c, d, e, f] = n;
-    for (s, t) in [(Cfg::ENTRY, a), (a, b), (a, c), (b, c), (b, d), (c, d), (d, f), (d, e), (e, f), (f, Cfg::EXIT)] {
+    for (s, t) in [
+        (Cfg::ENTRY, a),
+        (a, b),
+        (a, c),
+        (b, c),
+        (b, d),
+        (c, d),
+        (d, f),
+        (d, e),
+        (e, f),
+        (f, Cfg::EXIT),
+    ] {
         cfg.add_edge(s, t);
     }
     (cfg, n)
@@ -155,7 +166,10 @@ pub fn random_walk(cfg: &Cfg, choices: &[u32]) -> Walk {
     let mut v = Cfg::ENTRY;
     for &choice in choices {
         if v == Cfg::EXIT {
-            return Walk { edges, end: WalkEnd::Exit };
+            return Walk {
+                edges,
+                end: WalkEnd::Exit,
+            };
         }
         let succs = cfg.succs(v);
         if succs.is_empty() {
@@ -165,6 +179,10 @@ pub fn random_walk(cfg: &Cfg, choices: &[u32]) -> Walk {
         edges.push(e);
         v = cfg.dst(e);
     }
-    let end = if v == Cfg::EXIT { WalkEnd::Exit } else { WalkEnd::Abrupt(v) };
+    let end = if v == Cfg::EXIT {
+        WalkEnd::Exit
+    } else {
+        WalkEnd::Abrupt(v)
+    };
     Walk { edges, end }
 }

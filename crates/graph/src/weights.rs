@@ -66,7 +66,10 @@ impl LoopForest {
     fn build(cfg: &Cfg, dfs: &Dfs) -> LoopForest {
         let n = dfs.preorder().len();
         let (back_preds, mut other_preds) = split_preds(cfg, dfs);
-        let mut forest = LoopForest { header: vec![None; n], is_head: vec![false; n] };
+        let mut forest = LoopForest {
+            header: vec![None; n],
+            is_head: vec![false; n],
+        };
         // Union-find whose representative is the outermost collapsed head.
         let mut collapsed: Vec<usize> = (0..n).collect();
         // `in_body[x] == w + 1` marks x as collected into the loop of w.
@@ -117,7 +120,11 @@ fn split_preds(cfg: &Cfg, dfs: &Dfs) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
         if !dfs.reached(v) {
             continue;
         }
-        let list = if dfs.is_backedge(cfg, e) { &mut back } else { &mut other };
+        let list = if dfs.is_backedge(cfg, e) {
+            &mut back
+        } else {
+            &mut other
+        };
         list[dfs.pre(w)].push(dfs.pre(v));
     }
     (back, other)

@@ -28,13 +28,24 @@ pub const FORMAT_VERSION: u32 = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: not a pathprof profile ({reason})")]
     NotAProfile { path: PathBuf, reason: String },
     #[error("{path}: profile format version {found}, this pathprof reads version {expected}")]
-    Version { path: PathBuf, found: u32, expected: u32 },
+    Version {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
     #[error("{path}: profile is of module {found}, not of this module ({expected})")]
-    ModuleMismatch { path: PathBuf, found: String, expected: String },
+    ModuleMismatch {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
     #[error("cannot merge: {0}")]
     Merge(String),
 }
@@ -118,9 +129,16 @@ pub struct Edge {
 #[serde(tag = "technique", rename_all = "snake_case")]
 pub enum FunctionData {
     /// Ball-Larus path profile.
-    Path { numbered: Numbered, counts: PathCounts },
+    Path {
+        numbered: Numbered,
+        counts: PathCounts,
+    },
     /// Edge profile: chord counters and every edge's derived count.
-    Edge { chords: Chords, chord_counts: Vec<u64>, edge_counts: Vec<u64> },
+    Edge {
+        chords: Chords,
+        chord_counts: Vec<u64>,
+        edge_counts: Vec<u64>,
+    },
 }
 
 impl Profile {
@@ -140,21 +158,32 @@ impl Profile {
 
     /// Reads and checks a profile file.
     pub fn read(path: &Path) -> Result<Profile, ProfileError> {
-        let bytes = std::fs::read(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| ProfileError::Io {
+            path: path.into(),
+            source,
+        })?;
         Self::from_bytes(path, &bytes)
     }
 
     /// Parses and checks profile bytes; `path` names them in errors.
     pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Profile, ProfileError> {
-        let not = |reason: String| ProfileError::NotAProfile { path: path.into(), reason };
-        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| not(format!("not JSON: {e}")))?;
+        let not = |reason: String| ProfileError::NotAProfile {
+            path: path.into(),
+            reason,
+        };
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| not(format!("not JSON: {e}")))?;
         if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
             return Err(not("no \"format\": \"pathprof-profile\" field".into()));
         }
         let found = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
         if found != u64::from(FORMAT_VERSION) {
             let found = u32::try_from(found).unwrap_or(u32::MAX);
-            return Err(ProfileError::Version { path: path.into(), found, expected: FORMAT_VERSION });
+            return Err(ProfileError::Version {
+                path: path.into(),
+                found,
+                expected: FORMAT_VERSION,
+            });
         }
         let profile: Profile = serde_json::from_value(value).map_err(|e| not(e.to_string()))?;
         profile.check_consistent().map_err(not)?;
@@ -165,23 +194,41 @@ impl Profile {
     fn check_consistent(&self) -> Result<(), String> {
         for f in &self.functions {
             let nodes = f.blocks.len();
-            if f.edges.iter().any(|e| e.src.index() >= nodes || e.dst.index() >= nodes) {
-                return Err(format!("function {}: an edge names a block that does not exist", f.func_index));
+            if f.edges
+                .iter()
+                .any(|e| e.src.index() >= nodes || e.dst.index() >= nodes)
+            {
+                return Err(format!(
+                    "function {}: an edge names a block that does not exist",
+                    f.func_index
+                ));
             }
             match &f.data {
                 FunctionData::Path { numbered, counts } => {
                     if numbered.num_nodes != nodes
-                        || numbered.dag_edges.iter().any(|e| e.src.index() >= nodes || e.dst.index() >= nodes)
+                        || numbered
+                            .dag_edges
+                            .iter()
+                            .any(|e| e.src.index() >= nodes || e.dst.index() >= nodes)
                     {
-                        return Err(format!("function {}: its path numbering does not fit its blocks", f.func_index));
+                        return Err(format!(
+                            "function {}: its path numbering does not fit its blocks",
+                            f.func_index
+                        ));
                     }
                     if counts.paths.iter().any(|&(p, _)| p >= numbered.total) {
-                        return Err(format!("function {}: a path number is out of range", f.func_index));
+                        return Err(format!(
+                            "function {}: a path number is out of range",
+                            f.func_index
+                        ));
                     }
                 }
                 FunctionData::Edge { edge_counts, .. } => {
                     if edge_counts.len() != f.edges.len() {
-                        return Err(format!("function {}: edge counts do not match its edges", f.func_index));
+                        return Err(format!(
+                            "function {}: edge counts do not match its edges",
+                            f.func_index
+                        ));
                     }
                 }
             }
@@ -219,7 +266,9 @@ impl Profile {
 impl FunctionProfile {
     /// A display name: the name section's, or `func[N]`.
     pub fn display_name(&self) -> String {
-        self.name.clone().unwrap_or_else(|| format!("func[{}]", self.func_index))
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("func[{}]", self.func_index))
     }
 }
 
@@ -231,7 +280,10 @@ fn short(hash: &str) -> String {
 /// rename, so readers never see a partial file and a failure leaves none.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ProfileError> {
     use std::io::Write;
-    let io = |source| ProfileError::Io { path: path.into(), source };
+    let io = |source| ProfileError::Io {
+        path: path.into(),
+        source,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

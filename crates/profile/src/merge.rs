@@ -7,22 +7,34 @@ use crate::{FunctionData, FunctionProfile, Profile, ProfileError};
 /// Sums `profiles` (at least one). Profiles of different modules, modes, or
 /// whose numbering of a function differs are refused.
 pub fn merge(profiles: &[Profile]) -> Result<Profile, ProfileError> {
-    let (first, rest) = profiles.split_first().ok_or_else(|| ProfileError::Merge("no profiles".into()))?;
+    let (first, rest) = profiles
+        .split_first()
+        .ok_or_else(|| ProfileError::Merge("no profiles".into()))?;
     let mut out = first.clone();
     for p in rest {
         if p.module_hash != out.module_hash {
-            return Err(ProfileError::Merge("the profiles are of different modules".into()));
+            return Err(ProfileError::Merge(
+                "the profiles are of different modules".into(),
+            ));
         }
         if p.mode != out.mode {
-            return Err(ProfileError::Merge(format!("profiles of different modes ({} and {})", out.mode, p.mode)));
+            return Err(ProfileError::Merge(format!(
+                "profiles of different modes ({} and {})",
+                out.mode, p.mode
+            )));
         }
         if p.functions.len() != out.functions.len() {
-            return Err(ProfileError::Merge("the profiles instrument different functions".into()));
+            return Err(ProfileError::Merge(
+                "the profiles instrument different functions".into(),
+            ));
         }
         for (a, b) in out.functions.iter_mut().zip(&p.functions) {
             merge_function(a, b)?;
         }
-        out.runs = out.runs.checked_add(p.runs).ok_or_else(|| ProfileError::Merge("too many runs".into()))?;
+        out.runs = out
+            .runs
+            .checked_add(p.runs)
+            .ok_or_else(|| ProfileError::Merge("too many runs".into()))?;
         out.abrupt_runs += p.abrupt_runs.min(p.runs);
     }
     Ok(out)
@@ -36,7 +48,16 @@ fn merge_function(a: &mut FunctionProfile, b: &FunctionProfile) -> Result<(), Pr
         return Err(mismatch());
     }
     match (&mut a.data, &b.data) {
-        (FunctionData::Path { numbered: na, counts: ca }, FunctionData::Path { numbered: nb, counts: cb }) => {
+        (
+            FunctionData::Path {
+                numbered: na,
+                counts: ca,
+            },
+            FunctionData::Path {
+                numbered: nb,
+                counts: cb,
+            },
+        ) => {
             if na != nb {
                 return Err(mismatch());
             }
@@ -50,8 +71,16 @@ fn merge_function(a: &mut FunctionProfile, b: &FunctionProfile) -> Result<(), Pr
             ca.lost = ca.lost.checked_add(cb.lost).ok_or_else(overflow)?;
         }
         (
-            FunctionData::Edge { chords: ka, chord_counts: cca, edge_counts: eca },
-            FunctionData::Edge { chords: kb, chord_counts: ccb, edge_counts: ecb },
+            FunctionData::Edge {
+                chords: ka,
+                chord_counts: cca,
+                edge_counts: eca,
+            },
+            FunctionData::Edge {
+                chords: kb,
+                chord_counts: ccb,
+                edge_counts: ecb,
+            },
         ) => {
             if ka != kb {
                 return Err(mismatch());

@@ -10,12 +10,27 @@ use pathprof_techniques::ball_larus::{self, PathCounts};
 fn diamond_profile(hash: &str, counts: &[(u64, u64)]) -> Profile {
     let mut cfg = Cfg::new();
     let n: Vec<NodeId> = (0..4).map(|_| cfg.add_node()).collect();
-    for (s, d) in [(Cfg::ENTRY, n[0]), (n[0], n[1]), (n[0], n[2]), (n[1], n[3]), (n[2], n[3]), (n[3], Cfg::EXIT)] {
+    for (s, d) in [
+        (Cfg::ENTRY, n[0]),
+        (n[0], n[1]),
+        (n[0], n[2]),
+        (n[1], n[3]),
+        (n[2], n[3]),
+        (n[3], Cfg::EXIT),
+    ] {
         cfg.add_edge(s, d);
     }
     let planned = ball_larus::plan(&cfg, None, &ball_larus::Options::default()).unwrap();
     assert_eq!(planned.numbered.total, 2);
-    let edges = cfg.edge_list().iter().map(|&(src, dst)| Edge { src, dst, kind: "Fallthrough".into() }).collect();
+    let edges = cfg
+        .edge_list()
+        .iter()
+        .map(|&(src, dst)| Edge {
+            src,
+            dst,
+            kind: "Fallthrough".into(),
+        })
+        .collect();
     let mut p = Profile::new(hash.into(), Mode::Path);
     p.runs = 1;
     p.functions.push(FunctionProfile {
@@ -25,14 +40,20 @@ fn diamond_profile(hash: &str, counts: &[(u64, u64)]) -> Profile {
         edges,
         data: FunctionData::Path {
             numbered: planned.numbered,
-            counts: PathCounts { paths: counts.to_vec(), self_loops: vec![], lost: 0 },
+            counts: PathCounts {
+                paths: counts.to_vec(),
+                self_loops: vec![],
+                lost: 0,
+            },
         },
     });
     p
 }
 
 fn err_of(bytes: &[u8]) -> String {
-    Profile::from_bytes(Path::new("p.json"), bytes).unwrap_err().to_string()
+    Profile::from_bytes(Path::new("p.json"), bytes)
+        .unwrap_err()
+        .to_string()
 }
 
 #[test]
@@ -46,19 +67,30 @@ fn round_trip_through_a_file() {
 
 #[test]
 fn bad_files_get_one_line_errors_naming_the_file() {
-    assert_eq!(err_of(b"\0asm"), "p.json: not a pathprof profile (not JSON: expected value at line 1 column 1)");
-    assert_eq!(err_of(b"{\"a\": 1}"), "p.json: not a pathprof profile (no \"format\": \"pathprof-profile\" field)");
-    let mut v: serde_json::Value = serde_json::from_str(&diamond_profile("ab", &[]).to_json()).unwrap();
+    assert_eq!(
+        err_of(b"\0asm"),
+        "p.json: not a pathprof profile (not JSON: expected value at line 1 column 1)"
+    );
+    assert_eq!(
+        err_of(b"{\"a\": 1}"),
+        "p.json: not a pathprof profile (no \"format\": \"pathprof-profile\" field)"
+    );
+    let mut v: serde_json::Value =
+        serde_json::from_str(&diamond_profile("ab", &[]).to_json()).unwrap();
     v["version"] = 2.into();
     assert_eq!(
         err_of(v.to_string().as_bytes()),
         "p.json: profile format version 2, this pathprof reads version 1"
     );
     let json = diamond_profile("ab", &[]).to_json();
-    assert!(err_of(&json.as_bytes()[..json.len() / 2]).starts_with("p.json: not a pathprof profile (not JSON: EOF"));
+    assert!(err_of(&json.as_bytes()[..json.len() / 2])
+        .starts_with("p.json: not a pathprof profile (not JSON: EOF"));
     // A path number the numbering cannot produce.
     let bad = diamond_profile("ab", &[(2, 1)]).to_json();
-    assert_eq!(err_of(bad.as_bytes()), "p.json: not a pathprof profile (function 3: a path number is out of range)");
+    assert_eq!(
+        err_of(bad.as_bytes()),
+        "p.json: not a pathprof profile (function 3: a path number is out of range)"
+    );
     for msg in [err_of(b"\0asm"), err_of(b"{}")] {
         assert_eq!(msg.lines().count(), 1);
     }
@@ -67,9 +99,13 @@ fn bad_files_get_one_line_errors_naming_the_file() {
 #[test]
 fn a_profile_of_another_module_is_refused() {
     let p = diamond_profile("aaaaaaaaaaaaaaaa", &[]);
-    assert!(p.check_module(Path::new("p.json"), "aaaaaaaaaaaaaaaa").is_ok());
+    assert!(p
+        .check_module(Path::new("p.json"), "aaaaaaaaaaaaaaaa")
+        .is_ok());
     assert_eq!(
-        p.check_module(Path::new("p.json"), "bbbbbbbbbbbbbbbbbb").unwrap_err().to_string(),
+        p.check_module(Path::new("p.json"), "bbbbbbbbbbbbbbbbbb")
+            .unwrap_err()
+            .to_string(),
         "p.json: profile is of module aaaaaaaaaaaa, not of this module (bbbbbbbbbbbb)"
     );
 }
@@ -80,7 +116,9 @@ fn merge_adds_counts_and_runs() {
     let b = diamond_profile("ab", &[(0, 2), (1, 7)]);
     let m = merge(&[a, b]).unwrap();
     assert_eq!(m.runs, 2);
-    let FunctionData::Path { counts, .. } = &m.functions[0].data else { panic!() };
+    let FunctionData::Path { counts, .. } = &m.functions[0].data else {
+        panic!()
+    };
     assert_eq!(counts.paths, vec![(0, 7), (1, 7)]);
 }
 
@@ -88,12 +126,21 @@ fn merge_adds_counts_and_runs() {
 fn merge_refuses_other_modules_modes_and_overflow() {
     let a = diamond_profile("ab", &[(0, 5)]);
     let other = diamond_profile("cd", &[(0, 5)]);
-    assert_eq!(merge(&[a.clone(), other]).unwrap_err().to_string(), "cannot merge: the profiles are of different modules");
+    assert_eq!(
+        merge(&[a.clone(), other]).unwrap_err().to_string(),
+        "cannot merge: the profiles are of different modules"
+    );
     let mut edge = a.clone();
     edge.mode = Mode::Edge;
-    assert_eq!(merge(&[a.clone(), edge]).unwrap_err().to_string(), "cannot merge: profiles of different modes (path and edge)");
+    assert_eq!(
+        merge(&[a.clone(), edge]).unwrap_err().to_string(),
+        "cannot merge: profiles of different modes (path and edge)"
+    );
     let big = diamond_profile("ab", &[(0, u64::MAX)]);
-    assert_eq!(merge(&[a, big]).unwrap_err().to_string(), "cannot merge: function f: a count passes 2^64");
+    assert_eq!(
+        merge(&[a, big]).unwrap_err().to_string(),
+        "cannot merge: function f: a count passes 2^64"
+    );
     assert!(matches!(merge(&[]), Err(ProfileError::Merge(_))));
 }
 
@@ -101,7 +148,10 @@ fn merge_refuses_other_modules_modes_and_overflow() {
 fn an_unwritable_output_leaves_no_file() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("no/such/dir/p.json");
-    let err = diamond_profile("ab", &[]).write(&missing).unwrap_err().to_string();
+    let err = diamond_profile("ab", &[])
+        .write(&missing)
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with(&missing.display().to_string()), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

@@ -39,7 +39,11 @@ impl Default for Options {
     fn default() -> Self {
         // The paper truncates at 10^8 paths for 32-bit registers; with 64-bit
         // path numbers we can afford 2^40 before losing any path relation.
-        Options { truncate_above: 1 << 40, array_max: 1 << 14, hash_capacity: 1 << 12 }
+        Options {
+            truncate_above: 1 << 40,
+            array_max: 1 << 14,
+            hash_capacity: 1 << 12,
+        }
     }
 }
 
@@ -101,11 +105,17 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
     let ops = placement::place(&dag, &incs);
 
     let total = numbering.total();
-    let width = if total <= u64::from(u32::MAX) { Width::I32 } else { Width::I64 };
+    let width = if total <= u64::from(u32::MAX) {
+        Width::I32
+    } else {
+        Width::I64
+    };
     let paths = if total <= opts.array_max {
         PathTable::Array { len: total }
     } else {
-        PathTable::Hash { capacity: opts.hash_capacity.max(2).next_power_of_two() }
+        PathTable::Hash {
+            capacity: opts.hash_capacity.max(2).next_power_of_two(),
+        }
     };
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     plan.registers = vec![width];
@@ -121,7 +131,11 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
         plan.edges[e.index()].push(Action::CountSlot { index: slot as u32 });
     }
     let chords = incs.chord.iter().filter(|&&c| c).count();
-    Ok(Planned { plan, numbered: numbered(&dag, &numbering), chords })
+    Ok(Planned {
+        plan,
+        numbered: numbered(&dag, &numbering),
+        chords,
+    })
 }
 
 fn lower_op(op: &Op) -> Action {
@@ -176,11 +190,18 @@ pub struct PathCounts {
 /// which means the counters do not belong to this numbering.
 pub fn decode(numbered: &Numbered, raw: &RawCounters) -> Result<PathCounts, GraphError> {
     if let Some(&(p, _)) = raw.paths.iter().find(|(p, _)| *p >= numbered.total) {
-        return Err(GraphError::PathOutOfRange { path: p, total: numbered.total });
+        return Err(GraphError::PathOutOfRange {
+            path: p,
+            total: numbered.total,
+        });
     }
     let mut self_loops = raw.slots.clone();
     self_loops.resize(numbered.self_loops.len(), 0);
-    Ok(PathCounts { paths: raw.paths.clone(), self_loops, lost: raw.lost })
+    Ok(PathCounts {
+        paths: raw.paths.clone(),
+        self_loops,
+        lost: raw.lost,
+    })
 }
 
 /// How a path begins and ends (Ball & Larus section 4's four kinds, plus the
@@ -239,7 +260,8 @@ impl Numbered {
         number: u64,
         is_catch: impl Fn(EdgeId) -> bool,
     ) -> Result<RegeneratedPath, GraphError> {
-        let dag_path: Vec<DagEdgeId> = pathprof_graph::regenerate::regenerate(dag, numbering, number)?;
+        let dag_path: Vec<DagEdgeId> =
+            pathprof_graph::regenerate::regenerate(dag, numbering, number)?;
         let mut blocks = Vec::new();
         let mut edges = Vec::new();
         for &d in &dag_path {
@@ -264,6 +286,11 @@ impl Numbered {
             _ if self.cut_nodes.contains(&last.src) => PathEnd::Cut,
             _ => PathEnd::Backedge,
         };
-        Ok(RegeneratedPath { blocks, edges, start, end })
+        Ok(RegeneratedPath {
+            blocks,
+            edges,
+            start,
+            end,
+        })
     }
 }

@@ -37,7 +37,11 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, every_edge: bool) -> (FunctionPl
             &static_weights
         }
     };
-    let in_tree = if every_edge { vec![false; cfg.num_edges()] } else { flow::edge_spanning_tree(cfg, w) };
+    let in_tree = if every_edge {
+        vec![false; cfg.num_edges()]
+    } else {
+        flow::edge_spanning_tree(cfg, w)
+    };
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     let chords: Vec<EdgeId> = cfg.edge_ids().filter(|e| !in_tree[e.index()]).collect();
     for (slot, e) in chords.iter().enumerate() {
@@ -49,7 +53,12 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, every_edge: bool) -> (FunctionPl
 
 /// Every edge's count from the chord counters (`slots`) and the blocks in
 /// which activations ended abruptly.
-pub fn decode(cfg: &Cfg, chords: &Chords, slots: &[u64], abrupt: &[(NodeId, u64)]) -> Result<Vec<u64>, GraphError> {
+pub fn decode(
+    cfg: &Cfg,
+    chords: &Chords,
+    slots: &[u64],
+    abrupt: &[(NodeId, u64)],
+) -> Result<Vec<u64>, GraphError> {
     let mut in_tree = vec![true; cfg.num_edges()];
     let mut chord_counts = vec![0; cfg.num_edges()];
     for (i, e) in chords.chords.iter().enumerate() {

@@ -72,7 +72,12 @@ pub struct FunctionPlan {
 impl FunctionPlan {
     /// A plan that does nothing on a graph with `num_edges` edges.
     pub fn empty(num_edges: usize) -> Self {
-        FunctionPlan { registers: Vec::new(), paths: PathTable::None, slots: 0, edges: vec![Vec::new(); num_edges] }
+        FunctionPlan {
+            registers: Vec::new(),
+            paths: PathTable::None,
+            slots: 0,
+            edges: vec![Vec::new(); num_edges],
+        }
     }
 
     /// Number of edges that carry at least one action.

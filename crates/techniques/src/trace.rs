@@ -11,7 +11,9 @@ use crate::plan::{Action, FunctionPlan};
 pub fn plan(cfg: &Cfg) -> FunctionPlan {
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     for e in cfg.edge_ids() {
-        plan.edges[e.index()].push(Action::Trace { edge: e.index() as u32 });
+        plan.edges[e.index()].push(Action::Trace {
+            edge: e.index() as u32,
+        });
     }
     plan
 }

@@ -12,7 +12,10 @@ use pathprof_techniques::{Action, RawCounters, Width};
 use proptest::prelude::*;
 
 /// Runs the actions of each edge of a walk; wrapping at the register width.
-fn execute(plan: &pathprof_techniques::FunctionPlan, edges: &[pathprof_graph::EdgeId]) -> (Vec<u64>, Vec<u64>) {
+fn execute(
+    plan: &pathprof_techniques::FunctionPlan,
+    edges: &[pathprof_graph::EdgeId],
+) -> (Vec<u64>, Vec<u64>) {
     let mask = match plan.registers.first() {
         Some(Width::I32) => u64::from(u32::MAX),
         _ => u64::MAX,
@@ -23,7 +26,9 @@ fn execute(plan: &pathprof_techniques::FunctionPlan, edges: &[pathprof_graph::Ed
             match *a {
                 Action::Set { value, .. } => r = value as u64 & mask,
                 Action::Add { value, .. } => r = r.wrapping_add(value as u64) & mask,
-                Action::CountPath { offset, .. } => counted.push(r.wrapping_add(offset as u64) & mask),
+                Action::CountPath { offset, .. } => {
+                    counted.push(r.wrapping_add(offset as u64) & mask)
+                }
                 Action::CountPathConst { path } => counted.push(path),
                 Action::CountSlot { index } => slots[index as usize] += 1,
                 Action::Trace { .. } => unreachable!("no trace in a Ball-Larus plan"),
@@ -83,9 +88,15 @@ fn a_counter_outside_the_numbering_is_refused() {
     cfg.add_edge(Cfg::ENTRY, a);
     cfg.add_edge(a, Cfg::EXIT);
     let planned = ball_larus::plan(&cfg, None, &Options::default()).unwrap();
-    let raw = RawCounters { paths: vec![(1, 3)], slots: vec![], lost: 0 };
+    let raw = RawCounters {
+        paths: vec![(1, 3)],
+        slots: vec![],
+        lost: 0,
+    };
     assert_eq!(
-        ball_larus::decode(&planned.numbered, &raw).unwrap_err().to_string(),
+        ball_larus::decode(&planned.numbered, &raw)
+            .unwrap_err()
+            .to_string(),
         pathprof_graph::GraphError::PathOutOfRange { path: 1, total: 1 }.to_string()
     );
 }

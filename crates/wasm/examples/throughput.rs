@@ -12,7 +12,10 @@ use pathprof_graph::{Cfg, EdgeId};
 use pathprof_techniques::{Action, FunctionPlan, PathTable, Width};
 use pathprof_wasm::{analyze, instrument, FunctionCfg};
 use std::time::Instant;
-use wasm_encoder::{BlockType, CodeSection, Function, FunctionSection, Instruction as I, Module, TypeSection, ValType};
+use wasm_encoder::{
+    BlockType, CodeSection, Function, FunctionSection, Instruction as I, Module, TypeSection,
+    ValType,
+};
 
 fn module(funcs: Vec<Function>) -> Vec<u8> {
     let mut m = Module::new();
@@ -39,10 +42,16 @@ fn mixed(seed: u32) -> Function {
         let c = (seed.wrapping_mul(2654435761).wrapping_add(k)) as i32;
         f.instruction(&I::Block(BlockType::Empty));
         f.instruction(&I::Loop(BlockType::Empty));
-        f.instruction(&I::LocalGet(1)).instruction(&I::I32Const(c & 7)).instruction(&I::I32Add);
-        f.instruction(&I::LocalTee(1)).instruction(&I::I32Const(100)).instruction(&I::I32GtU);
+        f.instruction(&I::LocalGet(1))
+            .instruction(&I::I32Const(c & 7))
+            .instruction(&I::I32Add);
+        f.instruction(&I::LocalTee(1))
+            .instruction(&I::I32Const(100))
+            .instruction(&I::I32GtU);
         f.instruction(&I::BrIf(1));
-        f.instruction(&I::LocalGet(0)).instruction(&I::I32Const(3)).instruction(&I::I32And);
+        f.instruction(&I::LocalGet(0))
+            .instruction(&I::I32Const(3))
+            .instruction(&I::I32And);
         f.instruction(&I::If(BlockType::Empty));
         f.instruction(&I::LocalGet(2))
             .instruction(&I::I32Const(1))
@@ -55,10 +64,14 @@ fn mixed(seed: u32) -> Function {
             .instruction(&I::LocalSet(2));
         f.instruction(&I::End);
         f.instruction(&I::Block(BlockType::Empty));
-        f.instruction(&I::LocalGet(2)).instruction(&I::I32Const(3)).instruction(&I::I32And);
+        f.instruction(&I::LocalGet(2))
+            .instruction(&I::I32Const(3))
+            .instruction(&I::I32And);
         f.instruction(&I::BrTable([0u32, 1, 2].as_slice().into(), 0));
         f.instruction(&I::End);
-        f.instruction(&I::LocalGet(1)).instruction(&I::I32Const(50)).instruction(&I::I32LtU);
+        f.instruction(&I::LocalGet(1))
+            .instruction(&I::I32Const(50))
+            .instruction(&I::I32LtU);
         f.instruction(&I::BrIf(0));
         f.instruction(&I::End);
         f.instruction(&I::End);
@@ -77,8 +90,12 @@ fn mixed(seed: u32) -> Function {
 fn sequential(units: u32) -> Function {
     let mut f = Function::new([]);
     for k in 0..units {
-        f.instruction(&I::Block(BlockType::Empty)).instruction(&I::LocalGet(0)).instruction(&I::I32Const(k as i32));
-        f.instruction(&I::I32Eq).instruction(&I::BrIf(0)).instruction(&I::End);
+        f.instruction(&I::Block(BlockType::Empty))
+            .instruction(&I::LocalGet(0))
+            .instruction(&I::I32Const(k as i32));
+        f.instruction(&I::I32Eq)
+            .instruction(&I::BrIf(0))
+            .instruction(&I::End);
     }
     f.instruction(&I::LocalGet(0)).instruction(&I::End);
     f
@@ -87,7 +104,9 @@ fn sequential(units: u32) -> Function {
 fn nested_ifs(depth: u32) -> Function {
     let mut f = Function::new([]);
     for i in 0..depth {
-        f.instruction(&I::LocalGet(0)).instruction(&I::I32Const(i as i32)).instruction(&I::I32GtS);
+        f.instruction(&I::LocalGet(0))
+            .instruction(&I::I32Const(i as i32))
+            .instruction(&I::I32GtS);
         f.instruction(&I::If(BlockType::Empty));
     }
     for _ in 0..depth {
@@ -130,7 +149,10 @@ fn sparse(f: &FunctionCfg) -> FunctionPlan {
         if src == Cfg::ENTRY {
             a.push(Action::Set { reg: 0, value: 0 });
         } else if e % 3 == 0 {
-            a.push(Action::Add { reg: 0, value: e as i64 });
+            a.push(Action::Add {
+                reg: 0,
+                value: e as i64,
+            });
         }
         if dst == Cfg::EXIT {
             a.push(Action::CountPath { reg: 0, offset: 0 });
@@ -156,10 +178,18 @@ fn measure(name: &str, bytes: &[u8]) {
         mb / t_analyze,
         mb / (t_analyze - v_in)
     );
-    for (plan_name, planner) in
-        [("dense (slot/edge)", dense as fn(&FunctionCfg) -> FunctionPlan), ("sparse (BL-like)", sparse)]
-    {
-        let plans: Vec<Option<FunctionPlan>> = info.functions.iter().map(|f| f.as_ref().ok().map(planner)).collect();
+    for (plan_name, planner) in [
+        (
+            "dense (slot/edge)",
+            dense as fn(&FunctionCfg) -> FunctionPlan,
+        ),
+        ("sparse (BL-like)", sparse),
+    ] {
+        let plans: Vec<Option<FunctionPlan>> = info
+            .functions
+            .iter()
+            .map(|f| f.as_ref().ok().map(planner))
+            .collect();
         let t = Instant::now();
         let out = instrument(bytes, &info, &plans, &[]).expect("instrument");
         let t_instrument = t.elapsed().as_secs_f64();
@@ -182,7 +212,13 @@ fn main() {
         }
         return;
     }
-    measure("5000 mixed functions", &module((0..5000).map(mixed).collect()));
-    measure("100000 sequential branches", &module(vec![sequential(100_000)]));
+    measure(
+        "5000 mixed functions",
+        &module((0..5000).map(mixed).collect()),
+    );
+    measure(
+        "100000 sequential branches",
+        &module(vec![sequential(100_000)]),
+    );
     measure("100000 nested ifs", &module(vec![nested_ifs(100_000)]));
 }

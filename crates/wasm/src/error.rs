@@ -17,7 +17,11 @@ pub enum WasmError {
     Component,
     /// The input ends before the module is complete.
     #[error("truncated module: input ends at byte {len} ({message} at offset {offset:#x})")]
-    Truncated { offset: usize, len: usize, message: String },
+    Truncated {
+        offset: usize,
+        len: usize,
+        message: String,
+    },
     /// The module is malformed or does not validate.
     #[error("invalid module at offset {offset:#x}: {message}")]
     Invalid { offset: usize, message: String },
@@ -48,6 +52,9 @@ pub enum WasmError {
 impl WasmError {
     /// An `Invalid` error from a wasmparser error on the input.
     pub(crate) fn invalid(e: &wasmparser::BinaryReaderError) -> Self {
-        WasmError::Invalid { offset: e.offset(), message: e.message().to_string() }
+        WasmError::Invalid {
+            offset: e.offset(),
+            message: e.message().to_string(),
+        }
     }
 }

@@ -22,7 +22,8 @@ pub mod rewrite;
 
 pub use cfg::{analyze, BlockInfo, EdgeKind, FunctionCfg, ModuleInfo, Unsupported};
 pub use error::{Result, WasmError};
-pub use module::{custom_section, module_hash, RESERVED_PREFIX};
+pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX};
 pub use rewrite::{
-    counter_layout, instrument, read_counters, CodeMap, CounterLayout, FunctionLayout, Instrumented, COUNTERS_EXPORT,
+    counter_layout, instrument, read_counters, CodeMap, CounterLayout, FunctionLayout,
+    Instrumented, COUNTERS_EXPORT,
 };

@@ -5,8 +5,8 @@
 use crate::error::{Result, WasmError};
 use sha2::{Digest, Sha256};
 use wasmparser::{
-    BinaryReaderError, CompositeInnerType, Encoding, FunctionBody, KnownCustom, Name, Parser, Payload, TypeRef,
-    ValType, Validator, WasmFeatures,
+    BinaryReaderError, CompositeInnerType, Encoding, FunctionBody, KnownCustom, Name, Parser,
+    Payload, TypeRef, ValType, Validator, WasmFeatures,
 };
 
 /// Names this crate adds to a module all start with this prefix.
@@ -27,7 +27,11 @@ pub(crate) fn features() -> WasmFeatures {
 pub(crate) fn check_header(bytes: &[u8]) -> Result<()> {
     if bytes.len() < MAGIC.len() {
         return Err(if !bytes.is_empty() && MAGIC.starts_with(bytes) {
-            WasmError::Truncated { offset: 0, len: bytes.len(), message: "incomplete magic number".into() }
+            WasmError::Truncated {
+                offset: 0,
+                len: bytes.len(),
+                message: "incomplete magic number".into(),
+            }
         } else {
             WasmError::NotWasm
         });
@@ -36,14 +40,22 @@ pub(crate) fn check_header(bytes: &[u8]) -> Result<()> {
         return Err(WasmError::NotWasm);
     }
     if bytes.len() < 8 {
-        return Err(WasmError::Truncated { offset: 4, len: bytes.len(), message: "incomplete version".into() });
+        return Err(WasmError::Truncated {
+            offset: 4,
+            len: bytes.len(),
+            message: "incomplete version".into(),
+        });
     }
-    match (u16::from_le_bytes([bytes[4], bytes[5]]), u16::from_le_bytes([bytes[6], bytes[7]])) {
+    match (
+        u16::from_le_bytes([bytes[4], bytes[5]]),
+        u16::from_le_bytes([bytes[6], bytes[7]]),
+    ) {
         (1, 0) => Ok(()),
         (_, 1) => Err(WasmError::Component),
-        (version, layer) => {
-            Err(WasmError::Invalid { offset: 4, message: format!("unknown binary version {version} (layer {layer})") })
-        }
+        (version, layer) => Err(WasmError::Invalid {
+            offset: 4,
+            message: format!("unknown binary version {version} (layer {layer})"),
+        }),
     }
 }
 
@@ -53,7 +65,11 @@ pub(crate) fn input_error(e: &BinaryReaderError, len: usize) -> WasmError {
     // wasmparser reports every read past the end of its buffer with this
     // message; its `needed_hint` is not public.
     if e.message().starts_with("unexpected end-of-file") && e.offset() >= len.saturating_sub(16) {
-        WasmError::Truncated { offset: e.offset(), len, message: e.message().to_string() }
+        WasmError::Truncated {
+            offset: e.offset(),
+            len,
+            message: e.message().to_string(),
+        }
     } else {
         WasmError::invalid(e)
     }
@@ -63,9 +79,15 @@ pub(crate) fn input_error(e: &BinaryReaderError, len: usize) -> WasmError {
 pub(crate) fn validate(bytes: &[u8]) -> Result<()> {
     check_header(bytes)?;
     if u32::try_from(bytes.len()).is_err() {
-        return Err(WasmError::Invalid { offset: 0, message: "module larger than 4 GiB".into() });
+        return Err(WasmError::Invalid {
+            offset: 0,
+            message: "module larger than 4 GiB".into(),
+        });
     }
-    Validator::new_with_features(features()).validate_all(bytes).map(drop).map_err(|e| input_error(&e, bytes.len()))
+    Validator::new_with_features(features())
+        .validate_all(bytes)
+        .map(drop)
+        .map_err(|e| input_error(&e, bytes.len()))
 }
 
 /// Lower-case hex SHA-256 of the module bytes.
@@ -144,14 +166,18 @@ impl<'a> ModuleScan<'a> {
                 }
             }
             match payload {
-                Payload::Version { encoding: Encoding::Component, .. } => return Err(WasmError::Component),
+                Payload::Version {
+                    encoding: Encoding::Component,
+                    ..
+                } => return Err(WasmError::Component),
                 Payload::TypeSection(r) => {
                     for group in r {
                         for sub in group.map_err(err)?.into_types() {
                             scan.types.push(match &sub.composite_type.inner {
-                                CompositeInnerType::Func(f) => {
-                                    Some(Signature { params: f.params().into(), results: f.results().into() })
-                                }
+                                CompositeInnerType::Func(f) => Some(Signature {
+                                    params: f.params().into(),
+                                    results: f.results().into(),
+                                }),
                                 _ => None,
                             });
                         }
@@ -161,7 +187,8 @@ impl<'a> ModuleScan<'a> {
                     for import in r.into_imports() {
                         let import = import.map_err(err)?;
                         if import.module.starts_with(RESERVED_PREFIX) {
-                            scan.reserved_clash.get_or_insert_with(|| import.module.to_string());
+                            scan.reserved_clash
+                                .get_or_insert_with(|| import.module.to_string());
                         }
                         match import.ty {
                             TypeRef::Func(t) | TypeRef::FuncExact(t) => {
@@ -183,7 +210,8 @@ impl<'a> ModuleScan<'a> {
                     for export in r {
                         let export = export.map_err(err)?;
                         if export.name.starts_with(RESERVED_PREFIX) {
-                            scan.reserved_clash.get_or_insert_with(|| export.name.to_string());
+                            scan.reserved_clash
+                                .get_or_insert_with(|| export.name.to_string());
                         }
                         if export.kind == wasmparser::ExternalKind::Func {
                             export_names.push((export.index, export.name.to_string()));
@@ -196,7 +224,11 @@ impl<'a> ModuleScan<'a> {
                         // A malformed name section is ignored, as engines do.
                         for sub in names.into_iter().flatten() {
                             if let Name::Function(map) = sub {
-                                func_names.extend(map.into_iter().flatten().map(|n| (n.index, n.name.to_string())));
+                                func_names.extend(
+                                    map.into_iter()
+                                        .flatten()
+                                        .map(|n| (n.index, n.name.to_string())),
+                                );
                             }
                         }
                     }
@@ -210,7 +242,9 @@ impl<'a> ModuleScan<'a> {
         // its first export name, which is how a user knows it.
         export_names.reverse();
         for (index, name) in export_names.into_iter().chain(func_names) {
-            let defined = index.checked_sub(scan.num_imported_funcs).map(|i| i as usize);
+            let defined = index
+                .checked_sub(scan.num_imported_funcs)
+                .map(|i| i as usize);
             if let Some(slot) = defined.and_then(|i| scan.names.get_mut(i)) {
                 *slot = Some(name);
             }
@@ -230,10 +264,26 @@ impl<'a> ModuleScan<'a> {
         match bt {
             wasmparser::BlockType::Empty => (Vec::new(), Vec::new()),
             wasmparser::BlockType::Type(t) => (Vec::new(), vec![t]),
-            wasmparser::BlockType::FuncType(i) => match self.types.get(i as usize).and_then(Option::as_ref) {
-                Some(sig) => (sig.params.to_vec(), sig.results.to_vec()),
-                None => (Vec::new(), Vec::new()),
-            },
+            wasmparser::BlockType::FuncType(i) => {
+                match self.types.get(i as usize).and_then(Option::as_ref) {
+                    Some(sig) => (sig.params.to_vec(), sig.results.to_vec()),
+                    None => (Vec::new(), Vec::new()),
+                }
+            }
         }
     }
+}
+
+/// Size in bytes of the code section's contents (0 if there is none or the
+/// bytes do not parse): the "bytes of code" instrumenter throughput and code
+/// growth are measured against.
+pub fn code_section_size(bytes: &[u8]) -> usize {
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload {
+            Ok(Payload::CodeSectionStart { size, .. }) => return size as usize,
+            Ok(_) => {}
+            Err(_) => return 0,
+        }
+    }
+    0
 }

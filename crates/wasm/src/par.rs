@@ -16,7 +16,9 @@ where
     F: Fn(usize) -> Result<T, E> + Sync,
 {
     let total: usize = sizes.iter().sum();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS);
     if threads <= 1 || total < MIN_PARALLEL_BYTES || sizes.len() < 2 {
         return (0..sizes.len()).map(f).collect();
     }
@@ -34,8 +36,10 @@ where
     }
     let f = &f;
     let results: Vec<Result<Vec<T>, E>> = std::thread::scope(|s| {
-        let handles: Vec<_> =
-            chunks.into_iter().map(|range| s.spawn(move || range.map(f).collect::<Result<Vec<T>, E>>())).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|range| s.spawn(move || range.map(f).collect::<Result<Vec<T>, E>>()))
+            .collect();
         handles
             .into_iter()
             // A panic in a worker is a bug; pass it on.
@@ -58,7 +62,8 @@ mod tests {
         let sizes = vec![300_000; 20];
         let out: Result<Vec<usize>, usize> = map_chunked(&sizes, |i| Ok(i * 2));
         assert_eq!(out, Ok((0..20).map(|i| i * 2).collect()));
-        let out: Result<Vec<usize>, usize> = map_chunked(&sizes, |i| if i % 7 == 3 { Err(i) } else { Ok(i) });
+        let out: Result<Vec<usize>, usize> =
+            map_chunked(&sizes, |i| if i % 7 == 3 { Err(i) } else { Ok(i) });
         assert_eq!(out, Err(3));
     }
 }

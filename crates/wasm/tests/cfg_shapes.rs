@@ -9,12 +9,25 @@ use pathprof_wasm::{analyze, BlockInfo, EdgeKind, EdgeKind::*, FunctionCfg};
 fn only_function(wat: &str) -> FunctionCfg {
     let bytes = wat::parse_str(wat).unwrap();
     let info = analyze(&bytes).unwrap();
-    info.functions.into_iter().next().unwrap().expect("supported")
+    info.functions
+        .into_iter()
+        .next()
+        .unwrap()
+        .expect("supported")
 }
 
 /// Edges as (src, dst, kind) with node indices.
 fn edges(f: &FunctionCfg) -> Vec<(usize, usize, EdgeKind)> {
-    f.cfg.edge_ids().map(|e| (f.cfg.src(e).index(), f.cfg.dst(e).index(), f.edge_kinds[e.index()])).collect()
+    f.cfg
+        .edge_ids()
+        .map(|e| {
+            (
+                f.cfg.src(e).index(),
+                f.cfg.dst(e).index(),
+                f.edge_kinds[e.index()],
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -55,7 +68,13 @@ fn block_with_br_if() {
     let f = only_function("(module (func (param i32) block local.get 0 br_if 0 end))");
     assert_eq!(
         edges(&f),
-        vec![(0, 2, Entry), (2, 4, BrIf), (2, 3, Fallthrough), (3, 4, Fallthrough), (4, 1, Fallthrough)]
+        vec![
+            (0, 2, Entry),
+            (2, 4, BrIf),
+            (2, 3, Fallthrough),
+            (3, 4, Fallthrough),
+            (4, 1, Fallthrough)
+        ]
     );
     assert_eq!(f.blocks[2].unwrap().instrs, 3);
     assert_eq!(f.blocks[3].unwrap().instrs, 1);
@@ -82,7 +101,13 @@ fn loop_after_code_gets_its_own_header() {
     // B2 = [nop loop] -> H3 = [get br_if] -BrIf-> H3, -Fallthrough-> B4 = [end end] -> EXIT.
     assert_eq!(
         edges(&f),
-        vec![(0, 2, Entry), (2, 3, Fallthrough), (3, 3, BrIf), (3, 4, Fallthrough), (4, 1, Fallthrough)]
+        vec![
+            (0, 2, Entry),
+            (2, 3, Fallthrough),
+            (3, 3, BrIf),
+            (3, 4, Fallthrough),
+            (4, 1, Fallthrough)
+        ]
     );
 }
 
@@ -92,7 +117,13 @@ fn if_without_else_has_no_parallel_edges() {
     let f = only_function("(module (func (param i32) local.get 0 if end))");
     assert_eq!(
         edges(&f),
-        vec![(0, 2, Entry), (2, 3, IfThen), (3, 4, Fallthrough), (2, 4, IfElse), (4, 1, Fallthrough)]
+        vec![
+            (0, 2, Entry),
+            (2, 3, IfThen),
+            (3, 4, Fallthrough),
+            (2, 4, IfElse),
+            (4, 1, Fallthrough)
+        ]
     );
 }
 
@@ -122,7 +153,10 @@ fn br_table_gets_one_edge_per_distinct_label() {
 #[test]
 fn one_target_br_table_is_unconditional() {
     let f = only_function("(module (func (param i32) block local.get 0 br_table 0 0 0 end))");
-    assert_eq!(edges(&f), vec![(0, 2, Entry), (2, 3, BrTable), (3, 1, Fallthrough)]);
+    assert_eq!(
+        edges(&f),
+        vec![(0, 2, Entry), (2, 3, BrTable), (3, 1, Fallthrough)]
+    );
 }
 
 #[test]
@@ -143,7 +177,11 @@ fn exits() {
     )
     .unwrap();
     let info = analyze(&bytes).unwrap();
-    let kinds: Vec<Vec<EdgeKind>> = info.functions.iter().map(|f| f.as_ref().unwrap().edge_kinds.clone()).collect();
+    let kinds: Vec<Vec<EdgeKind>> = info
+        .functions
+        .iter()
+        .map(|f| f.as_ref().unwrap().edge_kinds.clone())
+        .collect();
     assert_eq!(
         kinds,
         vec![
@@ -167,13 +205,21 @@ fn catch_clauses_share_one_edge_per_label() {
     let bytes = fixture("exceptions");
     let info = analyze(&bytes).unwrap();
     for f in info.functions.iter().map(|f| f.as_ref().unwrap()) {
-        let mut targets: Vec<NodeId> =
-            f.cfg.edge_ids().filter(|e| f.edge_kinds[e.index()] == Catch).map(|e| f.cfg.dst(e)).collect();
+        let mut targets: Vec<NodeId> = f
+            .cfg
+            .edge_ids()
+            .filter(|e| f.edge_kinds[e.index()] == Catch)
+            .map(|e| f.cfg.dst(e))
+            .collect();
         let n = targets.len();
         targets.sort();
         targets.dedup();
         assert_eq!(n, targets.len(), "function {}", f.func_index);
-        for e in f.cfg.edge_ids().filter(|e| f.edge_kinds[e.index()] == Catch) {
+        for e in f
+            .cfg
+            .edge_ids()
+            .filter(|e| f.edge_kinds[e.index()] == Catch)
+        {
             assert_eq!(f.cfg.src(e), Cfg::ENTRY);
         }
     }
@@ -184,7 +230,10 @@ fn names_come_from_the_name_section() {
     let bytes = fixture("module_items");
     let info = analyze(&bytes).unwrap();
     assert_eq!(info.num_imported_funcs, 1);
-    assert_eq!(info.functions[0].as_ref().unwrap().name.as_deref(), Some("double"));
+    assert_eq!(
+        info.functions[0].as_ref().unwrap().name.as_deref(),
+        Some("double")
+    );
     assert_eq!(info.functions[0].as_ref().unwrap().func_index, 1);
 }
 

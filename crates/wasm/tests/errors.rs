@@ -4,18 +4,29 @@ mod common;
 
 use common::*;
 use pathprof_techniques::{Action, FunctionPlan, PathTable, Width};
-use pathprof_wasm::{analyze, custom_section, instrument, read_counters, FunctionLayout, WasmError};
+use pathprof_wasm::{
+    analyze, custom_section, instrument, read_counters, FunctionLayout, WasmError,
+};
 
 fn small() -> Vec<u8> {
-    wat::parse_str("(module (func (export \"f\") (param i32) (result i32) local.get 0 i32.const 1 i32.add))").unwrap()
+    wat::parse_str(
+        "(module (func (export \"f\") (param i32) (result i32) local.get 0 i32.const 1 i32.add))",
+    )
+    .unwrap()
 }
 
 #[test]
 fn not_wasm() {
     assert_eq!(analyze(b"hello, world").unwrap_err(), WasmError::NotWasm);
     assert_eq!(analyze(b"").unwrap_err(), WasmError::NotWasm);
-    assert_eq!(analyze(b"\x7fELF\x02\x01\x01\x00").unwrap_err(), WasmError::NotWasm);
-    assert_eq!(custom_section(b"MZ\x90\x00", "x").unwrap_err(), WasmError::NotWasm);
+    assert_eq!(
+        analyze(b"\x7fELF\x02\x01\x01\x00").unwrap_err(),
+        WasmError::NotWasm
+    );
+    assert_eq!(
+        custom_section(b"MZ\x90\x00", "x").unwrap_err(),
+        WasmError::NotWasm
+    );
 }
 
 #[test]
@@ -33,7 +44,10 @@ fn truncated() {
 fn component() {
     let bytes = wat::parse_str("(component)").unwrap();
     assert_eq!(analyze(&bytes).unwrap_err(), WasmError::Component);
-    assert_eq!(custom_section(&bytes, "name").unwrap_err(), WasmError::Component);
+    assert_eq!(
+        custom_section(&bytes, "name").unwrap_err(),
+        WasmError::Component
+    );
 }
 
 #[test]
@@ -49,7 +63,10 @@ fn invalid_module_reports_the_offset() {
     }
     let mut bad_version = small();
     bad_version[4] = 2;
-    assert!(matches!(analyze(&bad_version), Err(WasmError::Invalid { offset: 4, .. })));
+    assert!(matches!(
+        analyze(&bad_version),
+        Err(WasmError::Invalid { offset: 4, .. })
+    ));
 }
 
 #[test]
@@ -89,7 +106,10 @@ fn legacy_exceptions_are_unsupported_and_untouched() {
     assert_eq!(body(&bytes, 0), body(&out.bytes, 0));
     // A plan for the unsupported function is refused.
     let plans = vec![Some(FunctionPlan::empty(1)), None];
-    assert!(matches!(instrument(&bytes, &info, &plans, &[]), Err(WasmError::BadPlan { func_index: 0, .. })));
+    assert!(matches!(
+        instrument(&bytes, &info, &plans, &[]),
+        Err(WasmError::BadPlan { func_index: 0, .. })
+    ));
 }
 
 #[test]
@@ -97,14 +117,29 @@ fn instrument_refuses_mismatched_input() {
     let bytes = small();
     let info = analyze(&bytes).unwrap();
     let other = wat::parse_str("(module (func))").unwrap();
-    assert!(matches!(instrument(&other, &info, &[None], &[]), Err(WasmError::InfoMismatch { .. })));
-    assert_eq!(instrument(&bytes, &info, &[], &[]).unwrap_err(), WasmError::PlanCount { expected: 1, got: 0 });
+    assert!(matches!(
+        instrument(&other, &info, &[None], &[]),
+        Err(WasmError::InfoMismatch { .. })
+    ));
+    assert_eq!(
+        instrument(&bytes, &info, &[], &[]).unwrap_err(),
+        WasmError::PlanCount {
+            expected: 1,
+            got: 0
+        }
+    );
     let f = info.functions[0].as_ref().unwrap();
     let n = f.cfg.num_edges();
     let bad_plans: Vec<FunctionPlan> = vec![
         FunctionPlan::empty(n + 1),
-        FunctionPlan { edges: vec![vec![Action::Add { reg: 0, value: 1 }]; n], ..FunctionPlan::empty(n) },
-        FunctionPlan { edges: vec![vec![Action::CountSlot { index: 0 }]; n], ..FunctionPlan::empty(n) },
+        FunctionPlan {
+            edges: vec![vec![Action::Add { reg: 0, value: 1 }]; n],
+            ..FunctionPlan::empty(n)
+        },
+        FunctionPlan {
+            edges: vec![vec![Action::CountSlot { index: 0 }]; n],
+            ..FunctionPlan::empty(n)
+        },
         FunctionPlan {
             registers: vec![Width::I32],
             edges: vec![vec![Action::CountPath { reg: 0, offset: 0 }]; n],
@@ -115,14 +150,26 @@ fn instrument_refuses_mismatched_input() {
             edges: vec![vec![Action::CountPathConst { path: 3 }]; n],
             ..FunctionPlan::empty(n)
         },
-        FunctionPlan { paths: PathTable::Hash { capacity: 6 }, ..FunctionPlan::empty(n) },
+        FunctionPlan {
+            paths: PathTable::Hash { capacity: 6 },
+            ..FunctionPlan::empty(n)
+        },
     ];
     for plan in bad_plans {
         let r = instrument(&bytes, &info, &[Some(plan.clone())], &[]);
-        assert!(matches!(r, Err(WasmError::BadPlan { func_index: 0, .. })), "{plan:?}: {r:?}");
+        assert!(
+            matches!(r, Err(WasmError::BadPlan { func_index: 0, .. })),
+            "{plan:?}: {r:?}"
+        );
     }
-    let huge = FunctionPlan { paths: PathTable::Array { len: 1 << 30 }, ..FunctionPlan::empty(n) };
-    assert!(matches!(instrument(&bytes, &info, &[Some(huge)], &[]), Err(WasmError::CounterMemoryTooLarge { .. })));
+    let huge = FunctionPlan {
+        paths: PathTable::Array { len: 1 << 30 },
+        ..FunctionPlan::empty(n)
+    };
+    assert!(matches!(
+        instrument(&bytes, &info, &[Some(huge)], &[]),
+        Err(WasmError::CounterMemoryTooLarge { .. })
+    ));
 }
 
 #[test]
@@ -131,14 +178,19 @@ fn reserved_names_are_refused() {
     let info = analyze(&bytes).unwrap();
     assert_eq!(
         instrument(&bytes, &info, &[], &[]).unwrap_err(),
-        WasmError::ReservedName { name: "__pathprof_counters".into() }
+        WasmError::ReservedName {
+            name: "__pathprof_counters".into()
+        }
     );
     // An instrumented module cannot be instrumented again.
     let bytes = small();
     let info = analyze(&bytes).unwrap();
     let out = instrument(&bytes, &info, &[None], &[]).unwrap();
     let info2 = analyze(&out.bytes).unwrap();
-    assert!(matches!(instrument(&out.bytes, &info2, &[None], &[]), Err(WasmError::ReservedName { .. })));
+    assert!(matches!(
+        instrument(&out.bytes, &info2, &[None], &[]),
+        Err(WasmError::ReservedName { .. })
+    ));
 }
 
 #[test]
@@ -146,7 +198,10 @@ fn custom_sections_are_appended_and_found() {
     let bytes = small();
     let info = analyze(&bytes).unwrap();
     let out = instrument(&bytes, &info, &[None], &[("pathprof.meta", b"{\"a\":1}")]).unwrap();
-    assert_eq!(custom_section(&out.bytes, "pathprof.meta").unwrap(), Some(b"{\"a\":1}".to_vec()));
+    assert_eq!(
+        custom_section(&out.bytes, "pathprof.meta").unwrap(),
+        Some(b"{\"a\":1}".to_vec())
+    );
     assert_eq!(custom_section(&out.bytes, "nothing").unwrap(), None);
 }
 
@@ -168,16 +223,40 @@ fn read_counters_rejects_short_or_foreign_memory() {
     assert_eq!(raw.paths, vec![(1, 5)]);
     assert_eq!(raw.slots, vec![0, 9]);
     for len in [0, 8, 40, 63] {
-        assert!(matches!(read_counters(&layout, &memory[..len]), Err(WasmError::CorruptCounters { .. })), "{len}");
+        assert!(
+            matches!(
+                read_counters(&layout, &memory[..len]),
+                Err(WasmError::CorruptCounters { .. })
+            ),
+            "{len}"
+        );
     }
     let mut foreign = memory.clone();
     foreign[0] = b'X';
-    assert!(matches!(read_counters(&layout, &foreign), Err(WasmError::CorruptCounters { .. })));
+    assert!(matches!(
+        read_counters(&layout, &foreign),
+        Err(WasmError::CorruptCounters { .. })
+    ));
     let mut version = memory.clone();
     version[8] = 9;
-    assert!(matches!(read_counters(&layout, &version), Err(WasmError::CorruptCounters { .. })));
-    let hash = FunctionLayout { paths: PathTable::Hash { capacity: 4 }, ..layout.clone() };
-    assert!(matches!(read_counters(&hash, &memory), Err(WasmError::CorruptCounters { .. })));
-    let huge = FunctionLayout { paths: PathTable::Array { len: u64::MAX }, ..layout };
-    assert!(matches!(read_counters(&huge, &memory), Err(WasmError::CorruptCounters { .. })));
+    assert!(matches!(
+        read_counters(&layout, &version),
+        Err(WasmError::CorruptCounters { .. })
+    ));
+    let hash = FunctionLayout {
+        paths: PathTable::Hash { capacity: 4 },
+        ..layout.clone()
+    };
+    assert!(matches!(
+        read_counters(&hash, &memory),
+        Err(WasmError::CorruptCounters { .. })
+    ));
+    let huge = FunctionLayout {
+        paths: PathTable::Array { len: u64::MAX },
+        ..layout
+    };
+    assert!(matches!(
+        read_counters(&huge, &memory),
+        Err(WasmError::CorruptCounters { .. })
+    ));
 }

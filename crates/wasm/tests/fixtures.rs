@@ -21,7 +21,11 @@ fn instrumented(bytes: &[u8], info: &ModuleInfo, plans: &[Option<FunctionPlan>])
 /// Counters of every instrumented function, by original function index.
 fn counters(out: &Instrumented, run: &Run) -> BTreeMap<u32, RawCounters> {
     let memory = run.counters.as_ref().expect("counter memory exported");
-    out.layout.functions.iter().map(|f| (f.func_index, read_counters(f, memory).expect("counters"))).collect()
+    out.layout
+        .functions
+        .iter()
+        .map(|f| (f.func_index, read_counters(f, memory).expect("counters")))
+        .collect()
 }
 
 struct Case {
@@ -43,7 +47,13 @@ fn cases() -> Vec<Case> {
             let calls = calls_for(&bytes);
             assert!(!calls.is_empty(), "{name} exports nothing to call");
             let original = run(&bytes, &calls);
-            Case { name, bytes, info, calls, original }
+            Case {
+                name,
+                bytes,
+                info,
+                calls,
+                original,
+            }
         })
         .collect()
 }
@@ -52,7 +62,12 @@ fn traced(case: &Case) -> (Run, Walks) {
     let plans = plans_with(&case.info, trace_plan);
     let out = instrumented(&case.bytes, &case.info, &plans);
     let r = run(&out.bytes, &case.calls);
-    assert_same_outcomes(&format!("{}: trace plan", case.name), &case.calls, &r.outcomes, &case.original.outcomes);
+    assert_same_outcomes(
+        &format!("{}: trace plan", case.name),
+        &case.calls,
+        &r.outcomes,
+        &case.original.outcomes,
+    );
     let walks = reconstruct(&case.info, &r);
     (r, walks)
 }
@@ -68,13 +83,21 @@ fn every_instrumentation_preserves_results_and_agrees_with_the_trace_oracle() {
         let plans = plans_with(&case.info, slot_plan);
         let out = instrumented(&case.bytes, &case.info, &plans);
         let r = run(&out.bytes, &case.calls);
-        assert_same_outcomes(&format!("{name}: slot plan"), &case.calls, &r.outcomes, &case.original.outcomes);
+        assert_same_outcomes(
+            &format!("{name}: slot plan"),
+            &case.calls,
+            &r.outcomes,
+            &case.original.outcomes,
+        );
         for (func, raw) in counters(&out, &r) {
             let f = function(&case.info, func);
             let expected: Vec<u64> = (0..f.cfg.num_edges() as u32)
                 .map(|e| walks.edge_counts.get(&(func, e)).copied().unwrap_or(0))
                 .collect();
-            assert_eq!(raw.slots, expected, "{name}: slot counts of function {func}");
+            assert_eq!(
+                raw.slots, expected,
+                "{name}: slot counts of function {func}"
+            );
             assert!(raw.paths.is_empty());
         }
 
@@ -103,9 +126,14 @@ fn every_instrumentation_preserves_results_and_agrees_with_the_trace_oracle() {
                 &case.original.outcomes,
             );
             for (func, raw) in counters(&out, &r) {
-                let expected: Vec<(u64, u64)> =
-                    hist.get(&func).map(|h| h.iter().map(|(&l, &c)| (l, c)).collect()).unwrap_or_default();
-                assert_eq!(raw.paths, expected, "{name}: lengths of {func} ({width:?}, {start}, {offset})");
+                let expected: Vec<(u64, u64)> = hist
+                    .get(&func)
+                    .map(|h| h.iter().map(|(&l, &c)| (l, c)).collect())
+                    .unwrap_or_default();
+                assert_eq!(
+                    raw.paths, expected,
+                    "{name}: lengths of {func} ({width:?}, {start}, {offset})"
+                );
                 assert_eq!(raw.lost, 0);
             }
         }
@@ -140,7 +168,9 @@ fn hash_tables_count_collide_and_lose_like_the_oracle() {
         }
         for capacity in [1u32, 2, 4, 1024] {
             for width in [Width::I32, Width::I64] {
-                let plans = plans_with(&case.info, |c| length_plan(c, width, 0, 0, PathTable::Hash { capacity }));
+                let plans = plans_with(&case.info, |c| {
+                    length_plan(c, width, 0, 0, PathTable::Hash { capacity })
+                });
                 let out = instrumented(&case.bytes, &case.info, &plans);
                 let r = run(&out.bytes, &case.calls);
                 assert_same_outcomes(
@@ -189,7 +219,10 @@ const HAND: &[Expect] = &[
         export: "abs",
         nodes: 6,
         edges: 6,
-        walks: &[(-3, &[Entry, IfThen, Fallthrough, Fallthrough]), (4, &[Entry, IfElse, Fallthrough, Fallthrough])],
+        walks: &[
+            (-3, &[Entry, IfThen, Fallthrough, Fallthrough]),
+            (4, &[Entry, IfElse, Fallthrough, Fallthrough]),
+        ],
     },
     // clamp10: B2 -IfThen-> B3 = [const set end] -Fallthrough-> B4 = [get end];
     //          B2 -IfElse (synthesized else)-> B4; B4 -> EXIT.
@@ -198,7 +231,10 @@ const HAND: &[Expect] = &[
         export: "clamp10",
         nodes: 5,
         edges: 5,
-        walks: &[(20, &[Entry, IfThen, Fallthrough, Fallthrough]), (3, &[Entry, IfElse, Fallthrough])],
+        walks: &[
+            (20, &[Entry, IfThen, Fallthrough, Fallthrough]),
+            (3, &[Entry, IfElse, Fallthrough]),
+        ],
     },
     // switch: B2 = [get br_table]: one BrTable edge per distinct label
     //         $a $b $c $d (4), joins Ja Jb Jc end in return (3 Return),
@@ -240,7 +276,10 @@ const HAND: &[Expect] = &[
         export: "dead",
         nodes: 5,
         edges: 5,
-        walks: &[(0, &[Entry, Fallthrough, Return]), (1, &[Entry, BrIf, Fallthrough])],
+        walks: &[
+            (0, &[Entry, Fallthrough, Return]),
+            (1, &[Entry, BrIf, Fallthrough]),
+        ],
     },
     // catch_to_func: B2 = [try_table get call end const add end] -> EXIT;
     // the catch to the function's label is ENTRY -Catch-> EXIT.
@@ -273,15 +312,27 @@ fn hand_analysed_graphs_and_walks() {
         let info = analyze_ok(&bytes);
         let func = export_index(&bytes, x.export);
         let f: &FunctionCfg = function(&info, func);
-        assert_eq!((f.cfg.num_nodes(), f.cfg.num_edges()), (x.nodes, x.edges), "{}", x.export);
+        assert_eq!(
+            (f.cfg.num_nodes(), f.cfg.num_edges()),
+            (x.nodes, x.edges),
+            "{}",
+            x.export
+        );
         let plans = plans_with(&info, trace_plan);
         let out = instrument(&bytes, &info, &plans, &[]).expect("instrument");
         for &(arg, expected) in x.walks {
-            let calls = [Call { export: x.export.to_string(), args: vec![arg] }];
+            let calls = [Call {
+                export: x.export.to_string(),
+                args: vec![arg],
+            }];
             let r = run(&out.bytes, &calls);
             let walks = reconstruct(&info, &r);
-            let mine: Vec<Vec<EdgeKind>> =
-                walks.complete.iter().filter(|(g, _)| *g == func).map(|(_, w)| kinds(f, w)).collect();
+            let mine: Vec<Vec<EdgeKind>> = walks
+                .complete
+                .iter()
+                .filter(|(g, _)| *g == func)
+                .map(|(_, w)| kinds(f, w))
+                .collect();
             assert_eq!(mine, vec![expected.to_vec()], "{}({arg})", x.export);
         }
     }
@@ -297,9 +348,19 @@ fn hand_analysed_edge_counts_of_the_self_loop() {
     let f = function(&info, func);
     let plans = plans_with(&info, slot_plan);
     let out = instrument(&bytes, &info, &plans, &[]).unwrap();
-    let r = run(&out.bytes, &[Call { export: "count_down".into(), args: vec![5] }]);
+    let r = run(
+        &out.bytes,
+        &[Call {
+            export: "count_down".into(),
+            args: vec![5],
+        }],
+    );
     assert_eq!(r.outcomes, vec![Outcome::Values(vec!["i32:5".into()])]);
-    let raw = read_counters(out.layout.function(func).unwrap(), r.counters.as_ref().unwrap()).unwrap();
+    let raw = read_counters(
+        out.layout.function(func).unwrap(),
+        r.counters.as_ref().unwrap(),
+    )
+    .unwrap();
     let by_kind = |k: EdgeKind, self_loop: bool| -> u64 {
         (0..f.cfg.num_edges())
             .filter(|&e| f.edge_kinds[e] == k)
@@ -324,7 +385,12 @@ fn walks_lost_to_exceptions_are_the_expected_ones() {
     let info = analyze_ok(&bytes);
     let plans = plans_with(&info, trace_plan);
     let out = instrument(&bytes, &info, &plans, &[]).unwrap();
-    let calls: Vec<Call> = (0..10).map(|x| Call { export: "through_middle".into(), args: vec![x] }).collect();
+    let calls: Vec<Call> = (0..10)
+        .map(|x| Call {
+            export: "through_middle".into(),
+            args: vec![x],
+        })
+        .collect();
     let r = run(&out.bytes, &calls);
     let walks = reconstruct(&info, &r);
     // x in {5, 7, 9}: each loses $middle's walk and through_middle's first walk.

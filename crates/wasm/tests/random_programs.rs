@@ -106,14 +106,20 @@ impl Gen {
                 }
             }
             3 if self.func + 1 < self.funcs => {
-                let f = self.func + 1 + self.rng.below((self.funcs - self.func - 1) as u64) as usize;
+                let f =
+                    self.func + 1 + self.rng.below((self.funcs - self.func - 1) as u64) as usize;
                 self.line(&format!("local.get 0 call $f{f} local.set 0"));
             }
             3 => self.bump(),
             4 | 5 => {
                 let result = self.rng.chance(40);
-                self.line(if result { "block (result i32)" } else { "block" });
-                self.labels.push(if result { Label::Value } else { Label::Empty });
+                self.line(if result {
+                    "block (result i32)"
+                } else {
+                    "block"
+                });
+                self.labels
+                    .push(if result { Label::Value } else { Label::Empty });
                 self.body(depth - 1);
                 if result {
                     self.line("local.get 0");
@@ -141,7 +147,8 @@ impl Gen {
                 let result = self.rng.chance(40);
                 self.cond();
                 self.line(if result { "if (result i32)" } else { "if" });
-                self.labels.push(if result { Label::Value } else { Label::Empty });
+                self.labels
+                    .push(if result { Label::Value } else { Label::Empty });
                 self.body(depth - 1);
                 if result {
                     self.line("local.get 0");
@@ -162,15 +169,22 @@ impl Gen {
             10 => {
                 // br_table over labels of one kind.
                 let (_, kind) = self.pick_label();
-                let same: Vec<usize> =
-                    (0..self.labels.len()).filter(|&d| self.labels[self.labels.len() - 1 - d] == kind).collect();
+                let same: Vec<usize> = (0..self.labels.len())
+                    .filter(|&d| self.labels[self.labels.len() - 1 - d] == kind)
+                    .collect();
                 let mut targets = String::new();
                 for _ in 0..1 + self.rng.below(4) {
-                    let _ = write!(targets, "{} ", same[self.rng.below(same.len() as u64) as usize]);
+                    let _ = write!(
+                        targets,
+                        "{} ",
+                        same[self.rng.below(same.len() as u64) as usize]
+                    );
                 }
                 self.push_value_for(kind);
                 let m = 1 + self.rng.below(5);
-                self.line(&format!("local.get 0 i32.const {m} i32.rem_u br_table {targets}"));
+                self.line(&format!(
+                    "local.get 0 i32.const {m} i32.rem_u br_table {targets}"
+                ));
             }
             11 => {
                 let (d, l) = self.pick_label();
@@ -202,7 +216,8 @@ impl Gen {
                 }
             }
             15 if self.func + 1 < self.funcs => {
-                let f = self.func + 1 + self.rng.below((self.funcs - self.func - 1) as u64) as usize;
+                let f =
+                    self.func + 1 + self.rng.below((self.funcs - self.func - 1) as u64) as usize;
                 self.line(&format!("local.get 0 return_call $f{f}"));
             }
             15 => self.line("unreachable"),
@@ -225,8 +240,9 @@ fn program(seed: u64) -> String {
         tries: 0,
     };
     g.funcs = 1 + g.rng.below(3) as usize;
-    let mut m =
-        String::from("(module\n  (tag $t0)\n  (tag $t1 (param i32))\n  (global $fuel (mut i32) (i32.const 0))\n");
+    let mut m = String::from(
+        "(module\n  (tag $t0)\n  (tag $t1 (param i32))\n  (global $fuel (mut i32) (i32.const 0))\n",
+    );
     m += "  (func (export \"main\") (param i32) (result i32)\n    i32.const 60 global.set $fuel\n    local.get 0 call $f0)\n";
     for f in 0..g.funcs {
         g.func = f;
@@ -243,8 +259,16 @@ fn program(seed: u64) -> String {
 
 #[test]
 fn random_programs_behave_the_same_and_agree_with_the_oracle() {
-    let seeds: u64 = std::env::var("PATHPROF_RANDOM_PROGRAMS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
-    let calls: Vec<Call> = (0..12).map(|x| Call { export: "main".into(), args: vec![x] }).collect();
+    let seeds: u64 = std::env::var("PATHPROF_RANDOM_PROGRAMS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(150);
+    let calls: Vec<Call> = (0..12)
+        .map(|x| Call {
+            export: "main".into(),
+            args: vec![x],
+        })
+        .collect();
     let mut kinds_seen = std::collections::BTreeSet::new();
     for seed in 0..seeds {
         let text = program(seed);
@@ -256,7 +280,12 @@ fn random_programs_behave_the_same_and_agree_with_the_oracle() {
         let out = instrument(&bytes, &info, &plans_with(&info, trace_plan), &[])
             .unwrap_or_else(|e| panic!("{}: {e}", label("trace")));
         let traced = run(&out.bytes, &calls);
-        assert_same_outcomes(&label("trace"), &calls, &traced.outcomes, &original.outcomes);
+        assert_same_outcomes(
+            &label("trace"),
+            &calls,
+            &traced.outcomes,
+            &original.outcomes,
+        );
         let walks = reconstruct(&info, &traced);
         for f in info.functions.iter().flatten() {
             kinds_seen.extend(f.edge_kinds.iter().map(|k| format!("{k:?}")));
@@ -270,23 +299,37 @@ fn random_programs_behave_the_same_and_agree_with_the_oracle() {
             let raw = read_counters(fl, memory).unwrap();
             let f = function(&info, fl.func_index);
             let expected: Vec<u64> = (0..f.cfg.num_edges() as u32)
-                .map(|e| walks.edge_counts.get(&(fl.func_index, e)).copied().unwrap_or(0))
+                .map(|e| {
+                    walks
+                        .edge_counts
+                        .get(&(fl.func_index, e))
+                        .copied()
+                        .unwrap_or(0)
+                })
                 .collect();
             assert_eq!(raw.slots, expected, "{}", label("slot counts"));
         }
 
         let hist = length_histogram(&walks);
         // The register is "negative" until the offset is added; seeds alternate widths.
-        let width = if seed % 2 == 0 { Width::I32 } else { Width::I64 };
-        let plans = plans_with(&info, |c| length_plan(c, width, -3, 3, PathTable::Array { len: MAX_WALK }));
+        let width = if seed % 2 == 0 {
+            Width::I32
+        } else {
+            Width::I64
+        };
+        let plans = plans_with(&info, |c| {
+            length_plan(c, width, -3, 3, PathTable::Array { len: MAX_WALK })
+        });
         let out = instrument(&bytes, &info, &plans, &[]).unwrap();
         let r = run(&out.bytes, &calls);
         assert_same_outcomes(&label("lengths"), &calls, &r.outcomes, &original.outcomes);
         let memory = r.counters.as_ref().unwrap();
         for fl in &out.layout.functions {
             let raw = read_counters(fl, memory).unwrap();
-            let expected: Vec<(u64, u64)> =
-                hist.get(&fl.func_index).map(|h| h.iter().map(|(&l, &c)| (l, c)).collect()).unwrap_or_default();
+            let expected: Vec<(u64, u64)> = hist
+                .get(&fl.func_index)
+                .map(|h| h.iter().map(|(&l, &c)| (l, c)).collect())
+                .unwrap_or_default();
             assert_eq!(raw.paths, expected, "{}", label("lengths"));
         }
     }

@@ -37,13 +37,17 @@ fn summary(bytes: &[u8]) -> Summary {
                     s.imports.push((i.module.into(), i.name.into(), f));
                 }
             }
-            Payload::ExportSection(r) => {
-                s.exports.extend(r.into_iter().map(|e| e.unwrap()).map(|e| (e.name.to_string(), e.kind, e.index)))
-            }
+            Payload::ExportSection(r) => s.exports.extend(
+                r.into_iter()
+                    .map(|e| e.unwrap())
+                    .map(|e| (e.name.to_string(), e.kind, e.index)),
+            ),
             Payload::StartSection { func, .. } => s.start = Some(func),
-            Payload::MemorySection(r) => {
-                s.memories.extend(r.into_iter().map(|m| m.unwrap()).map(|m| (m.initial, m.maximum)))
-            }
+            Payload::MemorySection(r) => s.memories.extend(
+                r.into_iter()
+                    .map(|m| m.unwrap())
+                    .map(|m| (m.initial, m.maximum)),
+            ),
             Payload::ElementSection(r) => {
                 for e in r {
                     if let wasmparser::ElementItems::Functions(fs) = e.unwrap().items {
@@ -70,18 +74,34 @@ fn trace_import_shifts_and_remaps_every_function_reference() {
     // The trace import comes after the module's own import.
     assert_eq!(a.imports.len(), 1);
     assert_eq!(b.imports[..1], a.imports[..]);
-    assert_eq!((b.imports[1].0.as_str(), b.imports[1].1.as_str()), ("__pathprof", "trace"));
+    assert_eq!(
+        (b.imports[1].0.as_str(), b.imports[1].1.as_str()),
+        ("__pathprof", "trace")
+    );
     // Defined functions moved up by one: exports, start, elements.
     let shifted = |f: u32| if f >= 1 { f + 1 } else { f };
     let expected_exports: Vec<_> = a
         .exports
         .iter()
-        .map(|(n, k, i)| (n.clone(), *k, if *k == ExternalKind::Func { shifted(*i) } else { *i }))
+        .map(|(n, k, i)| {
+            (
+                n.clone(),
+                *k,
+                if *k == ExternalKind::Func {
+                    shifted(*i)
+                } else {
+                    *i
+                },
+            )
+        })
         .chain([(COUNTERS_EXPORT.to_string(), ExternalKind::Memory, 1)])
         .collect();
     assert_eq!(b.exports, expected_exports);
     assert_eq!(b.start, a.start.map(shifted));
-    assert_eq!(b.elements, a.elements.iter().map(|&f| shifted(f)).collect::<Vec<_>>());
+    assert_eq!(
+        b.elements,
+        a.elements.iter().map(|&f| shifted(f)).collect::<Vec<_>>()
+    );
     // The program's memory is untouched; the counter memory is appended.
     assert_eq!(b.memories[0], a.memories[0]);
     assert_eq!(b.memories.len(), a.memories.len() + 1);
@@ -94,14 +114,25 @@ fn trace_import_shifts_and_remaps_every_function_reference() {
     // The name section follows the functions.
     let again = analyze(&out.bytes).unwrap();
     assert_eq!(again.num_imported_funcs, 2);
-    let names: Vec<Option<&str>> = again.functions.iter().map(|f| f.as_ref().unwrap().name.as_deref()).collect();
-    let original: Vec<Option<&str>> = info.functions.iter().map(|f| f.as_ref().unwrap().name.as_deref()).collect();
+    let names: Vec<Option<&str>> = again
+        .functions
+        .iter()
+        .map(|f| f.as_ref().unwrap().name.as_deref())
+        .collect();
+    let original: Vec<Option<&str>> = info
+        .functions
+        .iter()
+        .map(|f| f.as_ref().unwrap().name.as_deref())
+        .collect();
     assert_eq!(names, original);
     assert_eq!(names[0], Some("double"));
 
     // And it still runs the same.
     let calls = calls_for(&bytes);
-    assert_eq!(run(&out.bytes, &calls).outcomes, run(&bytes, &calls).outcomes);
+    assert_eq!(
+        run(&out.bytes, &calls).outcomes,
+        run(&bytes, &calls).outcomes
+    );
 }
 
 #[test]
@@ -120,8 +151,15 @@ fn no_trace_means_no_import_and_no_shift() {
 fn hash_helper_is_appended_after_all_functions() {
     let bytes = fixture("loops");
     let info = analyze(&bytes).unwrap();
-    let plans =
-        plans_with(&info, |c| length_plan(c, pathprof_techniques::Width::I32, 0, 0, PathTable::Hash { capacity: 8 }));
+    let plans = plans_with(&info, |c| {
+        length_plan(
+            c,
+            pathprof_techniques::Width::I32,
+            0,
+            0,
+            PathTable::Hash { capacity: 8 },
+        )
+    });
     let out = instrument(&bytes, &info, &plans, &[]).unwrap();
     let again = analyze(&out.bytes).unwrap();
     assert_eq!(again.functions.len(), info.functions.len() + 1);
@@ -145,7 +183,10 @@ fn layout_is_disjoint_aligned_and_serialisable() {
     });
     let out = instrument(&bytes, &info, &plans, &[]).unwrap();
     let layout = &out.layout;
-    assert_eq!(&pathprof_wasm::counter_layout(&info, &plans).unwrap(), layout);
+    assert_eq!(
+        &pathprof_wasm::counter_layout(&info, &plans).unwrap(),
+        layout
+    );
     let mut spans = vec![(0u64, 16u64)];
     for f in &layout.functions {
         let table = match f.paths {
@@ -167,8 +208,14 @@ fn layout_is_disjoint_aligned_and_serialisable() {
     let json = serde_json::to_string(layout).unwrap();
     let back: CounterLayout = serde_json::from_str(&json).unwrap();
     assert_eq!(&back, layout);
-    assert!(layout.functions.windows(2).all(|w| w[0].func_index < w[1].func_index));
-    assert_eq!(layout.function(layout.functions[1].func_index), Some(&layout.functions[1]));
+    assert!(layout
+        .functions
+        .windows(2)
+        .all(|w| w[0].func_index < w[1].func_index));
+    assert_eq!(
+        layout.function(layout.functions[1].func_index),
+        Some(&layout.functions[1])
+    );
 }
 
 #[test]
@@ -178,7 +225,10 @@ fn a_module_without_sections_gets_memory_export_and_data() {
     let out = instrument(&bytes, &info, &[], &[("x", b"y")]).unwrap();
     let s = summary(&out.bytes);
     assert_eq!(s.memories, vec![(1, Some(1))]);
-    assert_eq!(s.exports, vec![(COUNTERS_EXPORT.to_string(), ExternalKind::Memory, 0)]);
+    assert_eq!(
+        s.exports,
+        vec![(COUNTERS_EXPORT.to_string(), ExternalKind::Memory, 0)]
+    );
     assert_eq!(s.data_segments, 1);
     assert_eq!(out.layout.total_bytes, 16);
 }

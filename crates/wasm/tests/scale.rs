@@ -8,8 +8,8 @@ use common::*;
 use pathprof_techniques::FunctionPlan;
 use pathprof_wasm::{analyze, instrument, read_counters, EdgeKind};
 use wasm_encoder::{
-    BlockType, CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction as I, Module,
-    TypeSection, ValType,
+    BlockType, CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction as I,
+    Module, TypeSection, ValType,
 };
 
 /// A module with one exported function `f(i32) -> i32` built by `body`.
@@ -34,7 +34,10 @@ fn module(body: impl FnOnce(&mut Function)) -> Vec<u8> {
 }
 
 fn call(x: i64) -> Call {
-    Call { export: "f".into(), args: vec![x] }
+    Call {
+        export: "f".into(),
+        args: vec![x],
+    }
 }
 
 const DEPTH: u32 = 100_000;
@@ -46,11 +49,14 @@ fn hundred_thousand_nested_blocks() {
         for _ in 0..DEPTH {
             f.instruction(&I::Block(BlockType::Empty));
         }
-        f.instruction(&I::LocalGet(0)).instruction(&I::BrIf(DEPTH - 1));
+        f.instruction(&I::LocalGet(0))
+            .instruction(&I::BrIf(DEPTH - 1));
         for _ in 0..DEPTH {
             f.instruction(&I::End);
         }
-        f.instruction(&I::LocalGet(0)).instruction(&I::I32Const(1)).instruction(&I::I32Add);
+        f.instruction(&I::LocalGet(0))
+            .instruction(&I::I32Const(1))
+            .instruction(&I::I32Add);
     });
     let info = analyze(&bytes).unwrap();
     let cfg = info.functions[0].as_ref().unwrap();
@@ -59,7 +65,10 @@ fn hundred_thousand_nested_blocks() {
     let plans = plans_with(&info, slot_plan);
     let out = instrument(&bytes, &info, &plans, &[]).unwrap();
     let r = run(&out.bytes, &[call(0), call(5), call(0)]);
-    assert_eq!(r.outcomes, run(&bytes, &[call(0), call(5), call(0)]).outcomes);
+    assert_eq!(
+        r.outcomes,
+        run(&bytes, &[call(0), call(5), call(0)]).outcomes
+    );
     let raw = read_counters(&out.layout.functions[0], r.counters.as_ref().unwrap()).unwrap();
     // Edges: Entry, BrIf (taken once), not-taken (twice), B3 -> J (twice), J -> EXIT.
     let mut slots = raw.slots.clone();
@@ -115,7 +124,9 @@ fn hundred_thousand_nested_loops_with_a_conditional_backedge() {
 fn nested_ifs(depth: u32) -> Vec<u8> {
     module(|f| {
         for i in 0..depth {
-            f.instruction(&I::LocalGet(0)).instruction(&I::I32Const(i as i32)).instruction(&I::I32GtS);
+            f.instruction(&I::LocalGet(0))
+                .instruction(&I::I32Const(i as i32))
+                .instruction(&I::I32GtS);
             f.instruction(&I::If(BlockType::Empty));
         }
         for _ in 0..depth {
@@ -141,7 +152,12 @@ fn sequential(units: u32) -> Vec<u8> {
 }
 
 fn sum_by_kind(f: &pathprof_wasm::FunctionCfg, slots: &[u64], k: EdgeKind) -> u64 {
-    slots.iter().zip(&f.edge_kinds).filter(|(_, &kk)| kk == k).map(|(&c, _)| c).sum()
+    slots
+        .iter()
+        .zip(&f.edge_kinds)
+        .filter(|(_, &kk)| kk == k)
+        .map(|(&c, _)| c)
+        .sum()
 }
 
 // Cranelift takes minutes on a function of 200 000 blocks, so the largest
@@ -195,6 +211,9 @@ fn two_hundred_thousand_blocks_in_sequence() {
         // One taken br_if in all (x = 7); every other unit falls through
         // twice (not-taken edge, then into its join), plus one exit per call.
         assert_eq!(sum_by_kind(cfg, &raw.slots, EdgeKind::BrIf), 1);
-        assert_eq!(sum_by_kind(cfg, &raw.slots, EdgeKind::Fallthrough), 2 * (2 * units as u64 - 1) + 2);
+        assert_eq!(
+            sum_by_kind(cfg, &raw.slots, EdgeKind::Fallthrough),
+            2 * (2 * units as u64 - 1) + 2
+        );
     }
 }

@@ -44,8 +44,18 @@ pub struct FuncGraph {
 impl FuncGraph {
     pub fn new(cfg: Cfg, catch_edges: HashSet<EdgeId>) -> Self {
         let backedges = dfs_backedges(&cfg);
-        let loop_heads = backedges.iter().filter(|&&e| cfg.src(e) != cfg.dst(e)).map(|&e| cfg.dst(e)).collect();
-        FuncGraph { cfg, catch_edges, cuts: HashSet::new(), backedges, loop_heads }
+        let loop_heads = backedges
+            .iter()
+            .filter(|&&e| cfg.src(e) != cfg.dst(e))
+            .map(|&e| cfg.dst(e))
+            .collect();
+        FuncGraph {
+            cfg,
+            catch_edges,
+            cuts: HashSet::new(),
+            backedges,
+            loop_heads,
+        }
     }
 }
 
@@ -93,7 +103,11 @@ pub fn count(trace: &[(u32, u32)], graphs: &BTreeMap<u32, FuncGraph>) -> Counts 
         let edge = EdgeId::new(e as usize);
         let (src, dst) = g.cfg.edge(edge);
         let finish = |c: &mut Counts, a: &Activation, end: &str| {
-            let key = PathKey { func: a.func, kind: format!("{}->{end}", a.start), blocks: a.blocks.clone() };
+            let key = PathKey {
+                func: a.func,
+                kind: format!("{}->{end}", a.start),
+                blocks: a.blocks.clone(),
+            };
             *c.paths.entry(key).or_insert(0) += 1;
         };
         if src == Cfg::ENTRY {
@@ -101,7 +115,11 @@ pub fn count(trace: &[(u32, u32)], graphs: &BTreeMap<u32, FuncGraph>) -> Counts 
                 // A handler begins a new path in the activation that caught;
                 // a throw from this activation already ended (and popped) it.
                 if stack.last().map(|a| a.func) != Some(f) {
-                    stack.push(Activation { func: f, start: "handler", blocks: Vec::new() });
+                    stack.push(Activation {
+                        func: f,
+                        start: "handler",
+                        blocks: Vec::new(),
+                    });
                 }
                 let top = stack.last_mut().unwrap();
                 top.start = "handler";
@@ -114,18 +132,37 @@ pub fn count(trace: &[(u32, u32)], graphs: &BTreeMap<u32, FuncGraph>) -> Counts 
                     top.blocks.push(dst.index() as u32);
                 }
             } else {
-                stack.push(Activation { func: f, start: "entry", blocks: vec![dst.index() as u32] });
+                stack.push(Activation {
+                    func: f,
+                    start: "entry",
+                    blocks: vec![dst.index() as u32],
+                });
             }
             continue;
         }
         let top = stack.last_mut().expect("trace edge outside any activation");
-        assert_eq!(top.func, f, "trace event of a function that is not on top of the stack");
+        assert_eq!(
+            top.func, f,
+            "trace event of a function that is not on top of the stack"
+        );
         if src == dst {
             *c.self_loops.entry((f, e)).or_insert(0) += 1;
         } else if g.backedges.contains(&edge) || (g.cuts.contains(&src) && dst != Cfg::EXIT) {
             // A path ends at a backedge or a cut; the next begins at its target.
-            finish(&mut c, top, if g.cuts.contains(&src) { "cut" } else { "backedge" });
-            top.start = if g.loop_heads.contains(&dst) { "loop head" } else { "cut" };
+            finish(
+                &mut c,
+                top,
+                if g.cuts.contains(&src) {
+                    "cut"
+                } else {
+                    "backedge"
+                },
+            );
+            top.start = if g.loop_heads.contains(&dst) {
+                "loop head"
+            } else {
+                "cut"
+            };
             top.blocks = vec![dst.index() as u32];
         } else if dst == Cfg::EXIT {
             finish(&mut c, top, "exit");

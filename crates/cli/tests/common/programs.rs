@@ -37,7 +37,11 @@ pub struct Outcome {
 pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outcome {
     match inv {
         Invocation::Command { args, stdin } => {
-            let opts = RunOptions { stdin: Some(stdin.clone()), trace, ..RunOptions::captured(args.clone()) };
+            let opts = RunOptions {
+                stdin: Some(stdin.clone()),
+                trace,
+                ..RunOptions::captured(args.clone())
+            };
             let o = pathprof_runner::run_command(engine, bytes, &opts).expect("run");
             Outcome {
                 exit: o.exit,
@@ -49,7 +53,10 @@ pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outc
             }
         }
         Invocation::Call { export, args } => {
-            let opts = RunOptions { trace, ..RunOptions::captured(["module"]) };
+            let opts = RunOptions {
+                trace,
+                ..RunOptions::captured(["module"])
+            };
             let o = pathprof_runner::invoke(engine, bytes, export, args, &opts).expect("invoke");
             Outcome {
                 exit: o.exit,
@@ -66,7 +73,10 @@ pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outc
 /// Whether the module imports anything but WASI (the embedded engine
 /// provides nothing else).
 pub fn needs_host_imports(engine: &Engine, bytes: &[u8]) -> bool {
-    Module::new(engine, bytes).expect("fixture compiles").imports().any(|i| i.module() != "wasi_snapshot_preview1")
+    Module::new(engine, bytes)
+        .expect("fixture compiles")
+        .imports()
+        .any(|i| i.module() != "wasi_snapshot_preview1")
 }
 
 /// Calls of every exported function whose parameters are all numbers, each
@@ -75,13 +85,21 @@ pub fn export_calls(engine: &Engine, bytes: &[u8]) -> Vec<Invocation> {
     let module = Module::new(engine, bytes).expect("fixture compiles");
     let mut out = Vec::new();
     for export in module.exports() {
-        let ExternType::Func(ft) = export.ty() else { continue };
+        let ExternType::Func(ft) = export.ty() else {
+            continue;
+        };
         let params: Vec<ValType> = ft.params().collect();
-        if !params.iter().all(|p| matches!(p, ValType::I32 | ValType::I64)) {
+        if !params
+            .iter()
+            .all(|p| matches!(p, ValType::I32 | ValType::I64))
+        {
             continue;
         }
         for v in ["0", "1", "2", "3", "5", "8", "13", "-1"] {
-            out.push(Invocation::Call { export: export.name().to_string(), args: vec![v.to_string(); params.len()] });
+            out.push(Invocation::Call {
+                export: export.name().to_string(),
+                args: vec![v.to_string(); params.len()],
+            });
         }
     }
     out
@@ -110,7 +128,10 @@ pub fn graphs_cut_as(module: &[u8], profile: &Profile) -> BTreeMap<u32, FuncGrap
     let mut graphs = graphs(module);
     for f in &profile.functions {
         if let FunctionData::Path { numbered, .. } = &f.data {
-            graphs.get_mut(&f.func_index).expect("profiled function").cuts = numbered.cut_nodes.iter().copied().collect();
+            graphs
+                .get_mut(&f.func_index)
+                .expect("profiled function")
+                .cuts = numbered.cut_nodes.iter().copied().collect();
         }
     }
     graphs
@@ -120,8 +141,15 @@ pub fn graphs_cut_as(module: &[u8], profile: &Profile) -> BTreeMap<u32, FuncGrap
 pub fn path_counts(profile: &Profile) -> Counts {
     let mut c = Counts::default();
     for p in pathprof::report::hot_paths(profile, None).expect("regenerate") {
-        let key = PathKey { func: p.func_index, kind: p.kind, blocks: p.blocks.iter().map(|b| b.block.index() as u32).collect() };
-        assert!(c.paths.insert(key, p.count).is_none(), "two path numbers regenerate to the same path");
+        let key = PathKey {
+            func: p.func_index,
+            kind: p.kind,
+            blocks: p.blocks.iter().map(|b| b.block.index() as u32).collect(),
+        };
+        assert!(
+            c.paths.insert(key, p.count).is_none(),
+            "two path numbers regenerate to the same path"
+        );
     }
     for f in &profile.functions {
         if let FunctionData::Path { numbered, counts } = &f.data {
@@ -161,14 +189,25 @@ pub fn profiled_run(
 ) -> (Outcome, Profile) {
     let inst = driver::instrument(module, technique, opts).expect("instrument");
     let out = run(engine, &inst.bytes, inv, false);
-    let counters = out.counters.as_ref().expect("instrumented module exports counters");
-    let profile = driver::collect(&inst.meta, counters, out.exit.is_abrupt().then_some(out.exit.unfinished_frames(&out.abrupt_stack))).expect("collect");
+    let counters = out
+        .counters
+        .as_ref()
+        .expect("instrumented module exports counters");
+    let profile = driver::collect(
+        &inst.meta,
+        counters,
+        out.exit
+            .is_abrupt()
+            .then_some(out.exit.unfinished_frames(&out.abrupt_stack)),
+    )
+    .expect("collect");
     (out, profile)
 }
 
 /// Parses `tests/fixtures/c/cases.txt`: `(fixture name, invocation)`.
 pub fn c_cases() -> Vec<(String, Invocation)> {
-    let text = std::fs::read_to_string(root().join("tests/fixtures/c/cases.txt")).expect("cases.txt");
+    let text =
+        std::fs::read_to_string(root().join("tests/fixtures/c/cases.txt")).expect("cases.txt");
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.trim();
@@ -178,9 +217,21 @@ pub fn c_cases() -> Vec<(String, Invocation)> {
         let mut parts = line.splitn(3, '|');
         let name = parts.next().unwrap().trim().to_string();
         let mut args = vec![name.clone()];
-        args.extend(parts.next().unwrap_or("").split_whitespace().map(String::from));
+        args.extend(
+            parts
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .map(String::from),
+        );
         let stdin = unescape(parts.next().unwrap_or("").trim_start());
-        out.push((name, Invocation::Command { args, stdin: stdin.into_bytes() }));
+        out.push((
+            name,
+            Invocation::Command {
+                args,
+                stdin: stdin.into_bytes(),
+            },
+        ));
     }
     out
 }

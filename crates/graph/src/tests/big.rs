@@ -39,7 +39,9 @@ fn long_loop_pipeline() {
     let in_tree = edge_spanning_tree(&cfg, &weights);
     let mut counts = vec![0u64; cfg.num_edges()];
     walk.edges.iter().for_each(|e| counts[e.index()] += 1);
-    let chords: Vec<u64> = (0..counts.len()).map(|e| if in_tree[e] { 0 } else { counts[e] }).collect();
+    let chords: Vec<u64> = (0..counts.len())
+        .map(|e| if in_tree[e] { 0 } else { counts[e] })
+        .collect();
     assert_eq!(derive_edge_counts(&cfg, &in_tree, &chords, &[]), Ok(counts));
 }
 
@@ -64,10 +66,17 @@ fn deep_nesting_is_linear() {
     let k = 50_000;
     let cfg = nested(k);
     let depth = loop_nesting_depths(&cfg);
-    assert_eq!((depth[2 + k - 1], depth[2 + 2 * k - 1]), (k as u32, k as u32));
+    assert_eq!(
+        (depth[2 + k - 1], depth[2 + 2 * k - 1]),
+        (k as u32, k as u32)
+    );
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
     assert_eq!(dag.backedges.len(), k);
-    let incs = chord_increments(&dag, &num, &dag_weights(&dag, &cfg, &loop_nesting_weights(&cfg)));
+    let incs = chord_increments(
+        &dag,
+        &num,
+        &dag_weights(&dag, &cfg, &loop_nesting_weights(&cfg)),
+    );
     let ops = place(&dag, &incs);
     oracle::check_sampled_path(&dag, &num, &incs, &ops, num.total() - 1).unwrap();
 }

@@ -41,7 +41,10 @@ fn self_loop_does_not_split_the_path() {
     // ENTRY->A, A->A, A->EXIT: one path, ENTRY A EXIT.
     let cfg = cfg_from_lists(&[vec![0, 1]], &[]);
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
-    assert_eq!((dag.self_loops.clone(), dag.num_edges(), num.total()), (vec![e(1)], 2, 1));
+    assert_eq!(
+        (dag.self_loops.clone(), dag.num_edges(), num.total()),
+        (vec![e(1)], 2, 1)
+    );
     check_all(&cfg, &dag, &num);
 }
 
@@ -54,7 +57,10 @@ fn unreachable_blocks_get_no_dag_edges() {
     assert!(!dag.reachable[b.index()]);
     assert!(dag.succs(b).is_empty() && dag.preds(b).is_empty());
     assert!((2..5).all(|i| dag.cfg_to_dag[i].is_empty()));
-    assert!(dag.self_loops.is_empty(), "an unreachable self loop never runs");
+    assert!(
+        dag.self_loops.is_empty(),
+        "an unreachable self loop never runs"
+    );
     assert_eq!((num.total(), num.num_paths[b.index()]), (1, 0));
     check_all(&cfg, &dag, &num);
 }
@@ -63,7 +69,14 @@ fn unreachable_blocks_get_no_dag_edges() {
 fn empty_function_is_one_path() {
     let cfg = Cfg::new();
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
-    assert_eq!(dag.edges, [crate::dag::DagEdge { src: Cfg::ENTRY, dst: Cfg::EXIT, kind: DagEdgeKind::ExitDummy }]);
+    assert_eq!(
+        dag.edges,
+        [crate::dag::DagEdge {
+            src: Cfg::ENTRY,
+            dst: Cfg::EXIT,
+            kind: DagEdgeKind::ExitDummy
+        }]
+    );
     assert_eq!(num.total(), 1);
     check_all(&cfg, &dag, &num);
 }
@@ -76,8 +89,16 @@ fn dummy_edges_are_shared() {
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
     assert_eq!(dag.backedges, [e(3), e(4)]);
     assert_eq!(dag.loop_heads, [n(2), n(3)]);
-    let exits = dag.edges.iter().filter(|d| d.kind == DagEdgeKind::ExitDummy).count();
-    let entries = dag.edges.iter().filter(|d| d.kind == DagEdgeKind::EntryDummy).count();
+    let exits = dag
+        .edges
+        .iter()
+        .filter(|d| d.kind == DagEdgeKind::ExitDummy)
+        .count();
+    let entries = dag
+        .edges
+        .iter()
+        .filter(|d| d.kind == DagEdgeKind::EntryDummy)
+        .count();
     assert_eq!((exits, entries), (1, 2));
     assert_eq!(dag.cfg_to_dag[3][0], dag.cfg_to_dag[4][0]);
     // Paths from ENTRY, A or B to C, then EXIT or the ExitDummy: 6.
@@ -100,14 +121,29 @@ fn malformed_cfgs_are_errors() {
     let a = into_entry.add_node();
     into_entry.add_edge(Cfg::ENTRY, a);
     into_entry.add_edge(a, Cfg::ENTRY);
-    assert_eq!(Dag::new(&into_entry), Err(GraphError::EdgeIntoEntry { edge: e(1) }));
+    assert_eq!(
+        Dag::new(&into_entry),
+        Err(GraphError::EdgeIntoEntry { edge: e(1) })
+    );
     let mut out_of_exit = Cfg::new();
     out_of_exit.add_edge(Cfg::ENTRY, Cfg::EXIT);
     out_of_exit.add_edge(Cfg::EXIT, Cfg::EXIT);
-    assert_eq!(build_numbered(&out_of_exit, 9).map(|_| ()), Err(GraphError::EdgeOutOfExit { edge: e(1) }));
-    assert_eq!(Dag::with_cuts(&out_of_exit, &[n(7)]).map(|_| ()), Err(GraphError::EdgeOutOfExit { edge: e(1) }));
+    assert_eq!(
+        build_numbered(&out_of_exit, 9).map(|_| ()),
+        Err(GraphError::EdgeOutOfExit { edge: e(1) })
+    );
+    assert_eq!(
+        Dag::with_cuts(&out_of_exit, &[n(7)]).map(|_| ()),
+        Err(GraphError::EdgeOutOfExit { edge: e(1) })
+    );
     let fine = cfg_from_lists(&[vec![1]], &[]);
-    assert_eq!(Dag::with_cuts(&fine, &[n(7)]), Err(GraphError::NodeOutOfRange { node: n(7), num_nodes: 3 }));
+    assert_eq!(
+        Dag::with_cuts(&fine, &[n(7)]),
+        Err(GraphError::NodeOutOfRange {
+            node: n(7),
+            num_nodes: 3
+        })
+    );
 }
 
 #[test]
@@ -124,11 +160,26 @@ fn stored_numbering_round_trips_and_mismatches_are_errors() {
     // A Val from another build: no panic, no loop.
     let mut wrong = num.clone();
     wrong.val[2] = 1;
-    assert!(matches!(regenerate(&dag, &wrong, 0), Err(GraphError::InvalidNumbering { .. })));
-    let short = Numbering { val: vec![], num_paths: num.num_paths.clone() };
-    assert!(matches!(regenerate(&dag, &short, 0), Err(GraphError::InvalidNumbering { .. })));
-    let empty = Numbering { val: vec![], num_paths: vec![] };
-    assert_eq!(regenerate(&dag, &empty, 0), Err(GraphError::PathOutOfRange { path: 0, total: 0 }));
+    assert!(matches!(
+        regenerate(&dag, &wrong, 0),
+        Err(GraphError::InvalidNumbering { .. })
+    ));
+    let short = Numbering {
+        val: vec![],
+        num_paths: num.num_paths.clone(),
+    };
+    assert!(matches!(
+        regenerate(&dag, &short, 0),
+        Err(GraphError::InvalidNumbering { .. })
+    ));
+    let empty = Numbering {
+        val: vec![],
+        num_paths: vec![],
+    };
+    assert_eq!(
+        regenerate(&dag, &empty, 0),
+        Err(GraphError::PathOutOfRange { path: 0, total: 0 })
+    );
 }
 
 #[test]
@@ -183,7 +234,10 @@ fn truncation_by_hand() {
     assert_eq!(dag.cut_nodes, [x0, x2]);
     assert_eq!(num.total(), 9);
     let x0_to_l0 = cfg.succs(x0)[0];
-    assert_eq!(dag.cfg_to_dag[x0_to_l0.index()], [dag.exit_dummy(x0).unwrap(), dag.entry_dummy(l0).unwrap()]);
+    assert_eq!(
+        dag.cfg_to_dag[x0_to_l0.index()],
+        [dag.exit_dummy(x0).unwrap(), dag.entry_dummy(l0).unwrap()]
+    );
     check_all(&cfg, &dag, &num);
 }
 
@@ -233,8 +287,19 @@ fn truncation_below_the_floor_cuts_everywhere() {
 fn overflow_is_reported_by_number_and_truncated_by_build() {
     // 70 diamonds: 2^70 paths overflow u64.
     let cfg = diamonds(70);
-    assert_eq!(number(&Dag::new(&cfg).unwrap()), Err(GraphError::TooManyPaths));
+    assert_eq!(
+        number(&Dag::new(&cfg).unwrap()),
+        Err(GraphError::TooManyPaths)
+    );
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
     assert!(!dag.cut_nodes.is_empty());
-    oracle::check_pipeline(&cfg, &dag, &num, &vec![1; cfg.num_edges()], &[], &[1, 1 << 40, u64::MAX]).unwrap();
+    oracle::check_pipeline(
+        &cfg,
+        &dag,
+        &num,
+        &vec![1; cfg.num_edges()],
+        &[],
+        &[1, 1 << 40, u64::MAX],
+    )
+    .unwrap();
 }

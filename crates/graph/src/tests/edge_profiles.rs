@@ -20,7 +20,11 @@ fn figure3() -> (Cfg, Vec<bool>) {
 
 /// Chord counts only: tree edges get garbage, which must be ignored.
 fn chord_counts(in_tree: &[bool], counts: &[u64]) -> Vec<u64> {
-    in_tree.iter().zip(counts).map(|(&t, &c)| if t { 777 } else { c }).collect()
+    in_tree
+        .iter()
+        .zip(counts)
+        .map(|(&t, &c)| if t { 777 } else { c })
+        .collect()
 }
 
 #[test]
@@ -31,7 +35,10 @@ fn figure3_counts_from_chords() {
     // ABCDEF x3, ACDF x2, ABDF x1, counted by hand per edge: ENTRY->A, A->B,
     // A->C, B->C, B->D, C->D, D->F, D->E, E->F, F->EXIT.
     let counts = [6, 4, 2, 3, 1, 5, 3, 3, 3, 6];
-    assert_eq!(derive_edge_counts(&cfg, &in_tree, &chord_counts(&in_tree, &counts), &[]), Ok(counts.to_vec()));
+    assert_eq!(
+        derive_edge_counts(&cfg, &in_tree, &chord_counts(&in_tree, &counts), &[]),
+        Ok(counts.to_vec())
+    );
 }
 
 #[test]
@@ -41,7 +48,10 @@ fn abrupt_exits_keep_counts_exact() {
     // ABCDEF once, and once A->C then a trap in C.
     let counts = [2, 1, 1, 1, 0, 1, 0, 1, 1, 1];
     let chords = chord_counts(&in_tree, &counts);
-    assert_eq!(derive_edge_counts(&cfg, &in_tree, &chords, &[(c, 1)]), Ok(counts.to_vec()));
+    assert_eq!(
+        derive_edge_counts(&cfg, &in_tree, &chords, &[(c, 1)]),
+        Ok(counts.to_vec())
+    );
 }
 
 #[test]
@@ -50,15 +60,24 @@ fn inconsistent_counts_are_errors() {
     // E->F ran 10 times but only 6 paths reach D: D->F would be -4.
     let chords = chord_counts(&in_tree, &[0, 0, 2, 3, 1, 0, 0, 0, 10, 0]);
     let got = derive_edge_counts(&cfg, &in_tree, &chords, &[]);
-    assert!(matches!(got, Err(GraphError::InconsistentCounts { .. })), "{got:?}");
+    assert!(
+        matches!(got, Err(GraphError::InconsistentCounts { .. })),
+        "{got:?}"
+    );
     // Flow into a vertex with no tree edge that does not balance.
     let mut lone = Cfg::new();
     let a = lone.add_node();
     let e0 = lone.add_edge(Cfg::ENTRY, a);
     lone.add_edge(a, Cfg::EXIT);
     let got = derive_edge_counts(&lone, &[false, false], &[3, 2], &[]);
-    assert!(matches!(got, Err(GraphError::InconsistentCounts { .. })), "{got:?}");
-    assert_eq!(derive_edge_counts(&lone, &[true, false], &[0, 2], &[]), Ok(vec![2, 2]));
+    assert!(
+        matches!(got, Err(GraphError::InconsistentCounts { .. })),
+        "{got:?}"
+    );
+    assert_eq!(
+        derive_edge_counts(&lone, &[true, false], &[0, 2], &[]),
+        Ok(vec![2, 2])
+    );
     assert_eq!(e0.index(), 0);
 }
 
@@ -68,20 +87,34 @@ fn malformed_inputs_are_errors() {
     let counts = vec![0; 10];
     assert_eq!(
         derive_edge_counts(&cfg, &in_tree[..9], &counts, &[]),
-        Err(GraphError::LengthMismatch { what: "in_tree", got: 9, expected: 10 })
+        Err(GraphError::LengthMismatch {
+            what: "in_tree",
+            got: 9,
+            expected: 10
+        })
     );
     assert_eq!(
         derive_edge_counts(&cfg, &in_tree, &counts[..3], &[]),
-        Err(GraphError::LengthMismatch { what: "chord_counts", got: 3, expected: 10 })
+        Err(GraphError::LengthMismatch {
+            what: "chord_counts",
+            got: 3,
+            expected: 10
+        })
     );
     let far = NodeId::new(99);
     assert_eq!(
         derive_edge_counts(&cfg, &in_tree, &counts, &[(far, 1)]),
-        Err(GraphError::NodeOutOfRange { node: far, num_nodes: 8 })
+        Err(GraphError::NodeOutOfRange {
+            node: far,
+            num_nodes: 8
+        })
     );
     // Every edge in the "tree": the cycles leave counts undetermined.
     let got = derive_edge_counts(&cfg, &[true; 10], &counts, &[]);
-    assert!(matches!(got, Err(GraphError::NotASpanningForest { .. })), "{got:?}");
+    assert!(
+        matches!(got, Err(GraphError::NotASpanningForest { .. })),
+        "{got:?}"
+    );
 }
 
 #[test]
@@ -93,7 +126,10 @@ fn self_loops_are_always_chords() {
     cfg.add_edge(a, Cfg::EXIT);
     // With the virtual EXIT->ENTRY edge, ENTRY->A->EXIT closes a cycle too,
     // so the lighter of those two is a chord as well.
-    assert_eq!(edge_spanning_tree(&cfg, &[1, u64::MAX, 0]), [true, false, false]);
+    assert_eq!(
+        edge_spanning_tree(&cfg, &[1, u64::MAX, 0]),
+        [true, false, false]
+    );
 }
 
 /// Connected components by relabelling: slow and obviously right.
@@ -103,7 +139,9 @@ struct Components {
 
 impl Components {
     fn new(n: usize) -> Self {
-        Components { label: (0..n).collect() }
+        Components {
+            label: (0..n).collect(),
+        }
     }
 
     /// Joins the components of `a` and `b`; false if already one.

@@ -16,7 +16,10 @@ fn nested_loops_with_a_self_loop() {
     let cfg = cfg_from_lists(&[vec![1, 4], vec![2, 3], vec![2, 1], vec![0]], &[]);
     assert_eq!(loop_nesting_depths(&cfg), [0, 0, 1, 2, 3, 1]);
     // 10^min(depth(src), depth(dst)).
-    assert_eq!(loop_nesting_weights(&cfg), [1, 10, 1, 100, 10, 1000, 100, 10]);
+    assert_eq!(
+        loop_nesting_weights(&cfg),
+        [1, 10, 1, 100, 10, 1000, 100, 10]
+    );
 }
 
 #[test]
@@ -45,7 +48,9 @@ fn unreachable_edges_weigh_nothing() {
 /// t_i -> h_i (backedge), t_i -> t_{i-1}, t_0 -> EXIT. Node of h_i is
 /// `2 + i`, of t_i `2 + k + i`.
 pub fn nested(k: usize) -> Cfg {
-    let mut lists: Vec<Vec<usize>> = (0..k).map(|i| vec![if i + 1 < k { i + 1 } else { 2 * k - 1 }]).collect();
+    let mut lists: Vec<Vec<usize>> = (0..k)
+        .map(|i| vec![if i + 1 < k { i + 1 } else { 2 * k - 1 }])
+        .collect();
     for i in 0..k {
         let out = if i == 0 { 2 * k } else { k + i - 1 };
         lists.push(vec![i, out]);
@@ -59,7 +64,10 @@ fn deep_nesting_saturates() {
     let cfg = nested(k);
     let depth = loop_nesting_depths(&cfg);
     for i in 0..k {
-        assert_eq!((depth[2 + i], depth[2 + k + i]), (i as u32 + 1, i as u32 + 1));
+        assert_eq!(
+            (depth[2 + i], depth[2 + k + i]),
+            (i as u32 + 1, i as u32 + 1)
+        );
     }
     let weights = loop_nesting_weights(&cfg);
     let innermost_back = cfg.succs(NodeId::new(2 + 2 * k - 1))[0];
@@ -107,11 +115,16 @@ fn lower(s: &Stmt, cfg: &mut Cfg, depths: &mut Vec<u32>, from: NodeId, depth: u3
             cfg.add_edge(b, b);
             b
         }
-        Stmt::Seq(list) => list.iter().fold(from, |at, s| lower(s, cfg, depths, at, depth)),
+        Stmt::Seq(list) => list
+            .iter()
+            .fold(from, |at, s| lower(s, cfg, depths, at, depth)),
         Stmt::If(a, b) => {
             let cond = node(cfg, depths, depth);
             cfg.add_edge(from, cond);
-            let ends = [lower(a, cfg, depths, cond, depth), lower(b, cfg, depths, cond, depth)];
+            let ends = [
+                lower(a, cfg, depths, cond, depth),
+                lower(b, cfg, depths, cond, depth),
+            ];
             let join = node(cfg, depths, depth);
             for end in ends {
                 cfg.add_edge(end, join);

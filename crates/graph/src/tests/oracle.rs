@@ -66,7 +66,10 @@ pub fn check_dag(cfg: &Cfg, dag: &Dag) -> Check {
     }
     check_dummies(dag, &used)?;
     let heads: BTreeSet<NodeId> = dag.backedges.iter().map(|&e| cfg.dst(e)).collect();
-    prop_assert_eq!(dag.loop_heads.iter().copied().collect::<BTreeSet<_>>(), heads);
+    prop_assert_eq!(
+        dag.loop_heads.iter().copied().collect::<BTreeSet<_>>(),
+        heads
+    );
     Ok(())
 }
 
@@ -81,11 +84,21 @@ fn check_mapping(cfg: &Cfg, dag: &Dag, reach: &[bool], e: EdgeId) -> Check {
     } else if is_back || is_cut {
         prop_assert_eq!(mapped.len(), 2);
         let (x, n) = (dag.edge(mapped[0]), dag.edge(mapped[1]));
-        prop_assert_eq!((x.src, x.dst, x.kind), (v, Cfg::EXIT, DagEdgeKind::ExitDummy));
-        prop_assert_eq!((n.src, n.dst, n.kind), (Cfg::ENTRY, w, DagEdgeKind::EntryDummy));
+        prop_assert_eq!(
+            (x.src, x.dst, x.kind),
+            (v, Cfg::EXIT, DagEdgeKind::ExitDummy)
+        );
+        prop_assert_eq!(
+            (n.src, n.dst, n.kind),
+            (Cfg::ENTRY, w, DagEdgeKind::EntryDummy)
+        );
         if is_back {
             // A DFS backedge targets an ancestor: w reaches v by forward edges.
-            prop_assert!(reaches_forward(cfg, dag, w, v), "backedge {} does not close a cycle", e);
+            prop_assert!(
+                reaches_forward(cfg, dag, w, v),
+                "backedge {} does not close a cycle",
+                e
+            );
         }
     } else {
         prop_assert_eq!(mapped.len(), 1);
@@ -104,13 +117,22 @@ fn check_dummies(dag: &Dag, used: &[usize]) -> Check {
         match e.kind {
             DagEdgeKind::Real(_) => prop_assert_eq!(used[d.index()], 1),
             DagEdgeKind::EntryDummy => {
-                prop_assert!(e.src == Cfg::ENTRY && entries.insert(e.dst), "duplicate EntryDummy");
+                prop_assert!(
+                    e.src == Cfg::ENTRY && entries.insert(e.dst),
+                    "duplicate EntryDummy"
+                );
                 prop_assert!(used[d.index()] > 0, "useless EntryDummy");
                 prop_assert_eq!(dag.entry_dummy(e.dst), Some(d));
             }
             DagEdgeKind::ExitDummy => {
-                prop_assert!(e.dst == Cfg::EXIT && exits.insert(e.src), "duplicate ExitDummy");
-                prop_assert!(used[d.index()] > 0 || dag.succs(e.src).len() == 1, "useless ExitDummy");
+                prop_assert!(
+                    e.dst == Cfg::EXIT && exits.insert(e.src),
+                    "duplicate ExitDummy"
+                );
+                prop_assert!(
+                    used[d.index()] > 0 || dag.succs(e.src).len() == 1,
+                    "useless ExitDummy"
+                );
                 prop_assert_eq!(dag.exit_dummy(e.src), Some(d));
             }
         }
@@ -163,7 +185,10 @@ fn reaches_forward(cfg: &Cfg, dag: &Dag, from: NodeId, to: NodeId) -> bool {
         }
         for &e in cfg.succs(v) {
             let w = cfg.dst(e);
-            if w != v && !dag.backedges.contains(&e) && !std::mem::replace(&mut seen[w.index()], true) {
+            if w != v
+                && !dag.backedges.contains(&e)
+                && !std::mem::replace(&mut seen[w.index()], true)
+            {
                 work.push(w);
             }
         }
@@ -175,17 +200,36 @@ fn reaches_forward(cfg: &Cfg, dag: &Dag, from: NodeId, to: NodeId) -> bool {
 /// the most paths gets the largest Val, and (when the paths can be listed)
 /// the path sums are exactly `0..total` and regeneration inverts them.
 /// Returns the enumerated paths, indexed by path number, if few enough.
-pub fn check_numbering(dag: &Dag, num: &Numbering) -> Result<Option<Vec<Vec<DagEdgeId>>>, TestCaseError> {
-    for v in dag.nodes().filter(|v| dag.reachable[v.index()] && *v != Cfg::EXIT) {
+pub fn check_numbering(
+    dag: &Dag,
+    num: &Numbering,
+) -> Result<Option<Vec<Vec<DagEdgeId>>>, TestCaseError> {
+    for v in dag
+        .nodes()
+        .filter(|v| dag.reachable[v.index()] && *v != Cfg::EXIT)
+    {
         let succs = dag.succs(v);
         let np = |d: &DagEdgeId| num.num_paths[dag.edge(*d).dst.index()];
         prop_assert_eq!(num.num_paths[v.index()], succs.iter().map(np).sum::<u64>());
-        let last = succs.iter().max_by_key(|d| num.val[d.index()]).expect("reachable vertices have successors");
-        prop_assert_eq!(np(last), succs.iter().map(np).max().unwrap(), "5.2: most paths last at {}", v);
+        let last = succs
+            .iter()
+            .max_by_key(|d| num.val[d.index()])
+            .expect("reachable vertices have successors");
+        prop_assert_eq!(
+            np(last),
+            succs.iter().map(np).max().unwrap(),
+            "5.2: most paths last at {}",
+            v
+        );
     }
     let total = num.total();
-    prop_assert_eq!(regenerate(dag, num, total), Err(GraphError::PathOutOfRange { path: total, total }));
-    let Some(paths) = enumerate_paths(dag, ENUM_LIMIT) else { return Ok(None) };
+    prop_assert_eq!(
+        regenerate(dag, num, total),
+        Err(GraphError::PathOutOfRange { path: total, total })
+    );
+    let Some(paths) = enumerate_paths(dag, ENUM_LIMIT) else {
+        return Ok(None);
+    };
     prop_assert_eq!(paths.len() as u64, total);
     let mut by_number: Vec<Option<Vec<DagEdgeId>>> = vec![None; paths.len()];
     for p in paths {
@@ -215,8 +259,15 @@ pub fn check_increments(dag: &Dag, num: &Numbering, weights: &[u64], incs: &Incr
         let mut sum = num.val[c.index()];
         for &(d, forward) in &cycle {
             let val = num.val[d.index()];
-            sum = if forward { sum.wrapping_add(val) } else { sum.wrapping_sub(val) };
-            prop_assert!(weights[d.index()] >= weights[c.index()], "a heavier chord than tree edge");
+            sum = if forward {
+                sum.wrapping_add(val)
+            } else {
+                sum.wrapping_sub(val)
+            };
+            prop_assert!(
+                weights[d.index()] >= weights[c.index()],
+                "a heavier chord than tree edge"
+            );
         }
         prop_assert_eq!(incs.inc[c.index()] as u64, sum, "Inc of chord {}", c);
     }
@@ -245,11 +296,27 @@ impl TreeOracle {
         let mut adj = vec![Vec::new(); dag.num_nodes];
         for d in dag.edge_ids().filter(|d| !incs.chord[d.index()]) {
             let e = dag.edge(d);
-            adj[e.src.index()].push(Step { to: e.dst, edge: Some(d), forward: true });
-            adj[e.dst.index()].push(Step { to: e.src, edge: Some(d), forward: false });
+            adj[e.src.index()].push(Step {
+                to: e.dst,
+                edge: Some(d),
+                forward: true,
+            });
+            adj[e.dst.index()].push(Step {
+                to: e.src,
+                edge: Some(d),
+                forward: false,
+            });
         }
-        adj[Cfg::ENTRY.index()].push(Step { to: Cfg::EXIT, edge: None, forward: false });
-        adj[Cfg::EXIT.index()].push(Step { to: Cfg::ENTRY, edge: None, forward: true });
+        adj[Cfg::ENTRY.index()].push(Step {
+            to: Cfg::EXIT,
+            edge: None,
+            forward: false,
+        });
+        adj[Cfg::EXIT.index()].push(Step {
+            to: Cfg::ENTRY,
+            edge: None,
+            forward: true,
+        });
         TreeOracle { adj }
     }
 
@@ -272,7 +339,8 @@ impl TreeOracle {
 
     fn spans(&self, dag: &Dag) -> bool {
         let parent = self.parents(Cfg::ENTRY);
-        dag.nodes().all(|v| v == Cfg::ENTRY || !dag.reachable[v.index()] || parent[v.index()].is_some())
+        dag.nodes()
+            .all(|v| v == Cfg::ENTRY || !dag.reachable[v.index()] || parent[v.index()].is_some())
     }
 
     /// The tree path from `from` to `to`: each real edge and whether the
@@ -297,7 +365,10 @@ impl TreeOracle {
 /// exactly once. `paths[n]` is path number `n`.
 pub fn check_placement(paths: &[Vec<DagEdgeId>], ops: &[Vec<Op>]) -> Check {
     for (n, p) in paths.iter().enumerate() {
-        let mut m = OpMachine { r: GARBAGE, counted: Vec::new() };
+        let mut m = OpMachine {
+            r: GARBAGE,
+            counted: Vec::new(),
+        };
         m.run_path(ops, p);
         prop_assert_eq!(m.counted, vec![n as u64], "path {}", n);
     }
@@ -305,7 +376,13 @@ pub fn check_placement(paths: &[Vec<DagEdgeId>], ops: &[Vec<Op>]) -> Check {
 }
 
 /// Path number `n` regenerated, summed by Inc, and run through the ops.
-pub fn check_sampled_path(dag: &Dag, num: &Numbering, incs: &Increments, ops: &[Vec<Op>], n: u64) -> Check {
+pub fn check_sampled_path(
+    dag: &Dag,
+    num: &Numbering,
+    incs: &Increments,
+    ops: &[Vec<Op>],
+    n: u64,
+) -> Check {
     let p = regenerate(dag, num, n).unwrap();
     prop_assert_eq!(p.first().map(|&d| dag.edge(d).src), Some(Cfg::ENTRY));
     prop_assert_eq!(p.last().map(|&d| dag.edge(d).dst), Some(Cfg::EXIT));
@@ -313,13 +390,18 @@ pub fn check_sampled_path(dag: &Dag, num: &Numbering, incs: &Increments, ops: &[
         prop_assert_eq!(dag.edge(w[0]).dst, dag.edge(w[1]).src);
     }
     prop_assert_eq!(num.path_sum(&p), n);
-    let inc_sum = p.iter().fold(0u64, |s, d| s.wrapping_add(incs.inc[d.index()] as u64));
+    let inc_sum = p
+        .iter()
+        .fold(0u64, |s, d| s.wrapping_add(incs.inc[d.index()] as u64));
     prop_assert_eq!(inc_sum, n);
     check_placement_one(ops, &p, n)
 }
 
 fn check_placement_one(ops: &[Vec<Op>], p: &[DagEdgeId], n: u64) -> Check {
-    let mut m = OpMachine { r: GARBAGE, counted: Vec::new() };
+    let mut m = OpMachine {
+        r: GARBAGE,
+        counted: Vec::new(),
+    };
     m.run_path(ops, p);
     prop_assert_eq!(m.counted, vec![n]);
     Ok(())
@@ -328,7 +410,9 @@ fn check_placement_one(ops: &[Vec<Op>], p: &[DagEdgeId], n: u64) -> Check {
 /// Event counting: the Inc sum of every path is its Val sum.
 pub fn check_inc_sums(paths: &[Vec<DagEdgeId>], incs: &Increments) -> Check {
     for (n, p) in paths.iter().enumerate() {
-        let sum = p.iter().fold(0u64, |s, d| s.wrapping_add(incs.inc[d.index()] as u64));
+        let sum = p
+            .iter()
+            .fold(0u64, |s, d| s.wrapping_add(incs.inc[d.index()] as u64));
         prop_assert_eq!(sum, n as u64);
     }
     Ok(())
@@ -338,7 +422,10 @@ pub fn check_inc_sums(paths: &[Vec<DagEdgeId>], incs: &Increments) -> Check {
 /// of its acyclic pieces (split at backedges and cuts; self loops ignored),
 /// in order. An abrupt end counts only the pieces it completed.
 pub fn check_walk(dag: &Dag, num: &Numbering, ops: &[Vec<Op>], walk: &Walk) -> Check {
-    let mut m = OpMachine { r: GARBAGE, counted: Vec::new() };
+    let mut m = OpMachine {
+        r: GARBAGE,
+        counted: Vec::new(),
+    };
     let mut expected = Vec::new();
     let mut piece: Vec<DagEdgeId> = Vec::new();
     for &e in &walk.edges {
@@ -353,7 +440,10 @@ pub fn check_walk(dag: &Dag, num: &Numbering, ops: &[Vec<Op>], walk: &Walk) -> C
             }
         }
     }
-    prop_assert_eq!(walk.end == WalkEnd::Exit, piece.is_empty() && !walk.edges.is_empty());
+    prop_assert_eq!(
+        walk.end == WalkEnd::Exit,
+        piece.is_empty() && !walk.edges.is_empty()
+    );
     // Fig. 8 counts a path as soon as the rest of it is forced, so an
     // activation stopping on that forced rest has counted it already.
     if let Some(forced) = forced_completion(dag, num, &piece) {

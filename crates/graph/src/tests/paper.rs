@@ -31,7 +31,10 @@ fn figure6_num_paths_and_val() {
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
     assert_eq!(dag.num_edges(), 10, "an acyclic CFG needs no dummy edge");
     assert!(dag.backedges.is_empty() && dag.cut_nodes.is_empty());
-    let np: Vec<u64> = [a, b, c, d_, e, f].iter().map(|n| num.num_paths[n.index()]).collect();
+    let np: Vec<u64> = [a, b, c, d_, e, f]
+        .iter()
+        .map(|n| num.num_paths[n.index()])
+        .collect();
     assert_eq!(np, [6, 4, 2, 2, 1, 1]);
     assert_eq!((num.total(), num.num_paths[Cfg::EXIT.index()]), (6, 1));
     // Edge ids: 0 ENTRY->A, 1 A->B, 2 A->C, 3 B->C, 4 B->D, 5 C->D, 6 D->F,
@@ -44,13 +47,18 @@ fn figure6_num_paths_and_val() {
 fn figure2_path_numbers_and_regeneration() {
     let (cfg, _) = figure1();
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
-    let expected = ["<ACDF>", "<ACDEF>", "<ABCDF>", "<ABCDEF>", "<ABDF>", "<ABDEF>"];
+    let expected = [
+        "<ACDF>", "<ACDEF>", "<ABCDF>", "<ABCDEF>", "<ABDF>", "<ABDEF>",
+    ];
     for (n, want) in expected.iter().enumerate() {
         let path = regenerate(&dag, &num, n as u64).unwrap();
         assert_eq!(names(&dag.path_nodes(&path)), *want, "path {n}");
     }
     // Section 3.5's walk-through: 3 is ABCDEF, along these edges.
-    assert_eq!(regenerate(&dag, &num, 3).unwrap(), [0, 1, 3, 5, 7, 8, 9].map(d));
+    assert_eq!(
+        regenerate(&dag, &num, 3).unwrap(),
+        [0, 1, 3, 5, 7, 8, 9].map(d)
+    );
 }
 
 /// Weights that make Fig. 7's tree: the chords are A->C, B->C, B->D, E->F.
@@ -84,7 +92,10 @@ fn figure9_placement() {
     want[8] = vec![Op::Count(1)];
     assert_eq!(ops, want);
     for n in 0..6 {
-        let mut m = OpMachine { r: 99, counted: Vec::new() };
+        let mut m = OpMachine {
+            r: 99,
+            counted: Vec::new(),
+        };
         m.run_path(&ops, &regenerate(&dag, &num, n).unwrap());
         assert_eq!(m.counted, [n]);
     }
@@ -94,7 +105,10 @@ fn figure9_placement() {
 /// ENTRY->A, 1 A->B, 2 B->C, 3 B->D, 4 C->E, 5 D->E, 6 E->B (the backedge),
 /// 7 E->F, 8 F->EXIT.
 fn figure10() -> Cfg {
-    cfg_from_lists(&[vec![1], vec![2, 3], vec![4], vec![4], vec![1, 5], vec![6]], &[])
+    cfg_from_lists(
+        &[vec![1], vec![2, 3], vec![4], vec![4], vec![1, 5], vec![6]],
+        &[],
+    )
 }
 
 #[test]
@@ -106,11 +120,28 @@ fn figure10_dummy_edges() {
     assert_eq!(dag.loop_heads, [b]);
     // Real edges 0..8 in CFG order (the backedge skipped), then the dummies.
     assert_eq!(dag.num_edges(), 10);
-    assert_eq!(dag.edges[8], crate::dag::DagEdge { src: Cfg::ENTRY, dst: b, kind: DagEdgeKind::EntryDummy });
-    assert_eq!(dag.edges[9], crate::dag::DagEdge { src: e, dst: Cfg::EXIT, kind: DagEdgeKind::ExitDummy });
+    assert_eq!(
+        dag.edges[8],
+        crate::dag::DagEdge {
+            src: Cfg::ENTRY,
+            dst: b,
+            kind: DagEdgeKind::EntryDummy
+        }
+    );
+    assert_eq!(
+        dag.edges[9],
+        crate::dag::DagEdge {
+            src: e,
+            dst: Cfg::EXIT,
+            kind: DagEdgeKind::ExitDummy
+        }
+    );
     assert_eq!(dag.cfg_to_dag[6], [d(9), d(8)]);
     assert_eq!(dag.cfg_to_dag[7], [d(6)]);
-    assert_eq!((dag.entry_dummy(b), dag.exit_dummy(e)), (Some(d(8)), Some(d(9))));
+    assert_eq!(
+        (dag.entry_dummy(b), dag.exit_dummy(e)),
+        (Some(d(8)), Some(d(9)))
+    );
 }
 
 #[test]
@@ -123,8 +154,15 @@ fn figure10_four_kinds_of_paths() {
     assert_eq!(num.val, [0, 0, 0, 2, 0, 0, 0, 0, 4, 1]);
     // The four kinds: ENTRY to EXIT (0, 2), ENTRY to the backedge (1, 3),
     // loop head to EXIT (4, 6), loop head to the backedge (5, 7).
-    let expected = ["<ABCEF>", "<ABCE>", "<ABDEF>", "<ABDE>", "<BCEF>", "<BCE>", "<BDEF>", "<BDE>"];
-    for (n, kind) in [(0, (true, true)), (1, (true, false)), (4, (false, true)), (5, (false, false))] {
+    let expected = [
+        "<ABCEF>", "<ABCE>", "<ABDEF>", "<ABDE>", "<BCEF>", "<BCE>", "<BDEF>", "<BDE>",
+    ];
+    for (n, kind) in [
+        (0, (true, true)),
+        (1, (true, false)),
+        (4, (false, true)),
+        (5, (false, false)),
+    ] {
         let path = regenerate(&dag, &num, n).unwrap();
         let starts_at_entry = matches!(dag.edge(path[0]).kind, DagEdgeKind::Real(_));
         let ends_at_exit = matches!(dag.edge(*path.last().unwrap()).kind, DagEdgeKind::Real(_));
@@ -145,10 +183,17 @@ fn figure10_execution_counts_each_iteration() {
     let choices = [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0];
     let walk = random_walk(&cfg, &choices);
     assert_eq!(walk.end, crate::testing::WalkEnd::Exit);
-    for weights in [vec![1; 9], crate::weights::loop_nesting_weights(&cfg), (0..9).rev().collect()] {
+    for weights in [
+        vec![1; 9],
+        crate::weights::loop_nesting_weights(&cfg),
+        (0..9).rev().collect(),
+    ] {
         let incs = chord_increments(&dag, &num, &dag_weights(&dag, &cfg, &weights));
         let ops = place(&dag, &incs);
-        let mut m = OpMachine { r: 12345, counted: Vec::new() };
+        let mut m = OpMachine {
+            r: 12345,
+            counted: Vec::new(),
+        };
         for &e in &walk.edges {
             for &dd in &dag.cfg_to_dag[e.index()] {
                 ops[dd.index()].iter().for_each(|&op| m.apply(op));

@@ -9,7 +9,9 @@ use proptest::prelude::*;
 
 use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
 use crate::numbering::{number, topological_order, Numbering};
-use crate::ppp::{ball_larus_delta, choose, compute_ppp_increments, delta, ppp_id, PppNumbering, Scheme};
+use crate::ppp::{
+    ball_larus_delta, choose, compute_ppp_increments, delta, ppp_id, PppNumbering, Scheme,
+};
 use crate::testing::{arb_cfg, enumerate_paths};
 use crate::{Cfg, EdgeId, GraphError, NodeId};
 
@@ -30,7 +32,11 @@ fn named_dag(names: &str, edges: &[&str]) -> (Dag, impl Fn(&str) -> Vec<DagEdgeI
         .enumerate()
         .map(|(i, e)| {
             let b = e.as_bytes();
-            (node(b[0] as char), node(b[1] as char), DagEdgeKind::Real(EdgeId::new(i)))
+            (
+                node(b[0] as char),
+                node(b[1] as char),
+                DagEdgeKind::Real(EdgeId::new(i)),
+            )
         })
         .collect();
     let dag = Dag::from_edges(2 + names.len(), &list);
@@ -41,7 +47,12 @@ fn named_dag(names: &str, edges: &[&str]) -> (Dag, impl Fn(&str) -> Vec<DagEdgeI
         b.windows(2)
             .map(|w| {
                 let e = format!("{}{}", w[0] as char, w[1] as char);
-                DagEdgeId::new(names.iter().position(|n| *n == e).expect("an edge of the DAG"))
+                DagEdgeId::new(
+                    names
+                        .iter()
+                        .position(|n| *n == e)
+                        .expect("an edge of the DAG"),
+                )
             })
             .collect()
     };
@@ -68,7 +79,10 @@ fn thesis_figure_3_4_example() {
     // The thesis' Ball-Larus Val (Fig. 3.4(a)): NumPaths d 1, c 2, b 2, a 4,
     // s 6; Val(s->b) = NumPaths(a) = 4, Val(a->b) = NumPaths(c) = 2,
     // Val(c->t) = NumPaths(d) = 1, the others 0.
-    let bl = Numbering { val: vec![0, 4, 0, 2, 0, 0, 1, 0], num_paths: vec![6, 1, 4, 2, 2, 1] };
+    let bl = Numbering {
+        val: vec![0, 4, 0, 2, 0, 0, 1, 0],
+        num_paths: vec![6, 1, 4, 2, 2, 1],
+    };
     let bl_ids: Vec<u64> = interesting.iter().map(|p| bl.path_sum(p)).collect();
     assert_eq!(bl_ids, [0, 1, 5], "the text: Ball-Larus ids 0, 1 and 5");
     let num = compute_ppp_increments(&dag, &bl, &interesting).unwrap();
@@ -76,21 +90,41 @@ fn thesis_figure_3_4_example() {
     // W(b,c) = -1, W(a,c) = 0, W(s,a) = 0, W(s,b) = 2; a->b carries no
     // interesting path (⊥, here 0).
     assert_eq!(num.inc, [0, 2, 0, 0, -1, 0, 1, 0]);
-    assert_eq!(ids(&num, &interesting), [0, 1, 2], "the text: PPP ids 0, 1 and 2");
+    assert_eq!(
+        ids(&num, &interesting),
+        [0, 1, 2],
+        "the text: PPP ids 0, 1 and 2"
+    );
     assert_eq!((num.min, num.max), (0, 2));
     assert_eq!(delta(&num, 3), 0);
-    assert_eq!(ball_larus_delta(&bl, &interesting), 3, "ids 0..=5 hold 3 paths");
+    assert_eq!(
+        ball_larus_delta(&bl, &interesting),
+        3,
+        "ids 0..=5 hold 3 paths"
+    );
     // 3.2.3: sabct aliases sacdt (0 + 0 - 1 + 1 = 0) and sbcdt aliases sact
     // (2 - 1 + 0 + 0 = 1); sabcdt gets 0 + 0 - 1 + 0 + 0 = -1.
-    assert_eq!(ids(&num, &[path("sabct"), path("sbcdt"), path("sabcdt")]), [0, 1, -1]);
+    assert_eq!(
+        ids(&num, &[path("sabct"), path("sbcdt"), path("sabcdt")]),
+        [0, 1, -1]
+    );
 
     // Prefixes only key the cis map, so any valid Ball-Larus numbering gives
     // the same increments, e.g. this crate's (with the 5.2 sort).
     let sorted = number(&dag).unwrap();
     assert_ne!(sorted.val, bl.val);
-    assert_eq!(compute_ppp_increments(&dag, &sorted, &interesting).unwrap(), num);
+    assert_eq!(
+        compute_ppp_increments(&dag, &sorted, &interesting).unwrap(),
+        num
+    );
     // Order and duplicates do not matter.
-    let shuffled = vec![path("sbct"), path("sacdt"), path("sbct"), path("sact"), path("sacdt")];
+    let shuffled = vec![
+        path("sbct"),
+        path("sacdt"),
+        path("sbct"),
+        path("sact"),
+        path("sacdt"),
+    ];
     assert_eq!(compute_ppp_increments(&dag, &bl, &shuffled).unwrap(), num);
     assert_eq!(ball_larus_delta(&bl, &shuffled), 3);
 }
@@ -144,7 +178,12 @@ fn lemma_3_3_1_separation_counterexample() {
 fn lemma_3_3_2_perfect_assignment_counterexample() {
     // Edge ids: 0 sa, 1 sb, 2 sc, 3 ad, 4 bd, 5 cd, 6 de, 7 df, 8 dg, 9 et,
     // 10 ft, 11 gt.
-    let (dag, path) = named_dag("abcdefg", &["sa", "sb", "sc", "ad", "bd", "cd", "de", "df", "dg", "et", "ft", "gt"]);
+    let (dag, path) = named_dag(
+        "abcdefg",
+        &[
+            "sa", "sb", "sc", "ad", "bd", "cd", "de", "df", "dg", "et", "ft", "gt",
+        ],
+    );
     let bl = number(&dag).unwrap();
     let names = ["sadft", "sadgt", "sbdet", "sbdgt", "scdet", "scdft"];
     let interesting: Vec<Vec<DagEdgeId>> = names.iter().map(|p| path(p)).collect();
@@ -175,9 +214,15 @@ fn lemma_3_3_2_perfect_assignment_counterexample() {
 #[test]
 fn ppp_can_lose_to_ball_larus() {
     // Edge ids: 0 sb, 1 sa, 2 av, 3 bv, 4 vw, 5 vt, 6 wx, 7 wt, 8 xt.
-    let (dag, path) = named_dag("abvwx", &["sb", "sa", "av", "bv", "vw", "vt", "wx", "wt", "xt"]);
+    let (dag, path) = named_dag(
+        "abvwx",
+        &["sb", "sa", "av", "bv", "vw", "vt", "wx", "wt", "xt"],
+    );
     let bl = number(&dag).unwrap();
-    let interesting: Vec<Vec<DagEdgeId>> = ["sbvwxt", "sbvwt", "sbvt", "savwxt", "savt"].iter().map(|p| path(p)).collect();
+    let interesting: Vec<Vec<DagEdgeId>> = ["sbvwxt", "sbvwt", "sbvt", "savwxt", "savt"]
+        .iter()
+        .map(|p| path(p))
+        .collect();
     let num = compute_ppp_increments(&dag, &bl, &interesting).unwrap();
     assert_eq!(num.inc, [0, 3, 0, 0, 0, 2, 0, 1, 0]);
     assert_eq!(ids(&num, &interesting), [0, 1, 2, 3, 5]);
@@ -189,16 +234,29 @@ fn ppp_can_lose_to_ball_larus() {
 
     let chosen = choose(&dag, &bl, &interesting).unwrap();
     assert_eq!(chosen.scheme, Scheme::BallLarus);
-    assert_eq!(chosen.numbering, PppNumbering { inc: vec![0, 3, 0, 0, 1, 0, 0, 1, 0], min: 0, max: 4 });
+    assert_eq!(
+        chosen.numbering,
+        PppNumbering {
+            inc: vec![0, 3, 0, 0, 1, 0, 0, 1, 0],
+            min: 0,
+            max: 4
+        }
+    );
     assert_eq!(ids(&chosen.numbering, &interesting), [1, 2, 0, 4, 3]);
     // On a tie (Fig. 3.5, both 0) PPP is kept; where PPP wins it is chosen.
     let (dag, path) = named_dag("abcd", &["sa", "sb", "ac", "ab", "bc", "cd", "ct", "dt"]);
     let fig34 = vec![path("sacdt"), path("sact"), path("sbct")];
     let chosen = choose(&dag, &number(&dag).unwrap(), &fig34).unwrap();
-    assert_eq!((chosen.scheme, ids(&chosen.numbering, &fig34)), (Scheme::Ppp, vec![0, 1, 2]));
+    assert_eq!(
+        (chosen.scheme, ids(&chosen.numbering, &fig34)),
+        (Scheme::Ppp, vec![0, 1, 2])
+    );
     let (dag, path) = named_dag("abcde", &["sa", "sb", "ac", "bc", "cd", "ce", "dt", "et"]);
     let fig35 = vec![path("sacet"), path("sbcdt")];
-    assert_eq!(choose(&dag, &number(&dag).unwrap(), &fig35).unwrap().scheme, Scheme::Ppp);
+    assert_eq!(
+        choose(&dag, &number(&dag).unwrap(), &fig35).unwrap().scheme,
+        Scheme::Ppp
+    );
 }
 
 #[test]
@@ -206,18 +264,50 @@ fn empty_set_and_errors() {
     let (dag, path) = named_dag("abcd", &["sa", "sb", "ac", "ab", "bc", "cd", "ct", "dt"]);
     let bl = number(&dag).unwrap();
     let num = compute_ppp_increments(&dag, &bl, &[]).unwrap();
-    assert_eq!(num, PppNumbering { inc: vec![0; 8], min: 0, max: 0 });
+    assert_eq!(
+        num,
+        PppNumbering {
+            inc: vec![0; 8],
+            min: 0,
+            max: 0
+        }
+    );
     assert_eq!((delta(&num, 0), ball_larus_delta(&bl, &[])), (0, 0));
     // A single path gets id 0.
     let one = compute_ppp_increments(&dag, &bl, &[path("sabcdt")]).unwrap();
-    assert_eq!((ppp_id(&one, &path("sabcdt")), one.min, one.max, delta(&one, 1)), (0, 0, 0, 0));
+    assert_eq!(
+        (
+            ppp_id(&one, &path("sabcdt")),
+            one.min,
+            one.max,
+            delta(&one, 1)
+        ),
+        (0, 0, 0, 0)
+    );
 
-    let not_a_path = GraphError::InvalidNumbering { reason: "an interesting path is not an ENTRY->EXIT path of the DAG" };
-    for bad in [vec![], path("sac"), path("acdt"), vec![DagEdgeId::new(0), DagEdgeId::new(4)], vec![DagEdgeId::new(99)]] {
-        assert_eq!(compute_ppp_increments(&dag, &bl, &[bad]), Err(not_a_path.clone()));
+    let not_a_path = GraphError::InvalidNumbering {
+        reason: "an interesting path is not an ENTRY->EXIT path of the DAG",
+    };
+    for bad in [
+        vec![],
+        path("sac"),
+        path("acdt"),
+        vec![DagEdgeId::new(0), DagEdgeId::new(4)],
+        vec![DagEdgeId::new(99)],
+    ] {
+        assert_eq!(
+            compute_ppp_increments(&dag, &bl, &[bad]),
+            Err(not_a_path.clone())
+        );
     }
-    let short = Numbering { val: vec![0; 3], num_paths: bl.num_paths.clone() };
-    assert!(matches!(compute_ppp_increments(&dag, &short, &[]), Err(GraphError::LengthMismatch { .. })));
+    let short = Numbering {
+        val: vec![0; 3],
+        num_paths: bl.num_paths.clone(),
+    };
+    assert!(matches!(
+        compute_ppp_increments(&dag, &short, &[]),
+        Err(GraphError::LengthMismatch { .. })
+    ));
 }
 
 /// 100 000 nodes in a chain n0 -> n1 -> ... with an edge to EXIT from each:
@@ -273,7 +363,12 @@ fn fig_3_10_literal(dag: &Dag, interesting: &[Vec<DagEdgeId>]) -> Vec<Option<i64
             prefixes.sort();
             prefixes.dedup();
             for &q in &prefixes {
-                let min = through.iter().filter(|(_, r)| r == q).map(|&(i, _)| pid[i]).min().unwrap();
+                let min = through
+                    .iter()
+                    .filter(|(_, r)| r == q)
+                    .map(|&(i, _)| pid[i])
+                    .min()
+                    .unwrap();
                 let weight = cis.get(q).copied().unwrap_or(0) - min;
                 if w[e.index()].is_none_or(|w| w < weight) {
                     w[e.index()] = Some(weight);
@@ -283,7 +378,12 @@ fn fig_3_10_literal(dag: &Dag, interesting: &[Vec<DagEdgeId>]) -> Vec<Option<i64
                 pid[i] += w[e.index()].unwrap();
             }
             for &q in &prefixes {
-                let max = through.iter().filter(|(_, r)| r == q).map(|&(i, _)| pid[i]).max().unwrap();
+                let max = through
+                    .iter()
+                    .filter(|(_, r)| r == q)
+                    .map(|&(i, _)| pid[i])
+                    .max()
+                    .unwrap();
                 cis.insert(q.clone(), max + 1);
             }
         }

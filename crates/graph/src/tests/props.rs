@@ -15,7 +15,12 @@ use crate::{Cfg, NodeId};
 fn arb_case(max_blocks: usize) -> impl Strategy<Value = (Cfg, Vec<u64>, Vec<Vec<u32>>, Vec<u64>)> {
     arb_cfg(max_blocks).prop_flat_map(|cfg| {
         let m = cfg.num_edges();
-        (Just(cfg), vec(0u64..4, m), vec(vec(any::<u32>(), 0..40), 0..4), vec(any::<u64>(), 0..4))
+        (
+            Just(cfg),
+            vec(0u64..4, m),
+            vec(vec(any::<u32>(), 0..40), 0..4),
+            vec(any::<u64>(), 0..4),
+        )
     })
 }
 

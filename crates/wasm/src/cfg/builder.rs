@@ -72,7 +72,15 @@ struct Frame {
 
 impl Frame {
     fn new(kind: FrameKind, node: u32, open: u32) -> Self {
-        Frame { kind, node, head: NONE, catch_edge: NONE, open, else_seen: false, stamp: 0 }
+        Frame {
+            kind,
+            node,
+            head: NONE,
+            catch_edge: NONE,
+            open,
+            else_seen: false,
+            stamp: 0,
+        }
     }
 }
 
@@ -150,21 +158,31 @@ pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
 
 fn unsupported(what: &str, offset: usize) -> BuildError {
     BuildError::Unsupported {
-        reason: format!("`{what}` is not supported (legacy exception handling or a disabled proposal)"),
+        reason: format!(
+            "`{what}` is not supported (legacy exception handling or a disabled proposal)"
+        ),
         offset: offset as u32,
     }
 }
 
 impl Builder {
     fn node(&mut self) -> u32 {
-        self.blocks.push(Some(BlockInfo { offset: 0, end: 0, instrs: 0 }));
+        self.blocks.push(Some(BlockInfo {
+            offset: 0,
+            end: 0,
+            instrs: 0,
+        }));
         (self.blocks.len() - 1) as u32
     }
 
     /// A new edge; `dst` NONE means "patched when the target label closes".
     fn edge(&mut self, src: u32, dst: u32, kind: EdgeKind) -> EdgeId {
         let e = EdgeId::new(self.edges.len());
-        let dst = if dst == NONE { Cfg::EXIT } else { NodeId::new(dst as usize) };
+        let dst = if dst == NONE {
+            Cfg::EXIT
+        } else {
+            NodeId::new(dst as usize)
+        };
         self.edges.push((NodeId::new(src as usize), dst));
         self.kinds.push(kind);
         self.next.push(NONE);
@@ -173,7 +191,10 @@ impl Builder {
     }
 
     fn site(&mut self, offset: usize, kind: SiteKind) {
-        self.sites.push(Site { offset: offset as u32, kind });
+        self.sites.push(Site {
+            offset: offset as u32,
+            kind,
+        });
     }
 
     fn link(&mut self, frame: usize, e: EdgeId) {
@@ -230,7 +251,13 @@ impl Builder {
         let e = self.edge(src, self.label_node(frame), kind);
         self.pad[e.index()] = true;
         self.link(frame, e);
-        self.site(offset, SiteKind::Taken { edge: e, frame: frame as u32 });
+        self.site(
+            offset,
+            SiteKind::Taken {
+                edge: e,
+                frame: frame as u32,
+            },
+        );
         e
     }
 
@@ -264,7 +291,15 @@ impl Builder {
                 FrameKind::TryTable => Construct::TryTable,
                 _ => Construct::Block,
             };
-            self.site(offset, SiteKind::Open { construct, blockty, pads_start: 0, pads_len: 0 });
+            self.site(
+                offset,
+                SiteKind::Open {
+                    construct,
+                    blockty,
+                    pads_start: 0,
+                    pads_len: 0,
+                },
+            );
             (self.sites.len() - 1) as u32
         } else {
             NONE
@@ -291,7 +326,15 @@ impl Builder {
     }
 
     fn patch_open(&mut self, open: u32, pads: (u32, u32)) {
-        if let Some(Site { kind: SiteKind::Open { pads_start, pads_len, .. }, .. }) = self.sites.get_mut(open as usize)
+        if let Some(Site {
+            kind:
+                SiteKind::Open {
+                    pads_start,
+                    pads_len,
+                    ..
+                },
+            ..
+        }) = self.sites.get_mut(open as usize)
         {
             *pads_start = pads.0;
             *pads_len = pads.1;
@@ -330,7 +373,12 @@ impl Builder {
     }
 
     /// Handles one instruction; returns the function's pad range at its end.
-    fn op(&mut self, offset: usize, end: usize, op: Operator<'_>) -> Result<Option<(u32, u32)>, BuildError> {
+    fn op(
+        &mut self,
+        offset: usize,
+        end: usize,
+        op: Operator<'_>,
+    ) -> Result<Option<(u32, u32)>, BuildError> {
         let live = self.cur != NONE;
         match op {
             Operator::Block { blockty } => {
@@ -411,7 +459,13 @@ impl Builder {
                             self.frames[frame].catch_edge = e.index() as u32;
                         } else {
                             let edge = EdgeId::new(shared as usize);
-                            self.site(offset, SiteKind::Taken { edge, frame: frame as u32 });
+                            self.site(
+                                offset,
+                                SiteKind::Taken {
+                                    edge,
+                                    frame: frame as u32,
+                                },
+                            );
                         }
                     }
                 }
@@ -425,7 +479,11 @@ impl Builder {
                 match frame.kind {
                     FrameKind::Function => {
                         if live {
-                            let e = self.edge(self.cur, Cfg::EXIT.index() as u32, EdgeKind::Fallthrough);
+                            let e = self.edge(
+                                self.cur,
+                                Cfg::EXIT.index() as u32,
+                                EdgeKind::Fallthrough,
+                            );
                             self.site(offset, SiteKind::Before(e));
                             self.cur = NONE;
                         }
@@ -475,7 +533,10 @@ impl Builder {
                 self.count(offset, end);
                 self.stamp += 1;
                 self.scratch.clear();
-                for depth in targets.targets().chain(std::iter::once(Ok(targets.default()))) {
+                for depth in targets
+                    .targets()
+                    .chain(std::iter::once(Ok(targets.default())))
+                {
                     let frame = self.frame_at(depth?);
                     if self.frames[frame].stamp != self.stamp {
                         self.frames[frame].stamp = self.stamp;
@@ -500,7 +561,9 @@ impl Builder {
                 self.count(offset, end);
                 self.exit(offset, EdgeKind::Unreachable);
             }
-            Operator::ReturnCall { .. } | Operator::ReturnCallIndirect { .. } | Operator::ReturnCallRef { .. } => {
+            Operator::ReturnCall { .. }
+            | Operator::ReturnCallIndirect { .. }
+            | Operator::ReturnCallRef { .. } => {
                 self.count(offset, end);
                 self.exit(offset, EdgeKind::TailCall);
             }

@@ -128,7 +128,11 @@ pub struct Unsupported {
 
 impl std::fmt::Display for Unsupported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "function {} at offset {:#x}: {}", self.func_index, self.offset, self.reason)
+        write!(
+            f,
+            "function {} at offset {:#x}: {}",
+            self.func_index, self.offset, self.reason
+        )
     }
 }
 
@@ -164,11 +168,18 @@ pub fn analyze(bytes: &[u8]) -> Result<ModuleInfo> {
                 func_pads: b.func_pads,
                 padded_opens: b.padded_opens,
             }),
-            Err(builder::BuildError::Unsupported { reason, offset }) => {
-                Err(Unsupported { func_index, name, offset, reason })
-            }
+            Err(builder::BuildError::Unsupported { reason, offset }) => Err(Unsupported {
+                func_index,
+                name,
+                offset,
+                reason,
+            }),
             Err(builder::BuildError::Read(e)) => return Err(WasmError::invalid(&e)),
         })
     })?;
-    Ok(ModuleInfo { module_hash: module::module_hash(bytes), num_imported_funcs: scan.num_imported_funcs, functions })
+    Ok(ModuleInfo {
+        module_hash: module::module_hash(bytes),
+        num_imported_funcs: scan.num_imported_funcs,
+        functions,
+    })
 }

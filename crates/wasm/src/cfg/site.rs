@@ -32,7 +32,12 @@ pub(crate) enum SiteKind {
     /// The instruction opens a reachable construct (block, loop, if,
     /// try_table); `pads` is the range in `FunctionCfg::pad_edges` of the
     /// taken edges that target its label, filled in when it closes.
-    Open { construct: Construct, blockty: wasmparser::BlockType, pads_start: u32, pads_len: u32 },
+    Open {
+        construct: Construct,
+        blockty: wasmparser::BlockType,
+        pads_start: u32,
+        pads_len: u32,
+    },
     /// The edge's code goes right after the instruction: the not-taken edge of
     /// br_if / br_on_*, and the arm edges of `if` (after `if` and `else`).
     After(EdgeId),

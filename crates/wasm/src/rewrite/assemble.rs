@@ -46,7 +46,10 @@ pub(crate) fn splice_code(
 ) -> Result<(Vec<u8>, Vec<usize>)> {
     use wasm_encoder::Encode;
     if module.get(at..at + 3) != Some(&EMPTY_CODE_SECTION[..]) {
-        return Err(WasmError::InvalidOutput { offset: at, message: "code section placeholder not found".into() });
+        return Err(WasmError::InvalidOutput {
+            offset: at,
+            message: "code section placeholder not found".into(),
+        });
     }
     let helper = helper.map(wasm_encoder::Function::into_raw_body);
     let all = || bodies.iter().chain(helper.as_ref());
@@ -140,7 +143,11 @@ impl Assembler<'_> {
     }
     fn add_data(&self, data: &mut wasm_encoder::DataSection) {
         for (offset, bytes) in &self.segments {
-            data.active(self.memory, &ConstExpr::i32_const(*offset as i32), bytes.iter().copied());
+            data.active(
+                self.memory,
+                &ConstExpr::i32_const(*offset as i32),
+                bytes.iter().copied(),
+            );
         }
     }
     fn has(&self, id: SectionId) -> bool {
@@ -152,7 +159,11 @@ impl Reencode for Assembler<'_> {
     type Error = std::convert::Infallible;
 
     fn function_index(&mut self, func: u32) -> RResult<u32> {
-        Ok(if func >= self.scan.num_imported_funcs { func + self.shift } else { func })
+        Ok(if func >= self.scan.num_imported_funcs {
+            func + self.shift
+        } else {
+            func
+        })
     }
 
     fn parse_type_section(
@@ -291,7 +302,10 @@ impl Reencode for Assembler<'_> {
         }
         if before.is_none() {
             for (name, data) in self.custom_sections {
-                module.section(&wasm_encoder::CustomSection { name: (*name).into(), data: (*data).into() });
+                module.section(&wasm_encoder::CustomSection {
+                    name: (*name).into(),
+                    data: (*data).into(),
+                });
             }
         }
         Ok(())
@@ -301,6 +315,9 @@ impl Reencode for Assembler<'_> {
 pub(crate) fn reencode_error(e: reencode::Error<std::convert::Infallible>) -> WasmError {
     match e {
         reencode::Error::ParseError(e) => WasmError::invalid(&e),
-        other => WasmError::Invalid { offset: 0, message: other.to_string() },
+        other => WasmError::Invalid {
+            offset: 0,
+            message: other.to_string(),
+        },
     }
 }

@@ -66,7 +66,11 @@ fn read_err(e: wasmparser::BinaryReaderError) -> WasmError {
 }
 
 /// Copies a body unchanged except for shifted function indices.
-pub(crate) fn copy_body(ctx: &ModuleCtx<'_>, body: &FunctionBody<'_>, out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn copy_body(
+    ctx: &ModuleCtx<'_>,
+    body: &FunctionBody<'_>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let range = body.range();
     if ctx.shift == 0 {
         out.extend_from_slice(&ctx.bytes[range]);
@@ -183,7 +187,10 @@ pub(crate) fn rewrite_body(
     // for the scratch address.
     let mut locals = body.get_locals_reader().map_err(read_err)?;
     let groups_start = locals.original_position();
-    let params = ctx.scan.func_signature(fcfg.func_index).map_or(0, |s| s.params.len());
+    let params = ctx
+        .scan
+        .func_signature(fcfg.func_index)
+        .map_or(0, |s| s.params.len());
     let mut total = params as u64;
     for _ in 0..locals.get_count() {
         total += u64::from(locals.read().map_err(read_err)?.0);
@@ -200,7 +207,12 @@ pub(crate) fn rewrite_body(
     (locals.get_count() + added).encode(out);
     out.extend_from_slice(&ctx.bytes[groups_start..ops_start]);
     let base = total as u32;
-    lower.regs = plan.registers.iter().enumerate().map(|(r, &w)| (base + r as u32, w)).collect();
+    lower.regs = plan
+        .registers
+        .iter()
+        .enumerate()
+        .map(|(r, &w)| (base + r as u32, w))
+        .collect();
     lower.scratch = base + plan.registers.len() as u32;
     for &w in &plan.registers {
         1u32.encode(out);
@@ -240,7 +252,11 @@ fn block_starts(fcfg: &FunctionCfg) -> Vec<(u32, NodeId)> {
         .blocks
         .iter()
         .enumerate()
-        .filter_map(|(n, b)| b.as_ref().filter(|b| b.instrs > 0).map(|b| (b.offset, NodeId::new(n))))
+        .filter_map(|(n, b)| {
+            b.as_ref()
+                .filter(|b| b.instrs > 0)
+                .map(|b| (b.offset, NodeId::new(n)))
+        })
         .collect();
     starts.sort_unstable();
     starts
@@ -298,12 +314,17 @@ impl Rewriter<'_, '_> {
     /// New relative depth of an original branch of depth `depth`.
     fn depth(&self, depth: u32) -> u32 {
         let f = &self.frames[self.frames.len() - 1 - depth as usize];
-        let target = if f.retarget != NONE { f.retarget } else { f.label };
+        let target = if f.retarget != NONE {
+            f.retarget
+        } else {
+            f.label
+        };
         self.height - 1 - target
     }
 
     fn pad_type(&self, key: Option<PadKey>) -> Option<BlockType> {
-        key.and_then(|k| self.ctx.types.pad(k)).map(BlockType::FunctionType)
+        key.and_then(|k| self.ctx.types.pad(k))
+            .map(BlockType::FunctionType)
     }
 
     fn run(&mut self, mut ops: wasmparser::OperatorsReader<'_>) -> Result<()> {
@@ -311,15 +332,35 @@ impl Rewriter<'_, '_> {
         let mut cursor = 0;
         // The function's own label and its pads.
         let pads = self.activate(self.fcfg.func_pads.0, self.fcfg.func_pads.1);
-        self.frames.push(Frame { kind: Kind::Function, label: 0, pad_base: 1, pads, retarget: NONE });
+        self.frames.push(Frame {
+            kind: Kind::Function,
+            label: 0,
+            pad_base: 1,
+            pads,
+            retarget: NONE,
+        });
         self.height = 1;
         if pads.1 > 0 {
-            let ty = self.ctx.scan.func_types.get(self.fcfg.func_index as usize).copied().unwrap_or(0);
-            let results = self.ctx.scan.types.get(ty as usize).and_then(Option::as_ref).map(|s| &s.results[..]);
+            let ty = self
+                .ctx
+                .scan
+                .func_types
+                .get(self.fcfg.func_index as usize)
+                .copied()
+                .unwrap_or(0);
+            let results = self
+                .ctx
+                .scan
+                .types
+                .get(ty as usize)
+                .and_then(Option::as_ref)
+                .map(|s| &s.results[..]);
             let bt = match results {
                 None | Some([]) => BlockType::Empty,
                 Some([t]) => BlockType::Result(types::val_type(*t)),
-                Some(_) => self.pad_type(types::func_pad_key(self.ctx.scan, ty)).unwrap_or(BlockType::Empty),
+                Some(_) => self
+                    .pad_type(types::func_pad_key(self.ctx.scan, ty))
+                    .unwrap_or(BlockType::Empty),
             };
             for _ in 0..=pads.1 {
                 self.sink().block(bt);
@@ -331,7 +372,10 @@ impl Rewriter<'_, '_> {
             let op = ops.read().map_err(read_err)?;
             let raw = &self.ctx.bytes[start..ops.original_position()];
             let at = |cursor: usize, phase: Phase| {
-                sites.get(cursor).filter(|s| s.offset as usize == start && s.kind.phase() == phase).copied()
+                sites
+                    .get(cursor)
+                    .filter(|s| s.offset as usize == start && s.kind.phase() == phase)
+                    .copied()
             };
             while let Some(site) = at(cursor, Phase::Before) {
                 match site.kind {
@@ -344,9 +388,14 @@ impl Rewriter<'_, '_> {
                 }
                 cursor += 1;
             }
-            while self.block_starts.get(self.next_block).is_some_and(|&(o, _)| o as usize == start) {
+            while self
+                .block_starts
+                .get(self.next_block)
+                .is_some_and(|&(o, _)| o as usize == start)
+            {
                 self.flush();
-                self.marks.push((self.out.len() as u32, self.block_starts[self.next_block].1));
+                self.marks
+                    .push((self.out.len() as u32, self.block_starts[self.next_block].1));
                 self.next_block += 1;
             }
             let mut open = None;
@@ -357,7 +406,12 @@ impl Rewriter<'_, '_> {
                         f.retarget = f.pad_base + self.pad_number[edge.index()];
                         self.marked.push(frame);
                     }
-                    SiteKind::Open { construct, blockty, pads_start, pads_len } => {
+                    SiteKind::Open {
+                        construct,
+                        blockty,
+                        pads_start,
+                        pads_len,
+                    } => {
                         open = Some((construct, blockty, pads_start, pads_len));
                     }
                     _ => {}
@@ -395,8 +449,12 @@ impl Rewriter<'_, '_> {
         open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
     ) -> Result<()> {
         match *op {
-            Operator::Block { blockty } | Operator::If { blockty } => self.open_forward(raw, blockty, open, None),
-            Operator::TryTable { ref try_table } => self.open_forward(raw, try_table.ty, open, Some(try_table)),
+            Operator::Block { blockty } | Operator::If { blockty } => {
+                self.open_forward(raw, blockty, open, None)
+            }
+            Operator::TryTable { ref try_table } => {
+                self.open_forward(raw, try_table.ty, open, Some(try_table))
+            }
             Operator::Loop { blockty } => self.open_loop(raw, blockty, open),
             Operator::End => self.close(raw),
             Operator::Br { relative_depth } => self.branch(raw, relative_depth, |s, d| {
@@ -411,13 +469,21 @@ impl Rewriter<'_, '_> {
             Operator::BrOnNonNull { relative_depth } => self.branch(raw, relative_depth, |s, d| {
                 s.br_on_non_null(d);
             }),
-            Operator::BrOnCast { relative_depth, from_ref_type, to_ref_type } => {
+            Operator::BrOnCast {
+                relative_depth,
+                from_ref_type,
+                to_ref_type,
+            } => {
                 let (from, to) = ref_types(from_ref_type, to_ref_type)?;
                 self.branch(raw, relative_depth, |s, d| {
                     s.br_on_cast(d, from, to);
                 })
             }
-            Operator::BrOnCastFail { relative_depth, from_ref_type, to_ref_type } => {
+            Operator::BrOnCastFail {
+                relative_depth,
+                from_ref_type,
+                to_ref_type,
+            } => {
                 let (from, to) = ref_types(from_ref_type, to_ref_type)?;
                 self.branch(raw, relative_depth, |s, d| {
                     s.br_on_cast_fail(d, from, to);
@@ -455,7 +521,12 @@ impl Rewriter<'_, '_> {
         }
     }
 
-    fn branch(&mut self, raw: &[u8], depth: u32, encode: impl FnOnce(&mut InstructionSink<'_>, u32)) -> Result<()> {
+    fn branch(
+        &mut self,
+        raw: &[u8],
+        depth: u32,
+        encode: impl FnOnce(&mut InstructionSink<'_>, u32),
+    ) -> Result<()> {
         let new = self.depth(depth);
         if new == depth {
             self.copy(raw);
@@ -477,9 +548,9 @@ impl Rewriter<'_, '_> {
         let pad_base = self.height;
         if pads.1 > 0 {
             let bt = match open {
-                Some((Construct::If, bt, ..)) => {
-                    self.pad_type(types::pad_key(self.ctx.scan, Construct::If, bt)).unwrap_or(BlockType::Empty)
-                }
+                Some((Construct::If, bt, ..)) => self
+                    .pad_type(types::pad_key(self.ctx.scan, Construct::If, bt))
+                    .unwrap_or(BlockType::Empty),
                 _ => types::encoder_block_type(blockty),
             };
             for _ in 0..=pads.1 {
@@ -492,24 +563,37 @@ impl Rewriter<'_, '_> {
                 self.catches.clear();
                 for catch in &tt.catches {
                     let c = match *catch {
-                        wasmparser::Catch::One { tag, label } => {
-                            wasm_encoder::Catch::One { tag, label: self.depth(label) }
-                        }
-                        wasmparser::Catch::OneRef { tag, label } => {
-                            wasm_encoder::Catch::OneRef { tag, label: self.depth(label) }
-                        }
-                        wasmparser::Catch::All { label } => wasm_encoder::Catch::All { label: self.depth(label) },
-                        wasmparser::Catch::AllRef { label } => wasm_encoder::Catch::AllRef { label: self.depth(label) },
+                        wasmparser::Catch::One { tag, label } => wasm_encoder::Catch::One {
+                            tag,
+                            label: self.depth(label),
+                        },
+                        wasmparser::Catch::OneRef { tag, label } => wasm_encoder::Catch::OneRef {
+                            tag,
+                            label: self.depth(label),
+                        },
+                        wasmparser::Catch::All { label } => wasm_encoder::Catch::All {
+                            label: self.depth(label),
+                        },
+                        wasmparser::Catch::AllRef { label } => wasm_encoder::Catch::AllRef {
+                            label: self.depth(label),
+                        },
                     };
                     self.catches.push(c);
                 }
                 let catches = std::mem::take(&mut self.catches);
-                self.sink().try_table(types::encoder_block_type(tt.ty), catches.iter().cloned());
+                self.sink()
+                    .try_table(types::encoder_block_type(tt.ty), catches.iter().cloned());
                 self.catches = catches;
             }
             _ => self.copy(raw),
         }
-        self.frames.push(Frame { kind: Kind::Forward, label: self.height, pad_base, pads, retarget: NONE });
+        self.frames.push(Frame {
+            kind: Kind::Forward,
+            label: self.height,
+            pad_base,
+            pads,
+            retarget: NONE,
+        });
         self.height += 1;
         Ok(())
     }
@@ -539,15 +623,22 @@ impl Rewriter<'_, '_> {
         let label = self.height;
         self.height += 1;
         if pads.1 > 0 {
-            let land =
-                self.pad_type(types::pad_key(self.ctx.scan, Construct::Loop, blockty)).unwrap_or(BlockType::Empty);
+            let land = self
+                .pad_type(types::pad_key(self.ctx.scan, Construct::Loop, blockty))
+                .unwrap_or(BlockType::Empty);
             self.sink().block(types::encoder_block_type(blockty));
             for _ in 0..pads.1 {
                 self.sink().block(land);
             }
             self.height += pads.1 + 1;
         }
-        self.frames.push(Frame { kind: Kind::Loop, label, pad_base: label + 1, pads, retarget: NONE });
+        self.frames.push(Frame {
+            kind: Kind::Loop,
+            label,
+            pad_base: label + 1,
+            pads,
+            retarget: NONE,
+        });
         Ok(())
     }
 
@@ -586,7 +677,11 @@ impl Rewriter<'_, '_> {
         if frame.kind != Kind::Forward {
             self.copy(raw);
         }
-        self.height = if frame.kind == Kind::Forward { frame.pad_base } else { frame.label };
+        self.height = if frame.kind == Kind::Forward {
+            frame.pad_base
+        } else {
+            frame.label
+        };
         Ok(())
     }
 }
@@ -595,23 +690,48 @@ fn ref_types(
     from: wasmparser::RefType,
     to: wasmparser::RefType,
 ) -> Result<(wasm_encoder::RefType, wasm_encoder::RefType)> {
-    let conv = |t| RoundtripReencoder.ref_type(t).map_err(|e| WasmError::Invalid { offset: 0, message: e.to_string() });
+    let conv = |t| {
+        RoundtripReencoder
+            .ref_type(t)
+            .map_err(|e| WasmError::Invalid {
+                offset: 0,
+                message: e.to_string(),
+            })
+    };
     Ok((conv(from)?, conv(to)?))
 }
 
 impl types::NewTypes {
     /// Records the new types the plan of one function needs.
-    pub(crate) fn add_function(&mut self, scan: &ModuleScan<'_>, fcfg: &FunctionCfg, plan: &FunctionPlan) {
+    pub(crate) fn add_function(
+        &mut self,
+        scan: &ModuleScan<'_>,
+        fcfg: &FunctionCfg,
+        plan: &FunctionPlan,
+    ) {
         let has_code = |e: &EdgeId| !plan.edges[e.index()].is_empty();
         let (start, len) = fcfg.func_pads;
-        if fcfg.pad_edges[start as usize..(start + len) as usize].iter().any(has_code) {
-            let ty = scan.func_types.get(fcfg.func_index as usize).copied().unwrap_or(0);
+        if fcfg.pad_edges[start as usize..(start + len) as usize]
+            .iter()
+            .any(has_code)
+        {
+            let ty = scan
+                .func_types
+                .get(fcfg.func_index as usize)
+                .copied()
+                .unwrap_or(0);
             if let Some(key) = types::func_pad_key(scan, ty) {
                 self.add_pad(scan, key);
             }
         }
         for &i in &fcfg.padded_opens {
-            if let SiteKind::Open { construct, blockty, pads_start, pads_len } = fcfg.sites[i as usize].kind {
+            if let SiteKind::Open {
+                construct,
+                blockty,
+                pads_start,
+                pads_len,
+            } = fcfg.sites[i as usize].kind
+            {
                 let pads = &fcfg.pad_edges[pads_start as usize..(pads_start + pads_len) as usize];
                 if pads.iter().any(has_code) {
                     if let Some(key) = types::pad_key(scan, construct, blockty) {

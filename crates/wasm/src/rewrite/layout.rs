@@ -74,7 +74,10 @@ pub struct FunctionLayout {
 impl CounterLayout {
     /// The layout of function `func_index` (original index space).
     pub fn function(&self, func_index: u32) -> Option<&FunctionLayout> {
-        self.functions.binary_search_by_key(&func_index, |f| f.func_index).ok().map(|i| &self.functions[i])
+        self.functions
+            .binary_search_by_key(&func_index, |f| f.func_index)
+            .ok()
+            .map(|i| &self.functions[i])
     }
 
     /// Lays out the counters of `(func_index, paths, slots)` in order.
@@ -144,7 +147,9 @@ fn table_bytes(paths: PathTable) -> u128 {
 }
 
 fn corrupt(reason: impl Into<String>) -> WasmError {
-    WasmError::CorruptCounters { reason: reason.into() }
+    WasmError::CorruptCounters {
+        reason: reason.into(),
+    }
 }
 
 /// Reads `N` bytes at `at`, or says how short the image is.
@@ -153,7 +158,13 @@ fn bytes_at<const N: usize>(memory: &[u8], at: u64) -> Result<[u8; N]> {
         .ok()
         .and_then(|at| memory.get(at..at.checked_add(N)?))
         .and_then(|s| s.try_into().ok())
-        .ok_or_else(|| corrupt(format!("memory image of {} bytes ends before byte {}", memory.len(), at + N as u64)))
+        .ok_or_else(|| {
+            corrupt(format!(
+                "memory image of {} bytes ends before byte {}",
+                memory.len(),
+                at + N as u64
+            ))
+        })
 }
 
 fn u64_at(memory: &[u8], at: u64) -> Result<u64> {
@@ -167,11 +178,15 @@ fn u32_at(memory: &[u8], at: u64) -> Result<u32> {
 /// Checks the memory header.
 pub fn check_header(memory: &[u8]) -> Result<()> {
     if bytes_at::<8>(memory, 0)? != MAGIC {
-        return Err(corrupt("no PATHPROF magic at the start of the counter memory"));
+        return Err(corrupt(
+            "no PATHPROF magic at the start of the counter memory",
+        ));
     }
     let version = u32_at(memory, 8)?;
     if version != LAYOUT_VERSION {
-        return Err(corrupt(format!("layout version {version}, expected {LAYOUT_VERSION}")));
+        return Err(corrupt(format!(
+            "layout version {version}, expected {LAYOUT_VERSION}"
+        )));
     }
     Ok(())
 }
@@ -223,6 +238,8 @@ pub fn read_counters(layout: &FunctionLayout, memory: &[u8]) -> Result<RawCounte
     }
     let slots = u64::from(layout.slots_offset);
     bytes_at::<0>(memory, slots + 8 * u64::from(layout.slots))?;
-    raw.slots = (0..u64::from(layout.slots)).map(|i| u64_at(memory, slots + 8 * i)).collect::<Result<_>>()?;
+    raw.slots = (0..u64::from(layout.slots))
+        .map(|i| u64_at(memory, slots + 8 * i))
+        .collect::<Result<_>>()?;
     Ok(raw)
 }

@@ -4,7 +4,9 @@
 //! All emitted code is stack-neutral: it reads and writes only its own locals
 //! and the counter memory, so it can go anywhere between two instructions.
 
-use super::layout::{HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK};
+use super::layout::{
+    HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK,
+};
 use pathprof_techniques::{Action, PathTable, Width};
 use wasm_encoder::{Function, InstructionSink, MemArg, ValType};
 
@@ -27,13 +29,20 @@ pub(crate) struct Lowerer {
 }
 
 fn mem64(memory: u32, offset: u64) -> MemArg {
-    MemArg { offset, align: 3, memory_index: memory }
+    MemArg {
+        offset,
+        align: 3,
+        memory_index: memory,
+    }
 }
 
 /// `mem[addr + offset] += 1` for an i64 counter, the address on the stack
 /// twice (load address, then store address below it).
 fn bump(sink: &mut InstructionSink<'_>, memory: u32, offset: u64) {
-    sink.i64_load(mem64(memory, offset)).i64_const(1).i64_add().i64_store(mem64(memory, offset));
+    sink.i64_load(mem64(memory, offset))
+        .i64_const(1)
+        .i64_add()
+        .i64_store(mem64(memory, offset));
 }
 
 impl Lowerer {
@@ -62,16 +71,21 @@ impl Lowerer {
                 Action::CountPath { reg, offset } => self.count_path(&mut sink, reg, offset),
                 Action::CountPathConst { path } => match self.paths {
                     PathTable::Hash { .. } => {
-                        sink.i32_const(self.paths_offset as i32).i64_const(path as i64).call(self.hash_helper);
+                        sink.i32_const(self.paths_offset as i32)
+                            .i64_const(path as i64)
+                            .call(self.hash_helper);
                     }
                     // `path < len` was checked, so the address fits in 32 bits.
                     _ => self.bump_const(&mut sink, u64::from(self.paths_offset) + 8 * path),
                 },
-                Action::CountSlot { index } => {
-                    self.bump_const(&mut sink, u64::from(self.slots_offset) + 8 * u64::from(index))
-                }
+                Action::CountSlot { index } => self.bump_const(
+                    &mut sink,
+                    u64::from(self.slots_offset) + 8 * u64::from(index),
+                ),
                 Action::Trace { edge } => {
-                    sink.i32_const(self.func_index as i32).i32_const(edge as i32).call(self.trace);
+                    sink.i32_const(self.func_index as i32)
+                        .i32_const(edge as i32)
+                        .call(self.trace);
                 }
             }
         }
@@ -122,7 +136,10 @@ impl Lowerer {
                 sink.i32_wrap_i64();
             }
         }
-        sink.i32_const(3).i32_shl().local_tee(self.scratch).local_get(self.scratch);
+        sink.i32_const(3)
+            .i32_shl()
+            .local_tee(self.scratch)
+            .local_get(self.scratch);
         bump(sink, self.memory, u64::from(self.paths_offset));
     }
 }
@@ -141,45 +158,97 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
     const I: u32 = 5;
     const N: u32 = 6;
     const MASK: u32 = 7;
-    let m32 = |offset: u64| MemArg { offset, align: 2, memory_index: memory };
+    let m32 = |offset: u64| MemArg {
+        offset,
+        align: 2,
+        memory_index: memory,
+    };
     let m64 = |offset: u64| mem64(memory, offset);
     let entry = HASH_HEADER_BYTES;
     let mut f = Function::new([(2, ValType::I64), (4, ValType::I32)]);
     let mut s = f.instructions();
     // k = key + 1; the key 2^64 - 1 cannot be stored and is lost.
-    s.local_get(KEY).i64_const(1).i64_add().local_tee(K).i64_eqz();
+    s.local_get(KEY)
+        .i64_const(1)
+        .i64_add()
+        .local_tee(K)
+        .i64_eqz();
     s.if_(wasm_encoder::BlockType::Empty);
-    s.local_get(BASE).local_get(BASE).i64_load(m64(HASH_LOST)).i64_const(1).i64_add().i64_store(m64(HASH_LOST));
+    s.local_get(BASE)
+        .local_get(BASE)
+        .i64_load(m64(HASH_LOST))
+        .i64_const(1)
+        .i64_add()
+        .i64_store(m64(HASH_LOST));
     s.return_().end();
     // Fast path: the key counted last.
-    s.local_get(BASE).i64_load(m64(HASH_LAST_KEY)).local_get(K).i64_eq();
+    s.local_get(BASE)
+        .i64_load(m64(HASH_LAST_KEY))
+        .local_get(K)
+        .i64_eq();
     s.if_(wasm_encoder::BlockType::Empty);
-    s.local_get(BASE).i32_load(m32(HASH_LAST_ENTRY)).local_tee(E).local_get(E);
+    s.local_get(BASE)
+        .i32_load(m32(HASH_LAST_ENTRY))
+        .local_tee(E)
+        .local_get(E);
     s.i64_load(m64(8)).i64_const(1).i64_add().i64_store(m64(8));
     s.return_().end();
     // i = (k * golden) >> 32 & mask; n = probe limit.
     s.local_get(BASE).i32_load(m32(HASH_MASK)).local_set(MASK);
-    s.local_get(K).i64_const(0x9E37_79B9_7F4A_7C15_u64 as i64).i64_mul().i64_const(32).i64_shr_u().i32_wrap_i64();
+    s.local_get(K)
+        .i64_const(0x9E37_79B9_7F4A_7C15_u64 as i64)
+        .i64_mul()
+        .i64_const(32)
+        .i64_shr_u()
+        .i32_wrap_i64();
     s.local_get(MASK).i32_and().local_set(I);
     s.local_get(BASE).i32_load(m32(HASH_LIMIT)).local_set(N);
     s.block(wasm_encoder::BlockType::Empty); // $found
     s.loop_(wasm_encoder::BlockType::Empty); // $probe
-    s.local_get(BASE).local_get(I).i32_const(4).i32_shl().i32_add().local_tee(E);
-    s.i64_load(m64(entry)).local_tee(STORED).local_get(K).i64_eq().br_if(1);
+    s.local_get(BASE)
+        .local_get(I)
+        .i32_const(4)
+        .i32_shl()
+        .i32_add()
+        .local_tee(E);
+    s.i64_load(m64(entry))
+        .local_tee(STORED)
+        .local_get(K)
+        .i64_eq()
+        .br_if(1);
     s.local_get(STORED).i64_eqz();
     s.if_(wasm_encoder::BlockType::Empty);
     s.local_get(E).local_get(K).i64_store(m64(entry)).br(2);
     s.end();
-    s.local_get(I).i32_const(1).i32_add().local_get(MASK).i32_and().local_set(I);
+    s.local_get(I)
+        .i32_const(1)
+        .i32_add()
+        .local_get(MASK)
+        .i32_and()
+        .local_set(I);
     s.local_get(N).i32_const(1).i32_sub().local_tee(N).br_if(0);
     s.end(); // $probe
              // No entry within the probe limit.
-    s.local_get(BASE).local_get(BASE).i64_load(m64(HASH_LOST)).i64_const(1).i64_add().i64_store(m64(HASH_LOST));
+    s.local_get(BASE)
+        .local_get(BASE)
+        .i64_load(m64(HASH_LOST))
+        .i64_const(1)
+        .i64_add()
+        .i64_store(m64(HASH_LOST));
     s.return_();
     s.end(); // $found
-    s.local_get(E).local_get(E).i64_load(m64(entry + 8)).i64_const(1).i64_add().i64_store(m64(entry + 8));
+    s.local_get(E)
+        .local_get(E)
+        .i64_load(m64(entry + 8))
+        .i64_const(1)
+        .i64_add()
+        .i64_store(m64(entry + 8));
     s.local_get(BASE).local_get(K).i64_store(m64(HASH_LAST_KEY));
-    s.local_get(BASE).local_get(E).i32_const(entry as i32).i32_add().i32_store(m32(HASH_LAST_ENTRY));
+    s.local_get(BASE)
+        .local_get(E)
+        .i32_const(entry as i32)
+        .i32_add()
+        .i32_store(m32(HASH_LAST_ENTRY));
     s.end();
     f
 }

@@ -29,7 +29,10 @@ pub mod layout;
 mod lower;
 mod types;
 
-pub use layout::{read_counters, CounterLayout, FunctionLayout, COUNTERS_EXPORT, LAYOUT_VERSION, MAGIC, MAX_PROBES};
+pub use layout::{
+    read_counters, CounterLayout, FunctionLayout, COUNTERS_EXPORT, LAYOUT_VERSION, MAGIC,
+    MAX_PROBES,
+};
 
 use crate::cfg::{FunctionCfg, ModuleInfo};
 use crate::error::{Result, WasmError};
@@ -88,7 +91,10 @@ pub fn instrument(
 ) -> Result<Instrumented> {
     let actual = module::module_hash(bytes);
     if actual != info.module_hash {
-        return Err(WasmError::InfoMismatch { expected: info.module_hash.clone(), actual });
+        return Err(WasmError::InfoMismatch {
+            expected: info.module_hash.clone(),
+            actual,
+        });
     }
     // `info` was computed by `analyze`, which validated these very bytes.
     let scan = ModuleScan::new(bytes)?;
@@ -96,9 +102,15 @@ pub fn instrument(
         return Err(WasmError::ReservedName { name });
     }
     let (planned, uses) = check_plans(info, plans)?;
-    let layout = CounterLayout::new(planned.iter().map(|(f, p)| (f.func_index, p.paths, p.slots)))?;
+    let layout = CounterLayout::new(
+        planned
+            .iter()
+            .map(|(f, p)| (f.func_index, p.paths, p.slots)),
+    )?;
     let traces = uses.iter().any(|u| u.traces);
-    let hashes = planned.iter().any(|(_, p)| matches!(p.paths, PathTable::Hash { .. }));
+    let hashes = planned
+        .iter()
+        .any(|(_, p)| matches!(p.paths, PathTable::Hash { .. }));
 
     let mut new_types = NewTypes::new(scan.num_types);
     let trace_ty = traces.then(|| new_types.intern(&[ValType::I32, ValType::I32], &[]));
@@ -110,7 +122,12 @@ pub fn instrument(
     let shift = u32::from(traces);
     let memory = scan.num_memories;
     let num_defined = scan.bodies.len() as u32;
-    let ctx = ModuleCtx { bytes, scan: &scan, shift, types: &new_types };
+    let ctx = ModuleCtx {
+        bytes,
+        scan: &scan,
+        shift,
+        types: &new_types,
+    };
     let template = Lowerer {
         regs: Vec::new(),
         scratch: 0,
@@ -123,7 +140,9 @@ pub fn instrument(
         func_index: 0,
     };
     let (bodies, marks): (Vec<Vec<u8>>, Vec<Option<BlockMarks>>) =
-        rewrite_bodies(&ctx, info, plans, &uses, &layout, &template)?.into_iter().unzip();
+        rewrite_bodies(&ctx, info, plans, &uses, &layout, &template)?
+            .into_iter()
+            .unzip();
 
     let mut asm = Assembler {
         scan: &scan,
@@ -139,10 +158,16 @@ pub fn instrument(
         code_at: None,
     };
     let mut module = wasm_encoder::Module::new();
-    asm.parse_core_module(&mut module, wasmparser::Parser::new(0), bytes).map_err(reencode_error)?;
+    asm.parse_core_module(&mut module, wasmparser::Parser::new(0), bytes)
+        .map_err(reencode_error)?;
     let module = module.finish();
     let (out, body_starts) = match asm.code_at {
-        Some(at) => splice_code(&module, at, &asm.bodies, asm.helper_ty.map(|_| lower::hash_helper_body(memory)))?,
+        Some(at) => splice_code(
+            &module,
+            at,
+            &asm.bodies,
+            asm.helper_ty.map(|_| lower::hash_helper_body(memory)),
+        )?,
         None => (module, Vec::new()),
     };
     let code_map = marks
@@ -150,14 +175,27 @@ pub fn instrument(
         .zip(&body_starts)
         .enumerate()
         .filter_map(|(i, (m, &base))| {
-            let blocks = m?.into_iter().map(|(rel, n)| (base as u32 + rel, n)).collect();
-            Some(CodeMap { func_index: scan.num_imported_funcs + i as u32, blocks })
+            let blocks = m?
+                .into_iter()
+                .map(|(rel, n)| (base as u32 + rel, n))
+                .collect();
+            Some(CodeMap {
+                func_index: scan.num_imported_funcs + i as u32,
+                blocks,
+            })
         })
         .collect();
     wasmparser::Validator::new_with_features(module::features())
         .validate_all(&out)
-        .map_err(|e| WasmError::InvalidOutput { offset: e.offset(), message: e.message().to_string() })?;
-    Ok(Instrumented { bytes: out, layout, code_map })
+        .map_err(|e| WasmError::InvalidOutput {
+            offset: e.offset(),
+            message: e.message().to_string(),
+        })?;
+    Ok(Instrumented {
+        bytes: out,
+        layout,
+        code_map,
+    })
 }
 
 /// The functions that have a plan, with their plans.
@@ -165,9 +203,15 @@ type Planned<'a> = Vec<(&'a FunctionCfg, &'a FunctionPlan)>;
 
 /// The plans that apply, and per defined function what its plan uses, after
 /// checking them all.
-fn check_plans<'a>(info: &'a ModuleInfo, plans: &'a [Option<FunctionPlan>]) -> Result<(Planned<'a>, Vec<PlanUse>)> {
+fn check_plans<'a>(
+    info: &'a ModuleInfo,
+    plans: &'a [Option<FunctionPlan>],
+) -> Result<(Planned<'a>, Vec<PlanUse>)> {
     if plans.len() != info.functions.len() {
-        return Err(WasmError::PlanCount { expected: info.functions.len(), got: plans.len() });
+        return Err(WasmError::PlanCount {
+            expected: info.functions.len(),
+            got: plans.len(),
+        });
     }
     let mut planned = Vec::new();
     let mut uses = vec![PlanUse::default(); plans.len()];
@@ -193,7 +237,11 @@ fn check_plans<'a>(info: &'a ModuleInfo, plans: &'a [Option<FunctionPlan>]) -> R
 /// rewriting anything (the layout depends only on the plans).
 pub fn counter_layout(info: &ModuleInfo, plans: &[Option<FunctionPlan>]) -> Result<CounterLayout> {
     let (planned, _) = check_plans(info, plans)?;
-    CounterLayout::new(planned.iter().map(|(f, p)| (f.func_index, p.paths, p.slots)))
+    CounterLayout::new(
+        planned
+            .iter()
+            .map(|(f, p)| (f.func_index, p.paths, p.slots)),
+    )
 }
 
 /// What a plan uses, learnt while checking it.
@@ -210,9 +258,18 @@ pub(crate) struct PlanUse {
 /// Checks that a plan fits its function's CFG.
 pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<PlanUse> {
     let mut uses = PlanUse::default();
-    let bad = |reason: String| Err(WasmError::BadPlan { func_index: fcfg.func_index, reason });
+    let bad = |reason: String| {
+        Err(WasmError::BadPlan {
+            func_index: fcfg.func_index,
+            reason,
+        })
+    };
     if plan.edges.len() != fcfg.cfg.num_edges() {
-        return bad(format!("{} edge entries for a CFG of {} edges", plan.edges.len(), fcfg.cfg.num_edges()));
+        return bad(format!(
+            "{} edge entries for a CFG of {} edges",
+            plan.edges.len(),
+            fcfg.cfg.num_edges()
+        ));
     }
     if let PathTable::Hash { capacity } = plan.paths {
         if !capacity.is_power_of_two() {
@@ -228,16 +285,22 @@ pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<Plan
                 _ => {}
             }
             let fault = match *action {
-                Action::Set { reg, .. } | Action::Add { reg, .. } if usize::from(reg) >= plan.registers.len() => {
+                Action::Set { reg, .. } | Action::Add { reg, .. }
+                    if usize::from(reg) >= plan.registers.len() =>
+                {
                     Some(format!("register {reg} is not declared"))
                 }
                 Action::CountPath { reg, .. } if usize::from(reg) >= plan.registers.len() => {
                     Some(format!("register {reg} is not declared"))
                 }
-                Action::CountPath { .. } if plan.paths == PathTable::None => Some("no path table".into()),
+                Action::CountPath { .. } if plan.paths == PathTable::None => {
+                    Some("no path table".into())
+                }
                 Action::CountPathConst { path } => match plan.paths {
                     PathTable::None => Some("no path table".into()),
-                    PathTable::Array { len } if path >= len => Some(format!("path {path} is outside 0..{len}")),
+                    PathTable::Array { len } if path >= len => {
+                        Some(format!("path {path} is outside 0..{len}"))
+                    }
                     _ => None,
                 },
                 Action::CountSlot { index } if index >= plan.slots => {
@@ -274,10 +337,12 @@ fn rewrite_bodies(
         let mut marks = None;
         match (&info.functions[i], &plans[i]) {
             (Ok(fcfg), Some(plan)) => {
-                let fl = layout.function(fcfg.func_index).ok_or_else(|| WasmError::BadPlan {
-                    func_index: fcfg.func_index,
-                    reason: "missing from the layout".into(),
-                })?;
+                let fl = layout
+                    .function(fcfg.func_index)
+                    .ok_or_else(|| WasmError::BadPlan {
+                        func_index: fcfg.func_index,
+                        reason: "missing from the layout".into(),
+                    })?;
                 let lower = Lowerer {
                     regs: Vec::new(),
                     paths: plan.paths,
@@ -286,7 +351,9 @@ fn rewrite_bodies(
                     func_index: fcfg.func_index,
                     ..*template
                 };
-                marks = Some(body::rewrite_body(ctx, fcfg, plan, uses[i], lower, body, &mut out)?);
+                marks = Some(body::rewrite_body(
+                    ctx, fcfg, plan, uses[i], lower, body, &mut out,
+                )?);
             }
             _ => body::copy_body(ctx, body, &mut out)?,
         }

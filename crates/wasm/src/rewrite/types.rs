@@ -48,12 +48,20 @@ pub(crate) struct NewTypes {
 
 impl NewTypes {
     pub fn new(base: u32) -> Self {
-        NewTypes { base, list: Vec::new(), by_sig: HashMap::new(), pads: HashMap::new() }
+        NewTypes {
+            base,
+            list: Vec::new(),
+            by_sig: HashMap::new(),
+            pads: HashMap::new(),
+        }
     }
 
     /// The index of a function type `params -> results`, appended if new.
     pub fn intern(&mut self, params: &[ValType], results: &[ValType]) -> u32 {
-        let sig = Signature { params: params.into(), results: results.into() };
+        let sig = Signature {
+            params: params.into(),
+            results: results.into(),
+        };
         if let Some(&i) = self.by_sig.get(&sig) {
             return i;
         }
@@ -102,11 +110,19 @@ fn block_type(key: BlockKey) -> wasmparser::BlockType {
 }
 
 /// The new function type, if any, that the pads of a construct need.
-pub(crate) fn pad_key(scan: &ModuleScan<'_>, construct: Construct, bt: wasmparser::BlockType) -> Option<PadKey> {
+pub(crate) fn pad_key(
+    scan: &ModuleScan<'_>,
+    construct: Construct,
+    bt: wasmparser::BlockType,
+) -> Option<PadKey> {
     match (construct, bt) {
         (Construct::If, bt) => Some(PadKey::If(bt.into())),
         (Construct::Loop, wasmparser::BlockType::FuncType(i)) => {
-            let has_params = scan.types.get(i as usize).and_then(Option::as_ref).is_some_and(|s| !s.params.is_empty());
+            let has_params = scan
+                .types
+                .get(i as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|s| !s.params.is_empty());
             has_params.then_some(PadKey::LoopLand(i))
         }
         _ => None,
@@ -116,13 +132,19 @@ pub(crate) fn pad_key(scan: &ModuleScan<'_>, construct: Construct, bt: wasmparse
 /// The pad key of a function body of type index `ty`, if its results need a
 /// function type (more than one result).
 pub(crate) fn func_pad_key(scan: &ModuleScan<'_>, ty: u32) -> Option<PadKey> {
-    let results = scan.types.get(ty as usize).and_then(Option::as_ref).map_or(0, |s| s.results.len());
+    let results = scan
+        .types
+        .get(ty as usize)
+        .and_then(Option::as_ref)
+        .map_or(0, |s| s.results.len());
     (results > 1).then_some(PadKey::FuncBody(ty))
 }
 
 /// wasmparser value type to wasm-encoder (type indices unchanged).
 pub(crate) fn val_type(t: ValType) -> wasm_encoder::ValType {
-    RoundtripReencoder.val_type(t).unwrap_or(wasm_encoder::ValType::I32)
+    RoundtripReencoder
+        .val_type(t)
+        .unwrap_or(wasm_encoder::ValType::I32)
 }
 
 /// wasmparser block type to wasm-encoder (type indices unchanged).

@@ -107,19 +107,31 @@ pub fn run(bytes: &[u8], calls: &[Call]) -> Run {
     let module = Module::new(engine, bytes).expect("module compiles");
     let mut linker: Linker<Data> = Linker::new(engine);
     linker
-        .func_wrap("__pathprof", "trace", |mut c: wasmtime::Caller<'_, Data>, f: i32, e: i32| {
-            c.data_mut().events.push((f as u32, e as u32));
-        })
+        .func_wrap(
+            "__pathprof",
+            "trace",
+            |mut c: wasmtime::Caller<'_, Data>, f: i32, e: i32| {
+                c.data_mut().events.push((f as u32, e as u32));
+            },
+        )
         .unwrap();
-    linker.func_wrap("env", "add1", |x: i32| x.wrapping_add(1)).unwrap();
+    linker
+        .func_wrap("env", "add1", |x: i32| x.wrapping_add(1))
+        .unwrap();
     let mut store = Store::new(engine, Data::default());
-    let instance: Instance = linker.instantiate(&mut store, &module).expect("instantiate");
+    let instance: Instance = linker
+        .instantiate(&mut store, &module)
+        .expect("instantiate");
     let mut bounds = vec![store.data().events.len()];
     let mut outcomes = Vec::new();
     for call in calls {
         let f = instance.get_func(&mut store, &call.export).expect("export");
         let ty = f.ty(&store);
-        let args: Vec<Val> = ty.params().zip(&call.args).map(|(t, &v)| arg_val(&t, v)).collect();
+        let args: Vec<Val> = ty
+            .params()
+            .zip(&call.args)
+            .map(|(t, &v)| arg_val(&t, v))
+            .collect();
         let mut results = vec![Val::I32(0); ty.results().len()];
         let outcome = match f.call(&mut store, &args, &mut results) {
             Ok(()) => Outcome::Values(results.iter().map(show).collect()),
@@ -131,8 +143,15 @@ pub fn run(bytes: &[u8], calls: &[Call]) -> Run {
         outcomes.push(outcome);
         bounds.push(store.data().events.len());
     }
-    let counters = instance.get_memory(&mut store, pathprof_wasm::COUNTERS_EXPORT).map(|m| m.data(&store).to_vec());
-    Run { outcomes, events: std::mem::take(&mut store.data_mut().events), bounds, counters }
+    let counters = instance
+        .get_memory(&mut store, pathprof_wasm::COUNTERS_EXPORT)
+        .map(|m| m.data(&store).to_vec());
+    Run {
+        outcomes,
+        events: std::mem::take(&mut store.data_mut().events),
+        bounds,
+        counters,
+    }
 }
 
 /// Asserts equal outcomes, naming the first call that differs.
@@ -152,21 +171,35 @@ pub fn calls_for(bytes: &[u8]) -> Vec<Call> {
     let module = Module::new(engine(), bytes).expect("module compiles");
     let mut calls = Vec::new();
     for export in module.exports() {
-        let Some(ft) = export.ty().func().cloned() else { continue };
+        let Some(ft) = export.ty().func().cloned() else {
+            continue;
+        };
         let params: Vec<ValType> = ft.params().collect();
-        if !params.iter().all(|t| matches!(t, ValType::I32 | ValType::I64 | ValType::F32 | ValType::F64)) {
+        if !params
+            .iter()
+            .all(|t| matches!(t, ValType::I32 | ValType::I64 | ValType::F32 | ValType::F64))
+        {
             continue;
         }
         let name = export.name().to_string();
         match params.len() {
-            0 => calls.push(Call { export: name, args: vec![] }),
-            1 => calls.extend(VALUES.iter().map(|&v| Call { export: name.clone(), args: vec![v] })),
+            0 => calls.push(Call {
+                export: name,
+                args: vec![],
+            }),
+            1 => calls.extend(VALUES.iter().map(|&v| Call {
+                export: name.clone(),
+                args: vec![v],
+            })),
             _ => {
                 for &a in &PAIR_VALUES {
                     for &b in &PAIR_VALUES {
                         let mut args = vec![a, b];
                         args.resize(params.len(), 3);
-                        calls.push(Call { export: name.clone(), args });
+                        calls.push(Call {
+                            export: name.clone(),
+                            args,
+                        });
                     }
                 }
             }
@@ -181,7 +214,10 @@ pub fn cfgs(info: &ModuleInfo) -> impl Iterator<Item = Option<&FunctionCfg>> {
     info.functions.iter().map(|f| f.as_ref().ok())
 }
 
-pub fn plans_with(info: &ModuleInfo, mut f: impl FnMut(&FunctionCfg) -> FunctionPlan) -> Vec<Option<FunctionPlan>> {
+pub fn plans_with(
+    info: &ModuleInfo,
+    mut f: impl FnMut(&FunctionCfg) -> FunctionPlan,
+) -> Vec<Option<FunctionPlan>> {
     cfgs(info).map(|c| c.map(&mut f)).collect()
 }
 
@@ -210,14 +246,23 @@ pub const MAX_WALK: u64 = 4096;
 /// Walk-length histogram: `r = start` on edges out of ENTRY, `r += 1` on
 /// every edge, `count[r + offset]++` on edges into EXIT. With
 /// `start = -offset` the counted index is the walk's length in edges.
-pub fn length_plan(c: &FunctionCfg, width: Width, start: i64, offset: i64, paths: PathTable) -> FunctionPlan {
+pub fn length_plan(
+    c: &FunctionCfg,
+    width: Width,
+    start: i64,
+    offset: i64,
+    paths: PathTable,
+) -> FunctionPlan {
     let mut p = FunctionPlan::empty(c.cfg.num_edges());
     p.registers = vec![width];
     p.paths = paths;
     for (e, a) in p.edges.iter_mut().enumerate() {
         let (src, dst) = c.cfg.edge(EdgeId::new(e));
         if src == Cfg::ENTRY {
-            a.push(Action::Set { reg: 0, value: start });
+            a.push(Action::Set {
+                reg: 0,
+                value: start,
+            });
         }
         a.push(Action::Add { reg: 0, value: 1 });
         if dst == Cfg::EXIT {
@@ -248,7 +293,9 @@ struct Frame {
 }
 
 pub fn function(info: &ModuleInfo, func: u32) -> &FunctionCfg {
-    info.functions[(func - info.num_imported_funcs) as usize].as_ref().expect("supported function")
+    info.functions[(func - info.num_imported_funcs) as usize]
+        .as_ref()
+        .expect("supported function")
 }
 
 /// Reconstructs per-call walks from the event stream, checking that each is
@@ -269,23 +316,43 @@ pub fn reconstruct(info: &ModuleInfo, run: &Run) -> Walks {
             let kind = f.edge_kinds[edge as usize];
             if kind == EdgeKind::Entry {
                 assert_eq!(src, Cfg::ENTRY);
-                stack.push(Frame { func, walk: vec![e], done: false });
+                stack.push(Frame {
+                    func,
+                    walk: vec![e],
+                    done: false,
+                });
             } else if src == Cfg::ENTRY {
-                assert_eq!(kind, EdgeKind::Catch, "only Entry and Catch edges leave ENTRY");
+                assert_eq!(
+                    kind,
+                    EdgeKind::Catch,
+                    "only Entry and Catch edges leave ENTRY"
+                );
                 while stack.last().is_some_and(|t| t.func != func) {
                     let t = stack.pop().unwrap();
                     w.abandoned += usize::from(!t.done);
                 }
-                let top = stack.last_mut().unwrap_or_else(|| panic!("catch in {func} without a frame"));
+                let top = stack
+                    .last_mut()
+                    .unwrap_or_else(|| panic!("catch in {func} without a frame"));
                 w.abandoned += usize::from(!top.done);
                 top.walk = vec![e];
                 top.done = false;
             } else {
-                let top = stack.last_mut().unwrap_or_else(|| panic!("edge {edge} of {func} without a frame"));
-                assert_eq!(top.func, func, "edge {edge} of {func} while {} is running", top.func);
+                let top = stack
+                    .last_mut()
+                    .unwrap_or_else(|| panic!("edge {edge} of {func} without a frame"));
+                assert_eq!(
+                    top.func, func,
+                    "edge {edge} of {func} while {} is running",
+                    top.func
+                );
                 assert!(!top.done, "edge {edge} of {func} after its walk ended");
                 let last = *top.walk.last().unwrap();
-                assert_eq!(f.cfg.dst(last), src, "edges {last} then {e} of {func} do not share a node");
+                assert_eq!(
+                    f.cfg.dst(last),
+                    src,
+                    "edges {last} then {e} of {func} do not share a node"
+                );
                 top.walk.push(e);
             }
             if dst == Cfg::EXIT {
@@ -300,7 +367,10 @@ pub fn reconstruct(info: &ModuleInfo, run: &Run) -> Walks {
         let unfinished = stack.iter().filter(|t| !t.done).count();
         // Only a trap or an exception escaping to the host leaves walks
         // unfinished at the end of a call.
-        assert!(failed || unfinished == 0, "call {call} returned with {unfinished} walks not at EXIT");
+        assert!(
+            failed || unfinished == 0,
+            "call {call} returned with {unfinished} walks not at EXIT"
+        );
         w.abandoned += unfinished;
     }
     w
@@ -310,8 +380,14 @@ pub fn reconstruct(info: &ModuleInfo, run: &Run) -> Walks {
 pub fn length_histogram(w: &Walks) -> BTreeMap<u32, BTreeMap<u64, u64>> {
     let mut h: BTreeMap<u32, BTreeMap<u64, u64>> = BTreeMap::new();
     for (func, walk) in &w.complete {
-        assert!((walk.len() as u64) < MAX_WALK, "walk too long for the histogram");
-        *h.entry(*func).or_default().entry(walk.len() as u64).or_default() += 1;
+        assert!(
+            (walk.len() as u64) < MAX_WALK,
+            "walk too long for the histogram"
+        );
+        *h.entry(*func)
+            .or_default()
+            .entry(walk.len() as u64)
+            .or_default() += 1;
     }
     h
 }
