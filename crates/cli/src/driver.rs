@@ -8,7 +8,7 @@
 use anyhow::{bail, Context, Result};
 use pathprof_graph::NodeId;
 use pathprof_profile::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
-use pathprof_techniques::{ball_larus, edge, trace, FunctionPlan};
+use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
 use pathprof_wasm::{CodeMap, CounterLayout, FunctionCfg, ModuleInfo};
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,9 @@ pub const META_SECTION: &str = "__pathprof.meta";
 pub enum Technique {
     Path,
     Edge,
+    /// Preferential path profiling, with the interesting paths and policy of
+    /// [`Options::ppp`].
+    Ppp,
     /// Test-only: every edge calls the host.
     Trace,
 }
@@ -29,6 +32,18 @@ pub struct Options {
     pub ball_larus: ball_larus::Options,
     /// A prior profile whose counts weight the spanning trees.
     pub weights: Option<Profile>,
+    pub ppp: PppOptions,
+}
+
+/// What [`Technique::Ppp`] needs beyond Ball-Larus' options.
+#[derive(Clone, Debug, Default)]
+pub struct PppOptions {
+    pub policy: ppp::Policy,
+    /// See [`ppp::Options::force_ball_larus`].
+    pub force_ball_larus: bool,
+    /// The interesting paths (and tested self loops), by function index; a
+    /// function not in the maps has none.
+    pub interesting: crate::interesting::Interesting,
 }
 
 /// The metadata stored in the instrumented module.
@@ -75,6 +90,7 @@ pub fn instrument_analyzed(
 ) -> Result<Instrumented> {
     let mode = match technique {
         Technique::Edge => Mode::Edge,
+        Technique::Ppp => Mode::Ppp,
         _ => Mode::Path,
     };
     if let Some(w) = &opts.weights {
@@ -181,8 +197,34 @@ fn plan_function(
                 FunctionData::Path {
                     numbered: planned.numbered,
                     counts,
+                    ppp: None,
                 },
             )
+        }
+        Technique::Ppp => {
+            let chosen = &opts.ppp.interesting;
+            let interesting = chosen.paths.get(&f.func_index).map_or(&[][..], |v| &v[..]);
+            let ppp_opts = ppp::Options {
+                ball_larus: opts.ball_larus.clone(),
+                policy: opts.ppp.policy,
+                force_ball_larus: opts.ppp.force_ball_larus,
+            };
+            let mut planned = ppp::plan(&f.cfg, weights, &ppp_opts, interesting)?;
+            planned.info.tested_self_loops = chosen
+                .self_loops
+                .get(&f.func_index)
+                .cloned()
+                .unwrap_or_default();
+            let counts = ball_larus::PathCounts {
+                self_loops: vec![0; planned.numbered.self_loops.len()],
+                ..Default::default()
+            };
+            let data = FunctionData::Path {
+                numbered: planned.numbered,
+                counts,
+                ppp: Some(planned.info),
+            };
+            (planned.plan, data)
         }
         Technique::Edge => {
             let (plan, chords) = edge::plan(&f.cfg, weights, exceptions);
@@ -275,8 +317,20 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
         let raw = pathprof_wasm::read_counters(fl, counters)?;
         let name = f.display_name();
         match &mut f.data {
-            FunctionData::Path { numbered, counts } => {
+            FunctionData::Path {
+                numbered,
+                counts,
+                ppp: None,
+            } => {
                 *counts = ball_larus::decode(numbered, &raw)
+                    .with_context(|| format!("function {name}"))?;
+            }
+            FunctionData::Path {
+                numbered,
+                counts,
+                ppp: Some(info),
+            } => {
+                *counts = ppp::decode(numbered, info, &raw)
                     .with_context(|| format!("function {name}"))?;
             }
             FunctionData::Edge {

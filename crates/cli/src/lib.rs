@@ -4,7 +4,9 @@
 pub mod conformance;
 pub mod driver;
 pub mod input;
+pub mod interesting;
 pub mod report;
+pub mod residual;
 pub mod run_cmd;
 pub mod source;
 pub mod stats;

@@ -35,6 +35,10 @@ enum Command {
     Stats(StatsArgs),
     /// Add up profiles of the same module.
     Merge(MergeArgs),
+    /// Write a field build that counts tested paths cheaply and records the others (PPP).
+    Residual(ResidualArgs),
+    /// Paths a field run took that testing never did, with the thesis' summary (Table 3.1).
+    ResidualReport(ResidualReportArgs),
     /// Run spec-testsuite `.wast` scripts on the original and the instrumented modules; report regressions.
     Conformance(ConformanceArgs),
 }
@@ -45,6 +49,8 @@ enum RunMode {
     Path,
     /// Edge profiling (counters on spanning-tree chords).
     Edge,
+    /// Preferential path profiling of the paths named by --interesting.
+    Ppp,
     /// No instrumentation: the baseline for overhead measurements.
     None,
 }
@@ -53,6 +59,61 @@ enum RunMode {
 enum InstrumentMode {
     Path,
     Edge,
+    Ppp,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum PolicyArg {
+    /// One counter per function for all uninteresting paths.
+    Count,
+    /// Their Ball-Larus ids and counts, so they can be regenerated.
+    Record,
+    /// Nothing.
+    Ignore,
+}
+
+/// Preferential path profiling (`--mode ppp`).
+#[derive(Args)]
+struct PppArgs {
+    /// Interesting paths: a profile of this module (every path it counted), or a
+    /// text file of `FUNCTION NUMBER` / `FUNCTION blocks ID...` lines. Repeatable.
+    #[arg(long, value_name = "SPEC")]
+    interesting: Vec<PathBuf>,
+    /// What to do with paths that are not interesting.
+    #[arg(long, value_enum, default_value = "record")]
+    uninteresting: PolicyArg,
+}
+
+#[derive(Args)]
+struct ResidualArgs {
+    /// The program to deploy.
+    program: PathBuf,
+    /// Profiles of the test runs: their paths are the tested ones. Repeatable.
+    #[arg(long, required = true, value_name = "PROFILE")]
+    tested: Vec<PathBuf>,
+    /// Where to write the field build.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// What to do with untested paths (record: list them; count: only how often).
+    #[arg(long, value_enum, default_value = "record")]
+    uninteresting: PolicyArg,
+    #[command(flatten)]
+    tuning: Tuning,
+}
+
+#[derive(Args)]
+struct ResidualReportArgs {
+    /// A profile of a field run: of a residual build, or a plain path profile with --tested.
+    field: PathBuf,
+    /// Profiles of the test runs (default: the tested paths the field build recorded).
+    #[arg(long, value_name = "PROFILE")]
+    tested: Vec<PathBuf>,
+    /// List the N most frequent untested paths.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -91,6 +152,8 @@ struct RunArgs {
     invoke: Option<String>,
     #[command(flatten)]
     tuning: Tuning,
+    #[command(flatten)]
+    ppp: PppArgs,
     /// Write where the time went (instrument, compile, execute, collect) and the module sizes, as JSON.
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
@@ -108,6 +171,8 @@ struct InstrumentArgs {
     mode: InstrumentMode,
     #[command(flatten)]
     tuning: Tuning,
+    #[command(flatten)]
+    ppp: PppArgs,
 }
 
 #[derive(Args)]
@@ -139,6 +204,10 @@ struct StatsArgs {
     program: PathBuf,
     #[command(flatten)]
     tuning: Tuning,
+    /// Per function, what PPP makes of these interesting paths (a profile or a
+    /// text SPEC, as for --interesting): interval, delta, storage.
+    #[arg(long, value_name = "SPEC")]
+    ppp: Vec<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -182,6 +251,8 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Report(a) => report_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Stats(a) => stats_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Merge(a) => merge(a).map(|_| ExitCode::SUCCESS),
+        Command::Residual(a) => residual(a).map(|_| ExitCode::SUCCESS),
+        Command::ResidualReport(a) => residual_report(a).map(|_| ExitCode::SUCCESS),
         Command::Conformance(a) => {
             let summary = pathprof::conformance::run_dir(&a.dir, a.threads)?;
             if a.json {
@@ -223,6 +294,7 @@ fn options(t: &Tuning, module_hash: Option<&str>) -> Result<driver::Options> {
     Ok(driver::Options {
         ball_larus,
         weights,
+        ppp: Default::default(),
     })
 }
 
@@ -232,8 +304,11 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     let technique = match a.mode {
         RunMode::Path => Some(Technique::Path),
         RunMode::Edge => Some(Technique::Edge),
+        RunMode::Ppp => Some(Technique::Ppp),
         RunMode::None => None,
     };
+    let mut options = options(&a.tuning, Some(&hash))?;
+    ppp_options(&a.program, &module, technique, &a.ppp, &mut options)?;
     let mut dirs = Vec::new();
     for d in &a.dir {
         let (host, guest) = d.split_once("::").unwrap_or((d.as_str(), d.as_str()));
@@ -249,7 +324,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     Ok(pathprof::run_cmd::Request {
         module,
         technique,
-        options: options(&a.tuning, Some(&hash))?,
+        options,
         output: a.output.clone(),
         dirs,
         env,
@@ -261,17 +336,89 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
 
 fn instrument(a: InstrumentArgs) -> Result<()> {
     let module = pathprof::input::read_module(&a.program)?;
-    let opts = options(&a.tuning, Some(&pathprof_wasm::module_hash(&module)))?;
+    let mut opts = options(&a.tuning, Some(&pathprof_wasm::module_hash(&module)))?;
     let technique = match a.mode {
         InstrumentMode::Path => Technique::Path,
         InstrumentMode::Edge => Technique::Edge,
+        InstrumentMode::Ppp => Technique::Ppp,
     };
-    let out = driver::instrument(&module, technique, &opts)
-        .with_context(|| a.program.display().to_string())?;
+    ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
+    write_instrumented(&a.program, &module, technique, &opts, &a.output)
+}
+
+fn write_instrumented(
+    program: &Path,
+    module: &[u8],
+    technique: Technique,
+    opts: &driver::Options,
+    output: &Path,
+) -> Result<()> {
+    let out = driver::instrument(module, technique, opts)
+        .with_context(|| program.display().to_string())?;
     for w in &out.warnings {
         eprintln!("pathprof: warning: {w}");
     }
-    pathprof_profile::write_atomically(&a.output, &out.bytes)?;
+    pathprof_profile::write_atomically(output, &out.bytes)?;
+    Ok(())
+}
+
+fn policy(p: PolicyArg) -> pathprof_techniques::ppp::Policy {
+    use pathprof_techniques::ppp::Policy;
+    match p {
+        PolicyArg::Count => Policy::Count,
+        PolicyArg::Record => Policy::Record,
+        PolicyArg::Ignore => Policy::Ignore,
+    }
+}
+
+/// Resolves `--interesting` for `--mode ppp` (and refuses it otherwise).
+fn ppp_options(
+    program: &Path,
+    module: &[u8],
+    technique: Option<Technique>,
+    a: &PppArgs,
+    opts: &mut driver::Options,
+) -> Result<()> {
+    if technique != Some(Technique::Ppp) {
+        if !a.interesting.is_empty() {
+            bail!("--interesting applies to --mode ppp only");
+        }
+        return Ok(());
+    }
+    if a.interesting.is_empty() {
+        bail!("--mode ppp needs --interesting SPEC (a profile, or a list of paths)");
+    }
+    let info = pathprof_wasm::analyze(module).with_context(|| program.display().to_string())?;
+    opts.ppp.interesting =
+        pathprof::interesting::read_specs(&a.interesting, &info, opts.ball_larus.truncate_above)?;
+    opts.ppp.policy = policy(a.uninteresting);
+    Ok(())
+}
+
+fn residual(a: ResidualArgs) -> Result<()> {
+    let module = pathprof::input::read_module(&a.program)?;
+    let mut opts = options(&a.tuning, Some(&pathprof_wasm::module_hash(&module)))?;
+    let ppp = PppArgs {
+        interesting: a.tested.clone(),
+        uninteresting: a.uninteresting,
+    };
+    ppp_options(&a.program, &module, Some(Technique::Ppp), &ppp, &mut opts)?;
+    write_instrumented(&a.program, &module, Technique::Ppp, &opts, &a.output)
+}
+
+fn residual_report(a: ResidualReportArgs) -> Result<()> {
+    let field = Profile::read(&a.field)?;
+    let tested = a
+        .tested
+        .iter()
+        .map(|p| Profile::read(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let r = pathprof::residual::residual(&field, &a.field, &tested, &a.tested)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r.to_json(a.top))?);
+    } else {
+        print!("{}", r.render(&field, a.top));
+    }
     Ok(())
 }
 

@@ -40,7 +40,10 @@ pub fn hot_paths(profile: &Profile, function: Option<&str>) -> Result<Vec<HotPat
                 continue;
             }
         }
-        let FunctionData::Path { numbered, counts } = &f.data else {
+        let FunctionData::Path {
+            numbered, counts, ..
+        } = &f.data
+        else {
             continue;
         };
         let (dag, numbering) = numbered.to_dag();
@@ -146,6 +149,13 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
             "warning: {lost} path executions were lost to full hash tables"
         );
     }
+    s + &render_rows(paths, top)
+}
+
+/// The table of the first `top` paths, with its heading.
+pub fn render_rows(paths: &[HotPath], top: usize) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
     let _ = writeln!(
         s,
         "{:>12} {:>7}  {:<24} {:>8}  {:<20} blocks (id@offset)",
@@ -190,7 +200,9 @@ fn source_span(blocks: &[BlockRef]) -> String {
 pub fn edge_counts(f: &FunctionProfile) -> Vec<u64> {
     match &f.data {
         FunctionData::Edge { edge_counts, .. } => edge_counts.clone(),
-        FunctionData::Path { numbered, counts } => {
+        FunctionData::Path {
+            numbered, counts, ..
+        } => {
             let mut out = vec![0u64; f.edges.len()];
             let (dag, numbering) = numbered.to_dag();
             let mut ends_at = vec![0u64; numbered.num_nodes];

@@ -299,6 +299,18 @@ pub fn choose(
             numbering: ppp,
         });
     }
+    ball_larus_as_ppp(dag, bl, interesting)
+}
+
+/// The Ball-Larus numbering expressed as a PPP numbering of `interesting`:
+/// `inc` is Val and `[min, max]` the range of their Ball-Larus ids. What
+/// [`choose`] falls back to, and a baseline to compare PPP against.
+pub fn ball_larus_as_ppp(
+    dag: &Dag,
+    bl: &Numbering,
+    interesting: &[Vec<DagEdgeId>],
+) -> Result<Chosen, GraphError> {
+    let distinct = distinct_paths(dag, interesting)?;
     let to_i64 = |x: u64| i64::try_from(x).map_err(|_| GraphError::TooManyPaths);
     let inc = bl
         .val
@@ -309,8 +321,8 @@ pub fn choose(
         .iter()
         .map(|p| to_i64(bl.path_sum(p)))
         .collect::<Result<Vec<i64>, _>>()?;
-    let min = *ids.iter().min().expect("PPP wins when there is no path");
-    let max = *ids.iter().max().expect("PPP wins when there is no path");
+    let min = ids.iter().copied().min().unwrap_or(0);
+    let max = ids.iter().copied().max().unwrap_or(0);
     Ok(Chosen {
         scheme: Scheme::BallLarus,
         numbering: PppNumbering { inc, min, max },

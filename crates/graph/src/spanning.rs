@@ -73,22 +73,38 @@ impl Increments {
 /// e.g. from [`dag_weights`]; missing ones count as 0; ties go to the lower
 /// edge id) and computes each chord's increment (3.3).
 pub fn chord_increments(dag: &Dag, numbering: &Numbering, weights: &[u64]) -> Increments {
+    let in_tree = spanning_tree(dag, weights);
+    increments_on_tree(dag, &in_tree, &numbering.val)
+}
+
+/// The maximum spanning tree of section 3.3 (with the virtual `EXIT->ENTRY`
+/// edge in it): `true` for the DAG edges in the tree. The tree depends on the
+/// weights only, so several numberings of one DAG (PPP keeps two) can share
+/// its chords.
+pub fn spanning_tree(dag: &Dag, weights: &[u64]) -> Vec<bool> {
     let ends: Vec<(NodeId, NodeId)> = dag.edges.iter().map(|e| (e.src, e.dst)).collect();
-    let in_tree = max_spanning_tree(dag.num_nodes, &ends, |i| {
+    max_spanning_tree(dag.num_nodes, &ends, |i| {
         weights.get(i).copied().unwrap_or(0)
-    });
-    let val = |i: usize| numbering.val.get(i).copied().unwrap_or(0);
-    let phi = potentials(dag, &in_tree, val);
-    let inc = ends
+    })
+}
+
+/// Event-counting increments (3.3) of the edge values `val` (any values whose
+/// sums along ENTRY->EXIT paths are the path ids, Val for Ball-Larus, the
+/// PPP weights for PPP; wrapping) on the chords of `in_tree`.
+pub fn increments_on_tree(dag: &Dag, in_tree: &[bool], val: &[u64]) -> Increments {
+    let val = |i: usize| val.get(i).copied().unwrap_or(0);
+    let phi = potentials(dag, in_tree, val);
+    let inc = dag
+        .edges
         .iter()
         .enumerate()
-        .map(|(i, &(u, v))| {
+        .map(|(i, e)| {
             if in_tree[i] {
                 0
             } else {
-                phi[u.index()]
+                phi[e.src.index()]
                     .wrapping_add(val(i))
-                    .wrapping_sub(phi[v.index()]) as i64
+                    .wrapping_sub(phi[e.dst.index()]) as i64
             }
         })
         .collect();
@@ -98,9 +114,6 @@ pub fn chord_increments(dag: &Dag, numbering: &Numbering, weights: &[u64]) -> In
     }
 }
 
-/// `phi` per node: along every tree edge `u->v`, `phi(v) = phi(u) + Val`;
-/// `phi(ENTRY) = phi(EXIT) = 0`. Searched from ENTRY with an explicit stack,
-/// then from any node left (parts ENTRY does not reach, if any).
 fn potentials(dag: &Dag, in_tree: &[bool], val: impl Fn(usize) -> u64) -> Vec<u64> {
     let n = dag.num_nodes;
     // Tree adjacency: (neighbour, what to add to phi going there).

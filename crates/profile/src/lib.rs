@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use pathprof_graph::NodeId;
 use pathprof_techniques::ball_larus::{Numbered, PathCounts};
 use pathprof_techniques::edge::Chords;
+use pathprof_techniques::ppp::PppInfo;
 use serde::{Deserialize, Serialize};
 
 pub use merge::merge;
@@ -56,6 +57,9 @@ pub enum ProfileError {
 pub enum Mode {
     Path,
     Edge,
+    /// Preferential path profiling: Ball-Larus ids of the interesting paths
+    /// (and, under the `record` policy, of the others).
+    Ppp,
 }
 
 impl std::fmt::Display for Mode {
@@ -63,6 +67,7 @@ impl std::fmt::Display for Mode {
         f.write_str(match self {
             Mode::Path => "path",
             Mode::Edge => "edge",
+            Mode::Ppp => "ppp",
         })
     }
 }
@@ -128,10 +133,12 @@ pub struct Edge {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "technique", rename_all = "snake_case")]
 pub enum FunctionData {
-    /// Ball-Larus path profile.
+    /// Ball-Larus path profile; under PPP, with what PPP kept.
     Path {
         numbered: Numbered,
         counts: PathCounts,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ppp: Option<PppInfo>,
     },
     /// Edge profile: chord counters and every edge's derived count.
     Edge {
@@ -204,7 +211,20 @@ impl Profile {
                 ));
             }
             match &f.data {
-                FunctionData::Path { numbered, counts } => {
+                FunctionData::Path {
+                    numbered,
+                    counts,
+                    ppp,
+                } => {
+                    if ppp
+                        .as_ref()
+                        .is_some_and(|i| i.interesting.iter().any(|&p| p >= numbered.total))
+                    {
+                        return Err(format!(
+                            "function {}: an interesting path is out of range",
+                            f.func_index
+                        ));
+                    }
                     if numbered.num_nodes != nodes
                         || numbered
                             .dag_edges

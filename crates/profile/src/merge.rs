@@ -52,14 +52,34 @@ fn merge_function(a: &mut FunctionProfile, b: &FunctionProfile) -> Result<(), Pr
             FunctionData::Path {
                 numbered: na,
                 counts: ca,
+                ppp: pa,
             },
             FunctionData::Path {
                 numbered: nb,
                 counts: cb,
+                ppp: pb,
             },
         ) => {
             if na != nb {
                 return Err(mismatch());
+            }
+            match (pa, pb) {
+                (None, None) => {}
+                (Some(pa), Some(pb)) => {
+                    let uninteresting = pa
+                        .uninteresting
+                        .checked_add(pb.uninteresting)
+                        .ok_or_else(overflow)?;
+                    let mut same = pb.clone();
+                    same.uninteresting = pa.uninteresting;
+                    if *pa != same {
+                        return Err(ProfileError::Merge(format!(
+                            "function {name}: the profiles have different interesting paths"
+                        )));
+                    }
+                    pa.uninteresting = uninteresting;
+                }
+                _ => return Err(mismatch()),
             }
             let mut sum: BTreeMap<u64, u64> = ca.paths.iter().copied().collect();
             for &(p, c) in &cb.paths {

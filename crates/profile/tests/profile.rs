@@ -45,6 +45,7 @@ fn diamond_profile(hash: &str, counts: &[(u64, u64)]) -> Profile {
                 self_loops: vec![],
                 lost: 0,
             },
+            ppp: None,
         },
     });
     p

@@ -92,31 +92,12 @@ pub struct Planned {
 /// execution estimates (a prior profile); `None` uses loop-nesting weights.
 pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planned, GraphError> {
     let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
-    let static_weights;
-    let cfg_weights = match weights {
-        Some(w) => w,
-        None => {
-            static_weights = pathprof_graph::weights::loop_nesting_weights(cfg);
-            &static_weights
-        }
-    };
-    let dag_weights = spanning::dag_weights(&dag, cfg, cfg_weights);
-    let incs = spanning::chord_increments(&dag, &numbering, &dag_weights);
+    let tree = spanning_tree(cfg, &dag, weights);
+    let incs = spanning::increments_on_tree(&dag, &tree, &numbering.val);
     let ops = placement::place(&dag, &incs);
-
     let total = numbering.total();
-    let width = if total <= u64::from(u32::MAX) {
-        Width::I32
-    } else {
-        Width::I64
-    };
-    let paths = if total <= opts.array_max {
-        PathTable::Array { len: total }
-    } else {
-        PathTable::Hash {
-            capacity: opts.hash_capacity.max(2).next_power_of_two(),
-        }
-    };
+    let width = register_width(total);
+    let paths = path_table(total, opts);
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     plan.registers = vec![width];
     plan.paths = paths;
@@ -138,6 +119,41 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
     })
 }
 
+/// The maximum spanning tree (3.3) of `dag` under `weights` (per CFG edge,
+/// a prior profile's counts), or under loop-nesting weights without them.
+pub(crate) fn spanning_tree(cfg: &Cfg, dag: &Dag, weights: Option<&[u64]>) -> Vec<bool> {
+    let static_weights;
+    let cfg_weights = match weights {
+        Some(w) => w,
+        None => {
+            static_weights = pathprof_graph::weights::loop_nesting_weights(cfg);
+            &static_weights
+        }
+    };
+    spanning::spanning_tree(dag, &spanning::dag_weights(dag, cfg, cfg_weights))
+}
+
+/// The narrowest register that holds every path number below `total`.
+pub(crate) fn register_width(total: u64) -> Width {
+    if total <= u64::from(u32::MAX) {
+        Width::I32
+    } else {
+        Width::I64
+    }
+}
+
+/// Counter storage for `total` paths (5.3): an array up to
+/// `opts.array_max`, a hash table beyond.
+pub(crate) fn path_table(total: u64, opts: &Options) -> PathTable {
+    if total <= opts.array_max {
+        PathTable::Array { len: total }
+    } else {
+        PathTable::Hash {
+            capacity: opts.hash_capacity.max(2).next_power_of_two(),
+        }
+    }
+}
+
 fn lower_op(op: &Op) -> Action {
     match *op {
         Op::Init(v) => Action::Set { reg: 0, value: v },
@@ -148,7 +164,7 @@ fn lower_op(op: &Op) -> Action {
     }
 }
 
-fn numbered(dag: &Dag, numbering: &Numbering) -> Numbered {
+pub fn numbered(dag: &Dag, numbering: &Numbering) -> Numbered {
     let dag_edges = dag
         .edges
         .iter()

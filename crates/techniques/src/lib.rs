@@ -9,6 +9,9 @@
 pub mod ball_larus;
 pub mod edge;
 pub mod plan;
+pub mod ppp;
 pub mod trace;
 
-pub use plan::{Action, FunctionPlan, PathTable, RawCounters, Reg, Width};
+pub use plan::{
+    Action, FunctionPlan, Otherwise, PathTable, PppTable, RawCounters, Reg, Width, PPP_HOLE,
+};

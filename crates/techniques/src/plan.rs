@@ -39,9 +39,50 @@ pub enum Action {
     /// `slot[index]++` in the function's slot counters (self-loop counters of
     /// section 4.1, edge-profile chord counters).
     CountSlot { index: u32 },
+    /// End of a path under preferential path profiling (Vaswani thesis
+    /// 3.2.3): with `b = bl + bl_offset` (the path's Ball-Larus id) and
+    /// `p = ppp + ppp_offset - table.min` (its PPP id, as an index), the path
+    /// is interesting iff `p < table.len` and `table[p].bl == b`; then
+    /// `table[p].count++`, else `otherwise` applies. `bl` and `ppp` may be the
+    /// same register (a function whose PPP numbering is its Ball-Larus one).
+    CountPpp {
+        bl: Reg,
+        bl_offset: i64,
+        ppp: Reg,
+        ppp_offset: i64,
+        otherwise: Otherwise,
+    },
+    /// `table[index].count++` in the function's PPP table: the end of a path
+    /// whose identity, and so its classification, is known statically.
+    CountInteresting { index: u64 },
     /// Test-only oracle hook: reports `(function index, edge)` to the host.
     Trace { edge: u32 },
 }
+
+/// What [`Action::CountPpp`] does with a path that is not interesting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Otherwise {
+    /// Count its Ball-Larus id in the path table (an array or hash table), so
+    /// it can be regenerated.
+    Record,
+    /// `slot[slot]++`: one counter for all uninteresting paths.
+    Count { slot: u32 },
+    /// Nothing.
+    Ignore,
+}
+
+/// The table of a function's interesting paths, indexed by PPP id - `min`:
+/// each entry holds the Ball-Larus id of the interesting path with that PPP
+/// id ([`PPP_HOLE`] where none has it) and a 64-bit count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PppTable {
+    pub min: i64,
+    pub expected: Vec<u64>,
+}
+
+/// The Ball-Larus id of a PPP table entry no interesting path has. No path
+/// has it either: Ball-Larus ids are below NumPaths(ENTRY) <= 2^64 - 1.
+pub const PPP_HOLE: u64 = u64::MAX;
 
 /// Where a function's path counters live.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,6 +105,9 @@ pub struct FunctionPlan {
     pub paths: PathTable,
     /// Number of 64-bit slot counters.
     pub slots: u32,
+    /// The interesting-path table of preferential path profiling.
+    #[serde(default)]
+    pub ppp: Option<PppTable>,
     /// Actions per CFG edge, indexed by `EdgeId::index()`; every edge has an
     /// entry, most of them empty.
     pub edges: Vec<Vec<Action>>,
@@ -76,6 +120,7 @@ impl FunctionPlan {
             registers: Vec::new(),
             paths: PathTable::None,
             slots: 0,
+            ppp: None,
             edges: vec![Vec::new(); num_edges],
         }
     }

@@ -31,7 +31,11 @@ fn execute(
                 }
                 Action::CountPathConst { path } => counted.push(path),
                 Action::CountSlot { index } => slots[index as usize] += 1,
-                Action::Trace { .. } => unreachable!("no trace in a Ball-Larus plan"),
+                Action::Trace { .. }
+                | Action::CountPpp { .. }
+                | Action::CountInteresting { .. } => {
+                    unreachable!("only Ball-Larus actions in a Ball-Larus plan")
+                }
             }
         }
     }

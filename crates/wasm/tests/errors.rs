@@ -213,6 +213,8 @@ fn read_counters_rejects_short_or_foreign_memory() {
         paths_offset: 16,
         slots: 2,
         slots_offset: 48,
+        ppp_len: 0,
+        ppp_offset: 64,
     };
     let mut memory = vec![0u8; 64];
     memory[..8].copy_from_slice(b"PATHPROF");
@@ -253,10 +255,39 @@ fn read_counters_rejects_short_or_foreign_memory() {
     ));
     let huge = FunctionLayout {
         paths: PathTable::Array { len: u64::MAX },
-        ..layout
+        ..layout.clone()
     };
     assert!(matches!(
         read_counters(&huge, &memory),
         Err(WasmError::CorruptCounters { .. })
     ));
+
+    // A PPP table of two entries after the slots: (Ball-Larus id 3, count 7)
+    // and a hole. Its counts join the array's, by Ball-Larus id.
+    let ppp = FunctionLayout {
+        ppp_len: 2,
+        ..layout
+    };
+    let mut memory = memory;
+    memory.resize(96, 0);
+    memory[64..72].copy_from_slice(&3u64.to_le_bytes());
+    memory[72..80].copy_from_slice(&7u64.to_le_bytes());
+    memory[80..88].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert_eq!(
+        read_counters(&ppp, &memory).unwrap().paths,
+        vec![(1, 5), (3, 7)]
+    );
+    let corrupt = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut m = memory.clone();
+        edit(&mut m);
+        read_counters(&ppp, &m)
+    };
+    // A counted hole, a path counted twice (table and array), a short image.
+    for r in [
+        corrupt(&|m| m[88..96].copy_from_slice(&1u64.to_le_bytes())),
+        corrupt(&|m| m[64..72].copy_from_slice(&1u64.to_le_bytes())),
+        corrupt(&|m| m.truncate(90)),
+    ] {
+        assert!(matches!(r, Err(WasmError::CorruptCounters { .. })), "{r:?}");
+    }
 }

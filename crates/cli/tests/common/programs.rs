@@ -152,7 +152,10 @@ pub fn path_counts(profile: &Profile) -> Counts {
         );
     }
     for f in &profile.functions {
-        if let FunctionData::Path { numbered, counts } = &f.data {
+        if let FunctionData::Path {
+            numbered, counts, ..
+        } = &f.data
+        {
             for (e, &n) in numbered.self_loops.iter().zip(&counts.self_loops) {
                 if n > 0 {
                     c.self_loops.insert((f.func_index, e.index() as u32), n);

@@ -9,7 +9,13 @@
 //!              path table   Array: len x u64 counters, indexed by path number
 //!                           Hash:  a 32-byte header then capacity x 16-byte entries
 //!              slots        slots x u64 counters
+//!              PPP table    ppp_len x { u64 Ball-Larus id, u64 count }
 //! ```
+//!
+//! A PPP table (preferential path profiling, Vaswani thesis 3.2.3) is indexed
+//! by PPP id - min; its Ball-Larus ids are set by the module's data segments
+//! (`PPP_HOLE`, 2^64 - 1, where no interesting path has the id) and only the
+//! counts change.
 //!
 //! A hash table (Ball & Larus section 5.3) is
 //! ```text
@@ -69,7 +75,16 @@ pub struct FunctionLayout {
     pub slots: u32,
     /// Byte offset of the first slot counter.
     pub slots_offset: u32,
+    /// Entries of the PPP table (0: none).
+    #[serde(default)]
+    pub ppp_len: u64,
+    /// Byte offset of the PPP table.
+    #[serde(default)]
+    pub ppp_offset: u32,
 }
+
+/// Bytes of one PPP table entry.
+pub(crate) const PPP_ENTRY_BYTES: u64 = 16;
 
 impl CounterLayout {
     /// The layout of function `func_index` (original index space).
@@ -80,15 +95,19 @@ impl CounterLayout {
             .map(|i| &self.functions[i])
     }
 
-    /// Lays out the counters of `(func_index, paths, slots)` in order.
-    pub(crate) fn new(functions: impl IntoIterator<Item = (u32, PathTable, u32)>) -> Result<Self> {
+    /// Lays out the counters of `(func_index, paths, slots, ppp_len)` in order.
+    pub(crate) fn new(
+        functions: impl IntoIterator<Item = (u32, PathTable, u32, u64)>,
+    ) -> Result<Self> {
         let mut at = u128::from(HEADER_BYTES);
         let mut out = Vec::new();
-        for (func_index, paths, slots) in functions {
+        for (func_index, paths, slots, ppp_len) in functions {
             let paths_offset = at;
             at += table_bytes(paths);
             let slots_offset = at;
             at += 8 * u128::from(slots);
+            let ppp_offset = at;
+            at += u128::from(PPP_ENTRY_BYTES) * u128::from(ppp_len);
             let too_large = || WasmError::CounterMemoryTooLarge { bytes: at };
             out.push(FunctionLayout {
                 func_index,
@@ -96,6 +115,8 @@ impl CounterLayout {
                 paths_offset: u32::try_from(paths_offset).map_err(|_| too_large())?,
                 slots,
                 slots_offset: u32::try_from(slots_offset).map_err(|_| too_large())?,
+                ppp_len,
+                ppp_offset: u32::try_from(ppp_offset).map_err(|_| too_large())?,
             });
         }
         // Every address the instrumentation computes must fit in 32 bits.
@@ -241,5 +262,43 @@ pub fn read_counters(layout: &FunctionLayout, memory: &[u8]) -> Result<RawCounte
     raw.slots = (0..u64::from(layout.slots))
         .map(|i| u64_at(memory, slots + 8 * i))
         .collect::<Result<_>>()?;
+    if layout.ppp_len > 0 {
+        read_ppp_table(layout, memory, &mut raw)?;
+    }
     Ok(raw)
+}
+
+/// Adds the counted entries of a PPP table to `raw.paths`, by Ball-Larus id.
+/// An interesting path is never also recorded as uninteresting (its
+/// Ball-Larus id matches its entry), so an id met twice means corruption.
+fn read_ppp_table(layout: &FunctionLayout, memory: &[u8], raw: &mut RawCounters) -> Result<()> {
+    let base = u64::from(layout.ppp_offset);
+    let end = layout
+        .ppp_len
+        .checked_mul(PPP_ENTRY_BYTES)
+        .and_then(|b| b.checked_add(base))
+        .ok_or_else(|| {
+            corrupt(format!(
+                "PPP table of {} entries is too large",
+                layout.ppp_len
+            ))
+        })?;
+    bytes_at::<0>(memory, end)?;
+    for i in 0..layout.ppp_len {
+        let bl = u64_at(memory, base + PPP_ENTRY_BYTES * i)?;
+        let count = u64_at(memory, base + PPP_ENTRY_BYTES * i + 8)?;
+        if count != 0 {
+            if bl == pathprof_techniques::PPP_HOLE {
+                return Err(corrupt(format!(
+                    "PPP table at {base} counts a hole (entry {i})"
+                )));
+            }
+            raw.paths.push((bl, count));
+        }
+    }
+    raw.paths.sort_unstable();
+    if raw.paths.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(corrupt(format!("PPP table at {base} holds a path twice")));
+    }
+    Ok(())
 }

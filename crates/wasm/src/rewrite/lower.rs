@@ -7,7 +7,8 @@
 use super::layout::{
     HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK,
 };
-use pathprof_techniques::{Action, PathTable, Width};
+use pathprof_techniques::{Action, Otherwise, PathTable, Width};
+use wasm_encoder::BlockType;
 use wasm_encoder::{Function, InstructionSink, MemArg, ValType};
 
 /// Everything needed to lower the actions of one function.
@@ -21,6 +22,10 @@ pub(crate) struct Lowerer {
     pub paths: PathTable,
     pub paths_offset: u32,
     pub slots_offset: u32,
+    /// The PPP table: its byte offset, the PPP id of entry 0, its entries.
+    pub ppp_offset: u32,
+    pub ppp_min: i64,
+    pub ppp_len: u64,
     /// Function indices in the NEW module.
     pub hash_helper: u32,
     pub trace: u32,
@@ -82,6 +87,16 @@ impl Lowerer {
                     &mut sink,
                     u64::from(self.slots_offset) + 8 * u64::from(index),
                 ),
+                Action::CountPpp {
+                    bl,
+                    bl_offset,
+                    ppp,
+                    ppp_offset,
+                    otherwise,
+                } => self.count_ppp(&mut sink, (bl, bl_offset), (ppp, ppp_offset), otherwise),
+                Action::CountInteresting { index } => {
+                    self.bump_const(&mut sink, u64::from(self.ppp_offset) + 16 * index + 8)
+                }
                 Action::Trace { edge } => {
                     sink.i32_const(self.func_index as i32)
                         .i32_const(edge as i32)
@@ -96,24 +111,96 @@ impl Lowerer {
         bump(sink, self.memory, address);
     }
 
+    /// Pushes `r + offset` at the register's width.
+    fn push_sum(&self, sink: &mut InstructionSink<'_>, reg: u8, offset: i64) {
+        let (local, width) = self.regs[reg as usize];
+        sink.local_get(local);
+        match width {
+            Width::I32 if offset != 0 => {
+                sink.i32_const(offset as i32).i32_add();
+            }
+            Width::I64 if offset != 0 => {
+                sink.i64_const(offset).i64_add();
+            }
+            _ => {}
+        }
+    }
+
+    /// Pushes the Ball-Larus id `r + offset` as an i64.
+    fn push_bl_id(&self, sink: &mut InstructionSink<'_>, reg: u8, offset: i64) {
+        self.push_sum(sink, reg, offset);
+        if self.regs[reg as usize].1 == Width::I32 {
+            sink.i64_extend_i32_u();
+        }
+    }
+
+    /// The end of a path under PPP (thesis 3.2.3): a bounds check of the
+    /// PPP index, then a comparison of the entry's Ball-Larus id; on a match
+    /// the entry's count is bumped, otherwise `otherwise` runs.
+    ///
+    /// ```text
+    /// block $done
+    ///   block $uninteresting
+    ///     s = ppp + ppp_offset - min        ;; at the register's width
+    ///     br_if $uninteresting (s >=u len)
+    ///     s = 16 * s
+    ///     br_if $uninteresting (table[s].bl != bl + bl_offset)
+    ///     table[s].count++
+    ///     br $done
+    ///   end
+    ///   <otherwise>
+    /// end
+    /// ```
+    fn count_ppp(
+        &self,
+        sink: &mut InstructionSink<'_>,
+        bl: (u8, i64),
+        ppp: (u8, i64),
+        otherwise: Otherwise,
+    ) {
+        let index_offset = ppp.1.wrapping_sub(self.ppp_min);
+        let table = u64::from(self.ppp_offset);
+        sink.block(BlockType::Empty).block(BlockType::Empty);
+        self.push_sum(sink, ppp.0, index_offset);
+        match self.regs[ppp.0 as usize].1 {
+            Width::I32 => {
+                sink.local_tee(self.scratch)
+                    .i32_const(self.ppp_len as i32)
+                    .i32_ge_u()
+                    .br_if(0);
+            }
+            Width::I64 => {
+                // The bound check at full width; then the index fits in 32 bits.
+                sink.i64_const(self.ppp_len as i64).i64_ge_u().br_if(0);
+                self.push_sum(sink, ppp.0, index_offset);
+                sink.i32_wrap_i64().local_set(self.scratch);
+            }
+        }
+        sink.local_get(self.scratch)
+            .i32_const(4)
+            .i32_shl()
+            .local_tee(self.scratch);
+        sink.i64_load(mem64(self.memory, table));
+        self.push_bl_id(sink, bl.0, bl.1);
+        sink.i64_ne().br_if(0);
+        sink.local_get(self.scratch).local_get(self.scratch);
+        bump(sink, self.memory, table + 8);
+        sink.br(1).end();
+        match otherwise {
+            Otherwise::Record => self.count_path(sink, bl.0, bl.1),
+            Otherwise::Count { slot } => {
+                self.bump_const(sink, u64::from(self.slots_offset) + 8 * u64::from(slot))
+            }
+            Otherwise::Ignore => {}
+        }
+        sink.end();
+    }
+
     /// `count[r + offset]++`, with the sum wrapping at the register's width.
     fn count_path(&self, sink: &mut InstructionSink<'_>, reg: u8, offset: i64) {
-        let (local, width) = self.regs[reg as usize];
         if let PathTable::Hash { .. } = self.paths {
-            sink.i32_const(self.paths_offset as i32).local_get(local);
-            match width {
-                Width::I32 => {
-                    if offset != 0 {
-                        sink.i32_const(offset as i32).i32_add();
-                    }
-                    sink.i64_extend_i32_u();
-                }
-                Width::I64 => {
-                    if offset != 0 {
-                        sink.i64_const(offset).i64_add();
-                    }
-                }
-            }
+            sink.i32_const(self.paths_offset as i32);
+            self.push_bl_id(sink, reg, offset);
             sink.call(self.hash_helper);
             return;
         }
@@ -122,19 +209,9 @@ impl Lowerer {
         // offset brings it back in range, so only the table's base, never
         // 8 * offset, can go into the memarg offset: the effective address
         // (dynamic part + memarg offset) does not wrap at 2^32.
-        sink.local_get(local);
-        match width {
-            Width::I32 => {
-                if offset != 0 {
-                    sink.i32_const(offset as i32).i32_add();
-                }
-            }
-            Width::I64 => {
-                if offset != 0 {
-                    sink.i64_const(offset).i64_add();
-                }
-                sink.i32_wrap_i64();
-            }
+        self.push_sum(sink, reg, offset);
+        if self.regs[reg as usize].1 == Width::I64 {
+            sink.i32_wrap_i64();
         }
         sink.i32_const(3)
             .i32_shl()

@@ -41,7 +41,7 @@ use assemble::{reencode_error, splice_code, Assembler};
 use body::ModuleCtx;
 use lower::Lowerer;
 use pathprof_graph::NodeId;
-use pathprof_techniques::{Action, FunctionPlan, PathTable};
+use pathprof_techniques::{Action, FunctionPlan, Otherwise, PathTable};
 use types::NewTypes;
 use wasm_encoder::reencode::Reencode;
 use wasmparser::ValType;
@@ -102,11 +102,9 @@ pub fn instrument(
         return Err(WasmError::ReservedName { name });
     }
     let (planned, uses) = check_plans(info, plans)?;
-    let layout = CounterLayout::new(
-        planned
-            .iter()
-            .map(|(f, p)| (f.func_index, p.paths, p.slots)),
-    )?;
+    let layout = CounterLayout::new(planned.iter().map(|(f, p)| layout_entry(f, p)))?;
+    let mut segments = layout.init_segments();
+    segments.extend(ppp_segments(&layout, &planned));
     let traces = uses.iter().any(|u| u.traces);
     let hashes = planned
         .iter()
@@ -135,6 +133,9 @@ pub fn instrument(
         paths: PathTable::None,
         paths_offset: 0,
         slots_offset: 0,
+        ppp_offset: 0,
+        ppp_min: 0,
+        ppp_len: 0,
         hash_helper: scan.num_imported_funcs + shift + num_defined,
         trace: scan.num_imported_funcs,
         func_index: 0,
@@ -153,7 +154,7 @@ pub fn instrument(
         memory,
         pages: layout.pages(),
         bodies,
-        segments: layout.init_segments(),
+        segments,
         custom_sections,
         code_at: None,
     };
@@ -237,11 +238,31 @@ fn check_plans<'a>(
 /// rewriting anything (the layout depends only on the plans).
 pub fn counter_layout(info: &ModuleInfo, plans: &[Option<FunctionPlan>]) -> Result<CounterLayout> {
     let (planned, _) = check_plans(info, plans)?;
-    CounterLayout::new(
-        planned
-            .iter()
-            .map(|(f, p)| (f.func_index, p.paths, p.slots)),
-    )
+    CounterLayout::new(planned.iter().map(|(f, p)| layout_entry(f, p)))
+}
+
+/// What [`CounterLayout::new`] needs of one planned function.
+fn layout_entry(f: &FunctionCfg, p: &FunctionPlan) -> (u32, PathTable, u32, u64) {
+    let ppp_len = p.ppp.as_ref().map_or(0, |t| t.expected.len() as u64);
+    (f.func_index, p.paths, p.slots, ppp_len)
+}
+
+/// The initial contents of the PPP tables: each entry's Ball-Larus id (its
+/// count starts at zero).
+fn ppp_segments(layout: &CounterLayout, planned: &Planned<'_>) -> Vec<(u32, Vec<u8>)> {
+    let mut segments = Vec::new();
+    for (f, p) in planned {
+        let (Some(table), Some(fl)) = (&p.ppp, layout.function(f.func_index)) else {
+            continue;
+        };
+        let mut bytes = Vec::with_capacity(16 * table.expected.len());
+        for &bl in &table.expected {
+            bytes.extend_from_slice(&bl.to_le_bytes());
+            bytes.extend_from_slice(&0u64.to_le_bytes());
+        }
+        segments.push((fl.ppp_offset, bytes));
+    }
+    segments
 }
 
 /// What a plan uses, learnt while checking it.
@@ -281,7 +302,7 @@ pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<Plan
         for action in actions {
             match action {
                 Action::Trace { .. } => uses.traces = true,
-                Action::CountPath { .. } => uses.count_path = true,
+                Action::CountPath { .. } | Action::CountPpp { .. } => uses.count_path = true,
                 _ => {}
             }
             let fault = match *action {
@@ -306,6 +327,9 @@ pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<Plan
                 Action::CountSlot { index } if index >= plan.slots => {
                     Some(format!("slot {index} is outside 0..{}", plan.slots))
                 }
+                Action::CountPpp { .. } | Action::CountInteresting { .. } => {
+                    check_ppp(plan, action)
+                }
                 _ => None,
             };
             if let Some(reason) = fault {
@@ -314,6 +338,34 @@ pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<Plan
         }
     }
     Ok(uses)
+}
+
+/// What is wrong with a PPP action of `plan`, if anything.
+fn check_ppp(plan: &FunctionPlan, action: &Action) -> Option<String> {
+    let Some(table) = &plan.ppp else {
+        return Some("no PPP table".into());
+    };
+    let len = table.expected.len() as u64;
+    match *action {
+        Action::CountInteresting { index } if index >= len => {
+            Some(format!("PPP entry {index} is outside 0..{len}"))
+        }
+        Action::CountPpp {
+            bl, ppp, otherwise, ..
+        } => {
+            if usize::from(bl.max(ppp)) >= plan.registers.len() {
+                return Some(format!("register {} is not declared", bl.max(ppp)));
+            }
+            match otherwise {
+                Otherwise::Record if plan.paths == PathTable::None => Some("no path table".into()),
+                Otherwise::Count { slot } if slot >= plan.slots => {
+                    Some(format!("slot {slot} is outside 0..{}", plan.slots))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Where a rewritten body's original blocks begin, relative to the body.
@@ -348,6 +400,9 @@ fn rewrite_bodies(
                     paths: plan.paths,
                     paths_offset: fl.paths_offset,
                     slots_offset: fl.slots_offset,
+                    ppp_offset: fl.ppp_offset,
+                    ppp_min: plan.ppp.as_ref().map_or(0, |t| t.min),
+                    ppp_len: fl.ppp_len,
                     func_index: fcfg.func_index,
                     ..*template
                 };
