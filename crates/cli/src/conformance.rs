@@ -38,7 +38,11 @@ use wast::{QuoteWat, Wast, WastArg, WastDirective, WastExecute, WastInvoke, Wast
 use crate::driver::{self, Technique};
 
 /// The instrumented modes compared with the original.
-pub const MODES: [(&str, Technique); 2] = [("path", Technique::Path), ("edge", Technique::Edge)];
+pub const MODES: [(&str, Technique); 3] = [
+    ("path", Technique::Path),
+    ("edge", Technique::Edge),
+    ("ppp", Technique::Ppp),
+];
 const WORLDS: usize = 1 + MODES.len();
 /// Time limit of each instantiation or call, in epoch ticks of [`TICK`]:
 /// bounds a run that an instrumentation bug would send into an endless loop
@@ -520,7 +524,11 @@ impl<'r> Runner<'r> {
         let mut modules = vec![original.clone()];
         let mut all = true;
         for (mode, technique) in MODES {
-            let compiled = driver::instrument(&bytes, technique, &driver::Options::default())
+            let opts = match technique {
+                Technique::Ppp => ppp_options(&bytes, self.report.modules),
+                _ => driver::Options::default(),
+            };
+            let compiled = driver::instrument(&bytes, technique, &opts)
                 .map_err(|e| format!("instrumenting: {e:#}"))
                 .and_then(|ins| {
                     for w in &ins.warnings {
@@ -913,4 +921,34 @@ fn match_v128(actual: u128, expected: &V128Pattern) -> bool {
             .enumerate()
             .all(|(i, x)| match_f64(lane(64, i) as u64, x)),
     }
+}
+
+/// PPP options for a conformance module: in every function a few paths are
+/// interesting (the first, the last, the middle and every third below 32),
+/// so that both classifications, the table and each policy (chosen by the
+/// module's ordinal `n`) run under the script's assertions.
+fn ppp_options(bytes: &[u8], n: usize) -> driver::Options {
+    use pathprof_techniques::ppp::Policy;
+    let mut opts = driver::Options::default();
+    opts.ppp.policy = [Policy::Record, Policy::Count, Policy::Ignore][n % 3];
+    let Ok(info) = pathprof_wasm::analyze(bytes) else {
+        return opts;
+    };
+    for f in info.functions.iter().flatten() {
+        let Ok((_, numbering)) =
+            pathprof_graph::numbering::build_numbered(&f.cfg, opts.ball_larus.truncate_above)
+        else {
+            continue;
+        };
+        let total = numbering.total();
+        let mut ids: Vec<u64> = (0..32)
+            .step_by(3)
+            .chain([total / 2, total.saturating_sub(1)])
+            .filter(|&p| p < total)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        opts.ppp.interesting.paths.insert(f.func_index, ids);
+    }
+    opts
 }

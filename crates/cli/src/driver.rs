@@ -222,7 +222,7 @@ fn plan_function(
             let data = FunctionData::Path {
                 numbered: planned.numbered,
                 counts,
-                ppp: Some(planned.info),
+                ppp: Some(Box::new(planned.info)),
             };
             (planned.plan, data)
         }

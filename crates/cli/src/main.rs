@@ -448,6 +448,21 @@ fn stats_cmd(a: StatsArgs) -> Result<()> {
     let module = pathprof::input::read_module(&a.program)?;
     let info = pathprof_wasm::analyze(&module).with_context(|| a.program.display().to_string())?;
     let opts = options(&a.tuning, None)?;
+    if !a.ppp.is_empty() {
+        let chosen =
+            pathprof::interesting::read_specs(&a.ppp, &info, opts.ball_larus.truncate_above)?;
+        let ppp_opts = pathprof_techniques::ppp::Options {
+            ball_larus: opts.ball_larus,
+            ..Default::default()
+        };
+        let s = pathprof::ppp_stats::ppp_stats(&info, &chosen, &ppp_opts)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&s)?);
+        } else {
+            print!("{}", pathprof::ppp_stats::render(&s));
+        }
+        return Ok(());
+    }
     let s = stats::module_stats(&info, &opts.ball_larus);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&s)?);

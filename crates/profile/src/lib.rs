@@ -138,7 +138,7 @@ pub enum FunctionData {
         numbered: Numbered,
         counts: PathCounts,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        ppp: Option<PppInfo>,
+        ppp: Option<Box<PppInfo>>,
     },
     /// Edge profile: chord counters and every edge's derived count.
     Edge {
