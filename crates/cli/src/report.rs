@@ -143,6 +143,9 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
             _ => 0,
         })
         .sum();
+    if let Some(line) = ppp_note(profile) {
+        let _ = writeln!(s, "{line}");
+    }
     if lost > 0 {
         let _ = writeln!(
             s,
@@ -150,6 +153,34 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
         );
     }
     s + &render_rows(paths, top)
+}
+
+/// For a PPP profile: how many interesting paths there are and, under the
+/// `count` and `ignore` policies, what became of the others.
+fn ppp_note(profile: &Profile) -> Option<String> {
+    use pathprof_techniques::ppp::Policy;
+    let infos: Vec<_> = profile
+        .functions
+        .iter()
+        .filter_map(|f| match &f.data {
+            FunctionData::Path { ppp: Some(i), .. } => Some(i),
+            _ => None,
+        })
+        .collect();
+    let policy = infos.first()?.policy;
+    let interesting: usize = infos.iter().map(|i| i.interesting.len()).sum();
+    let others = match policy {
+        Policy::Record => "the others are listed too".to_string(),
+        Policy::Count => format!(
+            "{} executions of other paths were counted, not told apart",
+            infos.iter().map(|i| i.uninteresting).sum::<u64>()
+        ),
+        Policy::Ignore => "other paths were ignored".to_string(),
+    };
+    let functions = infos.iter().filter(|i| !i.interesting.is_empty()).count();
+    Some(format!(
+        "ppp: {interesting} interesting paths in {functions} functions; {others}"
+    ))
 }
 
 /// The table of the first `top` paths, with its heading.

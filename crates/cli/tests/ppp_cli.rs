@@ -540,6 +540,19 @@ fn ppp_profiles_merge_only_with_the_same_interesting_paths() {
             .sum()
     };
     assert!(uninteresting(&a) > 0);
+    let o = pathprof(&["report", &s(&d("a.json"))]);
+    let interesting: usize = interesting_of(&a).iter().map(|(_, ids)| ids.len()).sum();
+    let note = format!(
+        "ppp: {interesting} interesting paths in {} functions; {} executions of other paths were counted, not told apart",
+        interesting_of(&a).len(),
+        uninteresting(&a)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l == note),
+        "{note}"
+    );
     assert_eq!(uninteresting(&aa), 2 * uninteresting(&a));
     let o = pathprof(&[
         "merge",
