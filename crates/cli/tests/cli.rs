@@ -468,3 +468,138 @@ fn run_writes_timings() {
         }
     }
 }
+
+/// Modules that need a feature pathprof's validator or the embedded engine
+/// does not enable: one error line naming the file and the feature, exit
+/// status 1, no output file. Features rejected by validation fail `run` and
+/// `instrument` alike; those only the engine lacks fail `run` (the
+/// instrumented module is still written by `instrument`, for engines that
+/// have the feature).
+#[test]
+fn features_the_engine_lacks_get_one_line_errors_and_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let out = dir.path().join("out.json").display().to_string();
+    let inst = dir.path().join("out.wasm").display().to_string();
+    let no_output = |args: &[&str]| {
+        assert!(
+            !Path::new(&out).exists() && !Path::new(&inst).exists(),
+            "{args:?} left an output file"
+        );
+    };
+
+    // Rejected by pathprof's validation (crates/wasm/src/module.rs `features`).
+    let validation = [
+        (
+            write(
+                "wide.wat",
+                r#"(module
+                     (func (export "f") (param i64 i64 i64 i64) (result i64 i64)
+                       (i64.add128 (local.get 0) (local.get 1) (local.get 2) (local.get 3))))"#,
+            ),
+            "invalid module at offset 0x2c: wide arithmetic support is not enabled",
+        ),
+        (
+            write(
+                "custom_page.wat",
+                r#"(module
+                     (memory 1 (pagesize 1))
+                     (func (export "f") (result i32) (i32.load8_u (i32.const 0))))"#,
+            ),
+            "invalid module at offset 0x16: the custom page sizes proposal must be enabled \
+             to customize a memory's page size",
+        ),
+        (
+            write(
+                "stack_switch.wat",
+                r#"(module
+                     (type $ft (func))
+                     (type $ct (cont $ft))
+                     (func $g)
+                     (elem declare func $g)
+                     (func (export "f") (resume $ct (cont.new $ct (ref.func $g)))))"#,
+            ),
+            "invalid module at offset 0xe: cannot define continuation types when stack \
+             switching is disabled",
+        ),
+    ];
+    for (file, reason) in &validation {
+        for args in [
+            vec!["run", "--invoke", "f", file.as_str(), "-o", &out],
+            vec!["instrument", file.as_str(), "-o", &inst],
+        ] {
+            let o = pathprof(&args);
+            assert_eq!(
+                stderr(&o),
+                format!("pathprof: error: {file}: {reason}\n"),
+                "{args:?}"
+            );
+            assert_eq!(o.status.code(), Some(1), "{args:?}");
+            no_output(&args);
+        }
+    }
+
+    // Valid for pathprof, rejected by the embedded engine (wasmtime 48 as
+    // configured by `pathprof_runner::config`): shared memories (threads)
+    // when instantiating, legacy exception handling (`try`) when compiling.
+    let threads = write(
+        "threads.wat",
+        r#"(module
+             (memory 1 1 shared)
+             (func (export "f") (result i32) (i32.atomic.load (i32.const 0))))"#,
+    );
+    let legacy = write(
+        "legacy_exceptions.wat",
+        r#"(module
+             (tag $e (param i32))
+             (func (export "f") (result i32)
+               try (result i32)
+                 i32.const 7
+                 throw $e
+               catch $e
+               end))"#,
+    );
+    let engine = [
+        (
+            &threads,
+            String::new(),
+            "cannot instantiate the module: shared memory support is disabled for this engine \
+             -- see `Config::shared_memory`",
+        ),
+        (
+            &legacy,
+            // pathprof leaves a function with `try` uninstrumented, and says so.
+            "pathprof: warning: f left uninstrumented: `try` is not supported (legacy exception \
+             handling or a disabled proposal)\n"
+                .to_string(),
+            "invalid wasm module: failed to compile: wasm[0]::function[0]: WebAssembly \
+             translation error: Invalid input WebAssembly code at offset 68: legacy_exceptions \
+             feature required for try instruction",
+        ),
+    ];
+    for (file, warning, reason) in &engine {
+        for args in [
+            vec!["run", "--invoke", "f", file.as_str(), "-o", &out],
+            vec!["run", file.as_str(), "-o", &out],
+        ] {
+            let o = pathprof(&args);
+            assert_eq!(
+                stderr(&o),
+                format!("{warning}pathprof: error: {file}: {reason}\n"),
+                "{args:?}"
+            );
+            assert_eq!(o.status.code(), Some(1), "{args:?}");
+            no_output(&args);
+        }
+        // `instrument` does not need the engine: the module is for a host
+        // that has the feature.
+        let o = pathprof(&["instrument", file.as_str(), "-o", &inst]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(Path::new(&inst).exists());
+        std::fs::remove_file(&inst).unwrap();
+    }
+}

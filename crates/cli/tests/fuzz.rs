@@ -10,15 +10,20 @@
 //!   return errors but never panic.
 //!
 //! The inputs come from a seeded SplitMix64 generator, so every run checks
-//! the same inputs and a failure names the seed that reproduces it.
+//! the same inputs and a failure names the seed that reproduces it. The
+//! wasm-smith configuration and the comparison live in
+//! `support/differential.rs`, which the cargo-fuzz target `instrument`
+//! (`fuzz/`) shares.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use arbitrary::Unstructured;
 use pathprof::driver::{self, Technique};
-use wasmtime::{Engine, Extern, Instance, Module, Store, Trap, Val, ValType};
+
+#[path = "support/differential.rs"]
+mod differential;
+use differential::hex;
 
 /// SplitMix64: tiny, seedable, good enough to drive `arbitrary`.
 struct Rng(u64);
@@ -54,242 +59,12 @@ fn workspace() -> PathBuf {
 
 /// Seeds of the generated modules: `0..SEEDS`.
 const SEEDS: u64 = 1_000;
-/// Loop iterations and calls a generated module may make per instance
-/// (wasm-smith's `ensure_termination`): it traps, identically in the
-/// original and the instrumentations, when they are used up.
-const SMITH_FUEL: u32 = 1_000;
-/// The engine's fuel per call, a backstop that should never be reached.
-const ENGINE_FUEL: u64 = 20_000_000;
-
-fn smith_config() -> wasm_smith::Config {
-    let mut c = wasm_smith::Config::default();
-    // Features of the project's engine (`pathprof_runner::config`).
-    c.multi_value_enabled = true;
-    c.bulk_memory_enabled = true;
-    c.reference_types_enabled = true;
-    c.tail_call_enabled = true;
-    c.exceptions_enabled = true;
-    c.gc_enabled = true;
-    c.simd_enabled = true;
-    c.relaxed_simd_enabled = false;
-    c.saturating_float_to_int_enabled = true;
-    c.sign_extension_ops_enabled = true;
-    c.extended_const_enabled = true;
-    // Not enabled by the engine, or not in its wasmparser release.
-    c.threads_enabled = false;
-    c.shared_everything_threads_enabled = false;
-    c.memory64_enabled = false;
-    c.wide_arithmetic_enabled = false;
-    c.custom_page_sizes_enabled = false;
-    c.custom_descriptors_enabled = false;
-    c.compact_imports_enabled = false;
-    // Self-contained modules that can be compared call by call.
-    c.max_imports = 0;
-    c.export_everything = true;
-    c.canonicalize_nans = true;
-    // Bounded size.
-    c.min_funcs = 4;
-    c.max_funcs = 12;
-    c.max_instructions = 200;
-    c.max_types = 20;
-    c.max_globals = 10;
-    c.max_tags = 4;
-    c.max_exports = 40;
-    c.max_memories = 1;
-    c.max_memory32_bytes = 1 << 20;
-    c.max_tables = 2;
-    c.max_table_elements = 1_000;
-    c.max_data_segments = 8;
-    c.max_element_segments = 8;
-    c.max_elements = 50;
-    c.max_nesting_depth = 8;
-    c
-}
-
 /// The module of `seed`, or `None` if wasm-smith gives up on those bytes.
 fn generate(seed: u64) -> Option<Vec<u8>> {
     let data = Rng::new(seed).bytes(16 * 1024);
-    let mut u = Unstructured::new(&data);
-    let mut config = smith_config();
     // Odd seeds: modules whose instructions do not trap (loads guarded, ...),
     // so that calls run further than their first trap.
-    config.disallow_traps = seed % 2 == 1;
-    let mut module = wasm_smith::Module::new(config, &mut u).ok()?;
-    module.ensure_termination(SMITH_FUEL).ok()?;
-    Some(module.to_bytes())
-}
-
-/// How one call (on a fresh instance) ended.
-#[derive(Debug, Clone, PartialEq)]
-enum Ending {
-    Returned(Vec<String>),
-    /// Instantiation failed (a trapping start function or segment).
-    InstantiationFailed(String),
-    Trapped(String),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-struct Observed {
-    ending: Ending,
-    /// Exported memories' contents (program exports only), by name.
-    memories: Vec<(String, Vec<u8>)>,
-    /// Exported numeric globals' values (program exports only), by name.
-    globals: Vec<(String, String)>,
-}
-
-/// What a run gave, or why it cannot be compared.
-enum Run {
-    Observed(Observed, Option<Vec<u8>>),
-    /// All engine fuel consumed: instrumentation consumes fuel too, so where
-    /// this happens differs.
-    OutOfFuel,
-    /// The wasm stack overflowed: instrumented frames are bigger.
-    StackOverflow,
-    /// Instantiation failed with "all fuel consumed" and no wasm frame,
-    /// whatever the fuel given (wasmtime 48 does this for some generated
-    /// GC modules): not the program's doing, so not compared.
-    InstantiationOutOfFuel,
-}
-
-impl Run {
-    fn kind(&self) -> &'static str {
-        match self {
-            Run::Observed(..) => "observed",
-            Run::OutOfFuel => "all fuel consumed",
-            Run::StackOverflow => "stack overflow",
-            Run::InstantiationOutOfFuel => "all fuel consumed while instantiating",
-        }
-    }
-}
-
-fn show(v: &Val) -> String {
-    match v {
-        Val::I32(x) => format!("i32:{x}"),
-        Val::I64(x) => format!("i64:{x}"),
-        Val::F32(b) => format!("f32:{b:#x}"),
-        Val::F64(b) => format!("f64:{b:#x}"),
-        Val::V128(x) => format!("v128:{:#x}", x.as_u128()),
-        Val::FuncRef(r) => format!("funcref:{}", if r.is_some() { "some" } else { "null" }),
-        Val::ExternRef(r) => format!("externref:{}", if r.is_some() { "some" } else { "null" }),
-        Val::AnyRef(r) => format!("anyref:{}", if r.is_some() { "some" } else { "null" }),
-        Val::ExnRef(r) => format!("exnref:{}", if r.is_some() { "some" } else { "null" }),
-        #[allow(unreachable_patterns)]
-        _ => "ref".to_string(),
-    }
-}
-
-fn error_kind(e: &wasmtime::Error) -> Result<String, Run> {
-    match e.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => Err(Run::OutOfFuel),
-        Some(Trap::StackOverflow) => Err(Run::StackOverflow),
-        Some(t) => Ok(format!("trap: {t}")),
-        None => Ok(format!("error: {}", e.root_cause())),
-    }
-}
-
-/// The arguments of the `variant`th call of a function with these params.
-fn args(params: &[ValType], variant: usize) -> Vec<Val> {
-    params
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let k = (variant * 7 + i) as i64;
-            match (p, variant) {
-                (ValType::I32, 0) => Val::I32(0),
-                (ValType::I64, 0) => Val::I64(0),
-                (ValType::F32, 0) => Val::F32(0f32.to_bits()),
-                (ValType::F64, 0) => Val::F64(0f64.to_bits()),
-                (ValType::I32, _) => Val::I32([1, -1, 7, 65_536, i32::MIN, 3][k as usize % 6]),
-                (ValType::I64, _) => Val::I64([1, -1, 13, 1 << 40, i64::MIN, 5][k as usize % 6]),
-                (ValType::F32, _) => {
-                    Val::F32([1.5f32, -0.0, 1e30, -7.25][k as usize % 4].to_bits())
-                }
-                (ValType::F64, _) => {
-                    Val::F64([1.5f64, -0.0, 1e300, -7.25][k as usize % 4].to_bits())
-                }
-                _ => unreachable!("only numeric params are called"),
-            }
-        })
-        .collect()
-}
-
-/// Calls `export` of `module` on a fresh instance; also returns the counter
-/// memory of an instrumented module.
-fn run(engine: &Engine, module: &Module, export: &str, args: &[Val]) -> Run {
-    let mut store = Store::new(engine, ());
-    store.set_fuel(ENGINE_FUEL).unwrap();
-    let program_exports: Vec<String> = module
-        .exports()
-        .map(|e| e.name().to_string())
-        .filter(|n| !n.starts_with("__pathprof"))
-        .collect();
-    let snapshot = |store: &mut Store<()>, instance: &Instance, ending: Ending| {
-        let mut memories = Vec::new();
-        let mut globals = Vec::new();
-        for name in &program_exports {
-            match instance.get_export(&mut *store, name) {
-                Some(Extern::Memory(m)) => memories.push((name.clone(), m.data(&*store).to_vec())),
-                Some(Extern::Global(g)) => {
-                    let v = g.get(&mut *store);
-                    if matches!(
-                        v,
-                        Val::I32(_) | Val::I64(_) | Val::F32(_) | Val::F64(_) | Val::V128(_)
-                    ) {
-                        globals.push((name.clone(), show(&v)));
-                    }
-                }
-                _ => {}
-            }
-        }
-        let counters = instance
-            .get_memory(&mut *store, pathprof_runner::COUNTERS_EXPORT)
-            .map(|m| m.data(&*store).to_vec());
-        Run::Observed(
-            Observed {
-                ending,
-                memories,
-                globals,
-            },
-            counters,
-        )
-    };
-    let instance = match Instance::new(&mut store, module, &[]) {
-        Ok(i) => i,
-        Err(e) => {
-            return match error_kind(&e) {
-                Ok(k) => Run::Observed(
-                    Observed {
-                        ending: Ending::InstantiationFailed(k),
-                        memories: vec![],
-                        globals: vec![],
-                    },
-                    None,
-                ),
-                Err(Run::OutOfFuel) => Run::InstantiationOutOfFuel,
-                Err(r) => r,
-            }
-        }
-    };
-    let func = instance
-        .get_func(&mut store, export)
-        .expect("exported function");
-    let ty = func.ty(&store);
-    let mut results: Vec<Val> = ty
-        .results()
-        .map(|t| Val::default_for_ty(&t).unwrap_or(Val::I32(0)))
-        .collect();
-    let ending = match func.call(&mut store, args, &mut results) {
-        Ok(()) => Ending::Returned(results.iter().map(show).collect()),
-        Err(e) => match error_kind(&e) {
-            Ok(k) => Ending::Trapped(k),
-            Err(r) => return r,
-        },
-    };
-    snapshot(&mut store, &instance, ending)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    differential::generate_from(&data, seed % 2 == 1)
 }
 
 #[test]
@@ -308,122 +83,27 @@ fn instrumented_modules_behave_like_the_originals() {
         let Some(original) = generate(seed) else {
             continue;
         };
-        let original_module = match Module::new(&engine, &original) {
-            Ok(m) => m,
-            // wasm-smith may emit what this engine does not accept: not ours.
-            Err(e) => {
-                eprintln!("seed {seed}: the engine rejects the generated module: {e:#}");
-                rejected += 1;
-                continue;
-            }
-        };
+        let c = differential::check_module(&engine, &original, &format!("seed {seed}"));
+        if let Some(e) = &c.rejected {
+            eprintln!("seed {seed}: the engine rejects the generated module: {e}");
+            rejected += 1;
+            continue;
+        }
         modules += 1;
-        let mut variants = Vec::new();
-        for technique in [Technique::Path, Technique::Edge] {
-            let inst = driver::instrument(&original, technique, &driver::Options::default())
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "seed {seed}: {technique:?} instrumentation failed: {e:#}\nmodule: {}",
-                        hex(&original)
-                    )
-                });
-            let compiled = Module::new(&engine, &inst.bytes).unwrap_or_else(|e| {
-                panic!(
-                    "seed {seed}: {technique:?}-instrumented module rejected: {e:#}\nmodule: {}",
-                    hex(&original)
-                )
-            });
-            variants.push((technique, inst, compiled));
+        with_memory += usize::from(c.with_memory);
+        exported_functions += c.exported_functions;
+        functions += c.functions;
+        calls += c.calls;
+        compared += c.compared;
+        trapped += c.trapped;
+        inconclusive += c.inconclusive;
+        for (k, n) in c.trap_kinds {
+            *trap_kinds.entry(k).or_insert(0usize) += n;
         }
-        if original_module
-            .exports()
-            .any(|e| matches!(e.ty(), wasmtime::ExternType::Memory(_)))
-        {
-            with_memory += 1;
+        for (k, n) in c.inconclusive_kinds {
+            *inconclusive_kinds.entry(k).or_insert(0usize) += n;
         }
-        let exports: Vec<(String, Vec<ValType>)> = original_module
-            .exports()
-            .filter_map(|e| match e.ty() {
-                wasmtime::ExternType::Func(f) => {
-                    Some((e.name().to_string(), f.params().collect::<Vec<_>>()))
-                }
-                _ => None,
-            })
-            .inspect(|_| exported_functions += 1)
-            .filter(|(_, ps)| {
-                ps.iter()
-                    .all(|p| matches!(p, ValType::I32 | ValType::I64 | ValType::F32 | ValType::F64))
-            })
-            .collect();
-        for (export, params) in &exports {
-            functions += 1;
-            for variant in 0..2 {
-                let a = args(params, variant);
-                calls += 1;
-                let base = match run(&engine, &original_module, export, &a) {
-                    Run::Observed(o, _) => o,
-                    r @ (Run::OutOfFuel | Run::StackOverflow | Run::InstantiationOutOfFuel) => {
-                        inconclusive += 1;
-                        *inconclusive_kinds
-                            .entry(format!("original: {}", r.kind()))
-                            .or_insert(0usize) += 1;
-                        continue;
-                    }
-                };
-                if let Ending::Trapped(k) | Ending::InstantiationFailed(k) = &base.ending {
-                    trapped += 1;
-                    *trap_kinds.entry(k.clone()).or_insert(0usize) += 1;
-                }
-                for (technique, inst, compiled) in &variants {
-                    let got = match run(&engine, compiled, export, &a) {
-                        Run::Observed(o, counters) => (o, counters),
-                        r @ (Run::OutOfFuel | Run::StackOverflow | Run::InstantiationOutOfFuel) => {
-                            inconclusive += 1;
-                            *inconclusive_kinds
-                                .entry(format!("{technique:?}: {}", r.kind()))
-                                .or_insert(0usize) += 1;
-                            continue;
-                        }
-                    };
-                    compared += 1;
-                    if got.0 != base {
-                        let (o, b) = (&got.0, &base);
-                        let what = if o.ending != b.ending {
-                            format!("original {:?}, instrumented {:?}", b.ending, o.ending)
-                        } else if o.globals != b.globals {
-                            format!(
-                                "globals: original {:?}, instrumented {:?}",
-                                b.globals, o.globals
-                            )
-                        } else {
-                            let diffs: Vec<String> = b
-                                .memories
-                                .iter()
-                                .zip(&o.memories)
-                                .filter(|(x, y)| x != y)
-                                .map(|((n, x), (_, y))| {
-                                    let first = x.iter().zip(y).position(|(p, q)| p != q);
-                                    format!("memory {n}: lengths {} vs {}, first difference at {first:?}", x.len(), y.len())
-                                })
-                                .collect();
-                            diffs.join("; ")
-                        };
-                        failures.push(format!(
-                            "seed {seed}, {technique:?}, export {export:?}, args {:?}: {what}\nmodule: {}",
-                            a.iter().map(show).collect::<Vec<_>>(),
-                            hex(&original)
-                        ));
-                        continue;
-                    }
-                    // The counters of a complete run decode.
-                    if let (Ending::Returned(_), Some(counters)) = (&got.0.ending, &got.1) {
-                        if let Err(e) = driver::collect(&inst.meta, counters, None) {
-                            failures.push(format!("seed {seed}, {technique:?}, export {export:?}: collect failed: {e:#}"));
-                        }
-                    }
-                }
-            }
-        }
+        failures.extend(c.failures);
     }
     let elapsed = start.elapsed();
     println!(
