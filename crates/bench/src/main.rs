@@ -1,0 +1,138 @@
+//! `pathprof-bench`: the benchmark harness of issue 4. `run` measures the
+//! suite built by bench/build-suite.sh with the `pathprof` command and saves
+//! the raw figures as JSON; `render` turns them into the tables of
+//! BENCHMARKS.md and the overhead chart. `bash scripts/bench.sh` does all of
+//! it; BENCHMARKS.md describes the protocol.
+
+mod chart;
+mod measure;
+mod pathprof_cli;
+mod paths;
+mod render;
+mod results;
+mod stats;
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "pathprof-bench",
+    about = "Benchmark harness of pathprof (overhead, instrumenter, path statistics)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Measure the suite; write RESULTS/results.json.
+    Run(RunArgs),
+    /// Render a results file into BENCHMARKS.md (between its markers) and an SVG chart.
+    Render(RenderArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The `pathprof` binary to measure.
+    #[arg(long)]
+    pathprof: PathBuf,
+    /// Where bench/build-suite.sh wrote NAME.wasm.
+    #[arg(long)]
+    wasm_dir: PathBuf,
+    /// Where to write results.json and the profiles.
+    #[arg(long)]
+    results: PathBuf,
+    /// Modes, `none` first (known: none, edge, path, ppp, residual).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "none,edge,path,ppp,residual"
+    )]
+    modes: Vec<String>,
+    /// Programs of the suite to measure.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "zlib,bzip2,zstd,lz4,sqlite,lua"
+    )]
+    programs: Vec<String>,
+    /// Timed runs per (program, mode).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Timed `pathprof instrument` processes per program.
+    #[arg(long, default_value_t = 3)]
+    instrument_runs: usize,
+}
+
+#[derive(clap::Args)]
+struct RenderArgs {
+    /// A results.json written by `run`.
+    results: PathBuf,
+    /// The Markdown file whose generated section is replaced (created if missing).
+    #[arg(long)]
+    markdown: PathBuf,
+    /// Where to write the overhead chart.
+    #[arg(long)]
+    svg: PathBuf,
+}
+
+fn main() -> ExitCode {
+    match dispatch(Cli::parse().command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pathprof-bench: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Result<()> {
+    match command {
+        Command::Run(a) => run(a),
+        Command::Render(a) => render(a),
+    }
+}
+
+fn run(a: RunArgs) -> Result<()> {
+    fs::create_dir_all(&a.results)
+        .with_context(|| format!("cannot create {}", a.results.display()))?;
+    let cfg = measure::Config {
+        pathprof: pathprof_cli::Pathprof { bin: a.pathprof },
+        wasm_dir: a.wasm_dir,
+        results_dir: a.results.clone(),
+        modes: a.modes,
+        programs: a.programs,
+        runs: a.runs.max(1),
+        instrument_runs: a.instrument_runs.max(1),
+    };
+    let results = measure::run(&cfg)?;
+    let path = a.results.join("results.json");
+    results.save(&path)?;
+    eprintln!(
+        "wrote {} ({:.1} min)",
+        path.display(),
+        results.harness_s / 60.0
+    );
+    Ok(())
+}
+
+fn render(a: RenderArgs) -> Result<()> {
+    let results = results::Results::load(&a.results)?;
+    let doc = fs::read_to_string(&a.markdown).unwrap_or_default();
+    let doc = render::splice(&doc, &render::section(&results));
+    fs::write(&a.markdown, doc)
+        .with_context(|| format!("cannot write {}", a.markdown.display()))?;
+    if let Some(dir) = a.svg.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    fs::write(&a.svg, chart::overhead_svg(&results))
+        .with_context(|| format!("cannot write {}", a.svg.display()))?;
+    eprintln!("wrote {} and {}", a.markdown.display(), a.svg.display());
+    Ok(())
+}

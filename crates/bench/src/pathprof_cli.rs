@@ -1,0 +1,166 @@
+//! Runs the `pathprof` command the way a user would, and reads what it
+//! reports: the `--timings` JSON of `pathprof run` (instrument, compile and
+//! execute times, module and counter sizes), and the wall time, CPU time and
+//! peak resident memory of a `pathprof instrument` process (through wait4,
+//! since std does not expose a child's resource usage).
+//!
+//! Driving the CLI rather than the library measures exactly what users run,
+//! and lets the harness measure modes the CLI gains later (PPP) without a
+//! rebuild.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// What `pathprof run --timings FILE` writes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Timings {
+    pub instrument_s: f64,
+    pub compile_s: f64,
+    pub execute_s: f64,
+    pub collect_s: f64,
+    pub module_bytes: u64,
+    pub code_bytes: u64,
+    pub run_module_bytes: u64,
+    pub run_code_bytes: u64,
+    pub counter_bytes: u64,
+}
+
+/// One `pathprof run`: the program's standard output and the timings.
+pub struct RunOutput {
+    pub stdout: Vec<u8>,
+    pub timings: Timings,
+}
+
+/// Resources used by one child process.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Usage {
+    pub wall_s: f64,
+    /// User plus system CPU time (all its threads).
+    pub cpu_s: f64,
+    pub max_rss_bytes: u64,
+}
+
+/// The `pathprof` binary under test.
+pub struct Pathprof {
+    pub bin: PathBuf,
+}
+
+impl Pathprof {
+    /// `pathprof run MODE_ARGS --timings T -o PROFILE WASM -- INPUT`.
+    pub fn run(
+        &self,
+        wasm: &Path,
+        mode_args: &[String],
+        input: &str,
+        profile: &Path,
+        timings: &Path,
+    ) -> Result<RunOutput> {
+        let _ = fs::remove_file(timings);
+        let out = Command::new(&self.bin)
+            .arg("run")
+            .args(mode_args)
+            .arg("--timings")
+            .arg(timings)
+            .arg("-o")
+            .arg(profile)
+            .arg(wasm)
+            .arg("--")
+            .arg(input)
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot start {}", self.bin.display()))?;
+        if !out.status.success() {
+            bail!(
+                "pathprof run {} {} {input} failed ({}): {}",
+                mode_args.join(" "),
+                wasm.display(),
+                out.status,
+                last_line(&out.stderr)
+            );
+        }
+        let text = fs::read_to_string(timings)
+            .with_context(|| format!("{}: timings not written", timings.display()))?;
+        let timings = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a timings file", timings.display()))?;
+        Ok(RunOutput {
+            stdout: out.stdout,
+            timings,
+        })
+    }
+
+    /// `pathprof instrument --mode MODE WASM -o OUT`, with its resource usage.
+    pub fn instrument(&self, wasm: &Path, mode: &str, out: &Path) -> Result<Usage> {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(["instrument", "--mode", mode])
+            .arg(wasm)
+            .arg("-o")
+            .arg(out);
+        let (status, usage) = run_measured(&mut cmd)?;
+        if status != 0 {
+            bail!(
+                "pathprof instrument {} exited with status {status}",
+                wasm.display()
+            );
+        }
+        Ok(usage)
+    }
+
+    /// The text of `pathprof SUBCOMMAND --help`, to see which modes it has.
+    pub fn help(&self, subcommand: &str) -> Result<String> {
+        let out = Command::new(&self.bin)
+            .args([subcommand, "--help"])
+            .output()
+            .with_context(|| format!("cannot start {}", self.bin.display()))?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+/// Spawns `cmd` (output discarded), waits with wait4 and returns its exit
+/// status (or 128 + signal) and resource usage.
+fn run_measured(cmd: &mut Command) -> Result<(i32, Usage)> {
+    let clock = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("cannot start pathprof")?;
+    let pid = libc::pid_t::try_from(child.id()).context("child pid out of range")?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own unwaited child; both pointers are valid for
+    // the duration of the call.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    let wall_s = clock.elapsed().as_secs_f64();
+    if rc != pid {
+        bail!("wait4 failed: {}", std::io::Error::last_os_error());
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    let usage = Usage {
+        wall_s,
+        cpu_s: secs(ru.ru_utime) + secs(ru.ru_stime),
+        // Linux reports ru_maxrss in KiB.
+        max_rss_bytes: u64::try_from(ru.ru_maxrss).unwrap_or(0) * 1024,
+    };
+    Ok((code, usage))
+}
+
+fn last_line(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("(no message)")
+        .to_string()
+}
