@@ -233,6 +233,7 @@ struct MergeArgs {
 }
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     match dispatch(cli.command) {
         Ok(code) => code,
@@ -481,6 +482,17 @@ fn merge(a: MergeArgs) -> Result<()> {
     let merged = pathprof_profile::merge(&profiles)?;
     merged.write(&a.output)?;
     Ok(())
+}
+
+/// Rust ignores SIGPIPE, so `pathprof report ... | head` would panic on the
+/// closed pipe; the default action ends the process quietly, as a Unix tool does.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in main, before any other thread exists;
+    // SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

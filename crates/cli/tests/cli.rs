@@ -603,3 +603,39 @@ fn features_the_engine_lacks_get_one_line_errors_and_no_output() {
         std::fs::remove_file(&inst).unwrap();
     }
 }
+
+/// Outputs get the usual permissions (0666 less the umask, not tempfile's
+/// 0600), and a closed stdout ends pathprof by SIGPIPE, quietly, as a Unix
+/// tool (`pathprof report p.json | head`), not with a panic.
+#[cfg(unix)]
+#[test]
+fn outputs_are_readable_and_a_closed_pipe_is_quiet() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    let o = pathprof(&[
+        "run", "-o", out.to_str().unwrap(), "--invoke", "fib", &wat_fixture("loops.wat"), "--", "10",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let umask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|u| u32::from_str_radix(u.trim(), 8).unwrap())
+        .unwrap();
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o666 & !umask);
+
+    // The reading end is closed before pathprof has read its module.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pathprof"))
+        .args(["stats", &c_fixture("sort.O2.wasm").display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.signal(), Some(13), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+}

@@ -118,6 +118,7 @@ fn check_pair(
     test: &Invocation,
     field: &Invocation,
     force_ball_larus: bool,
+    array_max: u64,
 ) -> (usize, usize) {
     let plain = programs::run(engine, module, field, false);
     let (_, test_profile) = programs::profiled_run(
@@ -137,6 +138,7 @@ fn check_pair(
     // record: every path counted exactly, the interesting set is the test run's.
     let mut opts = ppp_options(module, &test_profile, Policy::Record);
     opts.ppp.force_ball_larus = force_ball_larus;
+    opts.ball_larus.array_max = array_max;
     let (out, profile) = programs::profiled_run(engine, module, Technique::Ppp, &opts, field);
     assert_eq!(
         (out.exit.clone(), &out.stdout),
@@ -154,7 +156,7 @@ fn check_pair(
         } = &f.data
         {
             if !info.interesting.is_empty() {
-                let kind = if info.table_too_large() {
+                let kind = if info.recorded {
                     "recorded".into()
                 } else {
                     format!("{:?}", info.numbering)
@@ -207,6 +209,7 @@ fn check_pair(
     for policy in [Policy::Count, Policy::Ignore] {
         let mut opts = ppp_options(module, &test_profile, policy);
         opts.ppp.force_ball_larus = force_ball_larus;
+        opts.ball_larus.array_max = array_max;
         let (out, profile) = programs::profiled_run(engine, module, Technique::Ppp, &opts, field);
         assert_eq!(out.stdout, plain.stdout, "{what}: {policy} output");
         assert_eq!(
@@ -243,9 +246,13 @@ fn ppp_counts_and_classifies_exactly_and_residual_is_the_untested_set() {
         for opt in ["O0", "O2"] {
             let module = std::fs::read(build.join(format!("{name}.{opt}.wasm")))
                 .expect("run scripts/build-c-fixtures.sh");
-            // The last pair also with the Ball-Larus numbering as the PPP one
-            // (one register), which real programs rarely need.
+            // The first pair with the default options (PPP tables only where
+            // Ball-Larus would hash), the others with tables in every
+            // function, the last also with the Ball-Larus numbering as the
+            // PPP one (one register), which real programs rarely need.
+            let default_max = pathprof_techniques::ball_larus::Options::default().array_max;
             for (i, pair) in runs.windows(2).take(3).enumerate() {
+                let array_max = if i == 0 { default_max } else { 0 };
                 let (u, t) = check_pair(
                     &engine,
                     &format!("{name}.{opt}"),
@@ -253,6 +260,7 @@ fn ppp_counts_and_classifies_exactly_and_residual_is_the_untested_set() {
                     pair[0],
                     pair[1],
                     i == 2,
+                    array_max,
                 );
                 untested += u;
                 tested += t;
@@ -262,8 +270,9 @@ fn ppp_counts_and_classifies_exactly_and_residual_is_the_untested_set() {
     }
     assert!(pairs >= 24, "only {pairs} pairs");
     let schemes = SCHEMES.with(|s| s.borrow().clone());
-    // A PPP table, a Ball-Larus-numbered table, and a table too large to
-    // keep (so every path is recorded and classified when decoding).
+    // A PPP table, a Ball-Larus-numbered table, recorded functions (few
+    // paths, or a table too large to keep: classified when decoding), and
+    // PPP strictly more compact than Ball-Larus.
     for k in ["Ppp", "BallLarus", "recorded", "more compact"] {
         assert!(
             schemes.get(k).copied().unwrap_or(0) > 0,

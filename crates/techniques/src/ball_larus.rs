@@ -41,7 +41,7 @@ impl Default for Options {
         // path numbers we can afford 2^40 before losing any path relation.
         Options {
             truncate_above: 1 << 40,
-            array_max: 1 << 14,
+            array_max: 1 << 18,
             hash_capacity: 1 << 12,
         }
     }

@@ -27,8 +27,12 @@
 //!   slot, and under `ignore` it gets no path instrumentation at all.
 //! - Self loops (Ball & Larus 4.1) keep their own slot counters under every
 //!   policy: they are not acyclic paths and cost one increment.
-//! - The table is not capped: its size is the PPP interval, at most the
-//!   number of interesting paths plus the holes PPP could not avoid.
+//! - The table is used only where it pays: in a function with at most
+//!   `array_max` paths, Ball-Larus counts in an array, which is cheaper than
+//!   PPP's check, so there every path is counted by Ball-Larus id and the
+//!   classification is done when decoding ([`PppInfo::recorded`]); the same
+//!   where the table would pass [`TABLE_MAX`] entries. The profile is the
+//!   same either way; only the cost differs.
 
 use pathprof_graph::dag::{Dag, DagEdgeId};
 use pathprof_graph::numbering::{self, Numbering};
@@ -103,6 +107,13 @@ pub struct PppInfo {
     /// profile saw iterate: residual reports treat them as tested paths.
     #[serde(default)]
     pub tested_self_loops: Vec<u32>,
+    /// Every path is counted by its Ball-Larus id and classified when the
+    /// counters are decoded, with no PPP table: where the function has few
+    /// enough paths for a Ball-Larus array (an array increment is cheaper
+    /// than PPP's check; PPP pays off where Ball-Larus would hash), or where
+    /// the table would pass [`TABLE_MAX`].
+    #[serde(default)]
+    pub recorded: bool,
 }
 
 impl PppInfo {
@@ -163,7 +174,7 @@ pub fn plan(
     } else {
         ppp::choose(&dag, &bl, &paths)?
     };
-    let info = PppInfo {
+    let mut info = PppInfo {
         numbering: match chosen.scheme {
             Scheme::Ppp => IdScheme::Ppp,
             Scheme::BallLarus => IdScheme::BallLarus,
@@ -175,8 +186,10 @@ pub fn plan(
         policy: opts.policy,
         uninteresting: 0,
         tested_self_loops: Vec::new(),
+        recorded: false,
         interesting: ids,
     };
+    info.recorded = records_all(&info, bl.total(), opts);
     let plan = build_plan(
         cfg,
         &dag,
@@ -192,6 +205,11 @@ pub fn plan(
         numbered: ball_larus::numbered(&dag, &bl),
         info,
     })
+}
+
+/// See [`PppInfo::recorded`].
+fn records_all(info: &PppInfo, total: u64, opts: &Options) -> bool {
+    !info.interesting.is_empty() && (total <= opts.ball_larus.array_max || info.table_too_large())
 }
 
 /// Everything [`build_plan`] lowers Fig. 8's ops with.
@@ -224,11 +242,10 @@ fn build_plan(
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     let self_loops = u32::try_from(dag.self_loops.len()).map_err(|_| GraphError::TooManyPaths)?;
     plan.slots = self_loops;
-    // A table past TABLE_MAX entries would bloat the module and the counter
-    // memory: then every path is recorded by its Ball-Larus id, and the
-    // classification is done when decoding (the thesis' "switch to a hash
-    // table when the PPP identifiers are large", 3.6).
-    let table = !paths.is_empty() && !info.table_too_large();
+    // Recorded functions count every path by Ball-Larus id and classify
+    // when decoding (for a table past TABLE_MAX, the thesis' "switch to a
+    // hash table when the PPP identifiers are large", 3.6).
+    let table = !paths.is_empty() && !info.recorded;
     let policy = if !paths.is_empty() && !table {
         Policy::Record
     } else {
@@ -386,7 +403,7 @@ pub fn decode(
     info.uninteresting = 0;
     match info.policy {
         Policy::Record => {}
-        _ if info.table_too_large() => {
+        _ if info.recorded => {
             // Everything was recorded by Ball-Larus id: classify here.
             let (kept, others): (Vec<_>, Vec<_>) =
                 raw.paths.iter().partition(|(p, _)| info.is_interesting(*p));

@@ -196,8 +196,9 @@ pub(crate) fn rewrite_body(
         total += u64::from(locals.read().map_err(read_err)?.0);
     }
     let ops_start = locals.original_position();
+    // Array addresses, PPP table indices and hash entries go through it.
     let scratch =
-        uses.count_path && (matches!(plan.paths, PathTable::Array { .. }) || plan.ppp.is_some());
+        uses.count_path && (plan.paths != PathTable::None || plan.ppp.is_some());
     let added = plan.registers.len() as u32 + u32::from(scratch);
     if total + u64::from(added) > MAX_LOCALS {
         return Err(WasmError::BadPlan {

@@ -196,12 +196,35 @@ impl Lowerer {
         sink.end();
     }
 
+    /// `count[r + offset]++` in a hash table: the helper's last-key fast path
+    /// inlined (a hot path repeating costs a compare and an increment, no
+    /// call), the helper called on a miss.
+    ///
+    /// ```text
+    /// if table.last_key == key + 1 { mem[table.last_entry + 8]++ } else { hash_inc(table, key) }
+    /// ```
+    fn hash_count(&self, sink: &mut InstructionSink<'_>, reg: u8, offset: i64) {
+        let base = u64::from(self.paths_offset);
+        sink.i32_const(0).i64_load(mem64(self.memory, base + HASH_LAST_KEY));
+        self.push_bl_id(sink, reg, offset);
+        sink.i64_const(1).i64_add().i64_eq();
+        sink.if_(BlockType::Empty);
+        sink.i32_const(0)
+            .i32_load(MemArg { offset: base + HASH_LAST_ENTRY, align: 2, memory_index: self.memory })
+            .local_tee(self.scratch)
+            .local_get(self.scratch);
+        bump(sink, self.memory, 8);
+        sink.else_();
+        sink.i32_const(self.paths_offset as i32);
+        self.push_bl_id(sink, reg, offset);
+        sink.call(self.hash_helper);
+        sink.end();
+    }
+
     /// `count[r + offset]++`, with the sum wrapping at the register's width.
     fn count_path(&self, sink: &mut InstructionSink<'_>, reg: u8, offset: i64) {
         if let PathTable::Hash { .. } = self.paths {
-            sink.i32_const(self.paths_offset as i32);
-            self.push_bl_id(sink, reg, offset);
-            sink.call(self.hash_helper);
+            self.hash_count(sink, reg, offset);
             return;
         }
         // Array: the index r + offset is computed at the register's width
