@@ -232,6 +232,7 @@ impl Program {
             }
         };
         slot.execute_s.push(t.execute_s);
+        slot.execute_cpu_s.push(t.execute_cpu_s);
         slot.compile_s.push(t.compile_s);
         slot.instrument_s.push(t.instrument_s);
         slot.run_code_bytes = t.run_code_bytes;

@@ -22,6 +22,10 @@ pub struct Timings {
     pub instrument_s: f64,
     pub compile_s: f64,
     pub execute_s: f64,
+    /// CPU time of the thread that ran the program (0 from a pathprof
+    /// that does not report it).
+    #[serde(default)]
+    pub execute_cpu_s: f64,
     pub collect_s: f64,
     pub module_bytes: u64,
     pub code_bytes: u64,

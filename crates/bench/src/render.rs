@@ -69,7 +69,7 @@ pub fn section(r: &Results) -> String {
         s.push('\n');
     }
     overhead(&mut s, r);
-    overhead_min(&mut s, r);
+    overhead_wall(&mut s, r);
     targets(&mut s, r);
     compile_and_size(&mut s, r);
     instrumenter(&mut s, r);
@@ -108,7 +108,7 @@ fn overhead(s: &mut String, r: &Results) {
     let modes = measured_modes(r);
     let _ = writeln!(
         s,
-        "### Overhead: execution time over uninstrumented (median of {} runs, ref input)\n",
+        "### Overhead: execution time over uninstrumented (median of {} runs, ref input, CPU time of the running thread)\n",
         r.runs
     );
     let mut cols = vec![
@@ -122,7 +122,7 @@ fn overhead(s: &mut String, r: &Results) {
     }
     header(s, &cols);
     for p in &r.programs {
-        let base = p.mode("none").map(|m| &m.execute_s[..]).unwrap_or(&[]);
+        let base = p.mode("none").map(|m| m.times(m.has_cpu())).unwrap_or(&[]);
         let mut row = vec![
             p.name.clone(),
             median(base).map_or("n/a".into(), |m| format!("{m:.2}")),
@@ -148,18 +148,20 @@ fn overhead(s: &mut String, r: &Results) {
     let _ = writeln!(s, "| {} |\n", row.join(" | "));
     let _ = writeln!(
         s,
-        "Noise: half the range of the uninstrumented runs over their median. Overhead: median \
-         execute time of the mode over the uninstrumented median of the same harness run, minus 1 \
-         (compile time excluded: it is reported below).\n"
+        "Time: the CPU time of the thread that runs the program (`execute_cpu_s` of `pathprof run \
+         --timings`), from instantiation to exit; compile time is excluded (reported below). \
+         Noise: half the range of the uninstrumented runs over their median. Overhead: median \
+         time of the mode over the uninstrumented median of the same harness run, minus 1.\n"
     );
 }
 
-/// The same overheads from the fastest run of each (program, mode).
-fn overhead_min(s: &mut String, r: &Results) {
+/// The same overheads by wall time, which other load on the machine
+/// stretches.
+fn overhead_wall(s: &mut String, r: &Results) {
     let modes = measured_modes(r);
     let _ = writeln!(
         s,
-        "### Overhead from the fastest of {} runs (less sensitive to load from other processes)\n",
+        "### Overhead by wall time (median of {} runs; other load on the machine adds to it)\n",
         r.runs
     );
     let mut cols = vec!["program".to_string()];
@@ -167,14 +169,14 @@ fn overhead_min(s: &mut String, r: &Results) {
     header(s, &cols);
     for p in &r.programs {
         let mut row = vec![p.name.clone()];
-        row.extend(modes.iter().map(|m| pct(p.ratio_min(m))));
+        row.extend(modes.iter().map(|m| pct(p.ratio_wall(m))));
         let _ = writeln!(s, "| {} |", row.join(" | "));
     }
     let mut row = vec!["**geomean**".to_string()];
     row.extend(modes.iter().map(|m| {
         format!(
             "**{}**{}",
-            pct(suite_geomean(r, |p| p.ratio_min(m))),
+            pct(suite_geomean(r, |p| p.ratio_wall(m))),
             coverage(r, m)
         )
     }));

@@ -61,7 +61,12 @@ pub struct ProgramResult {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ModeResult {
     pub mode: String,
+    /// Wall time of each run.
     pub execute_s: Vec<f64>,
+    /// CPU time of the thread that ran the program, per run (empty from a
+    /// pathprof that does not report it).
+    #[serde(default)]
+    pub execute_cpu_s: Vec<f64>,
     pub compile_s: Vec<f64>,
     pub instrument_s: Vec<f64>,
     /// Code section of the module that ran (instrumented or not).
@@ -78,6 +83,25 @@ pub struct InstrumenterResult {
     /// CPU time of instrumenting an empty module (start-up, exit).
     #[serde(default)]
     pub baseline_cpu_s: f64,
+}
+
+impl ModeResult {
+    /// Whether every run reported its thread CPU time.
+    pub fn has_cpu(&self) -> bool {
+        self.execute_cpu_s.len() == self.execute_s.len() && self.execute_cpu_s.iter().all(|&t| t > 0.0)
+    }
+
+    /// The samples overheads are computed from: the running thread's CPU
+    /// time if `cpu`, else wall time. On a shared machine, other processes
+    /// stretch wall time (the program waits for a core) but hardly its CPU
+    /// time, so CPU time is the steadier measure of the program's own cost.
+    pub fn times(&self, cpu: bool) -> &[f64] {
+        if cpu {
+            &self.execute_cpu_s
+        } else {
+            &self.execute_s
+        }
+    }
 }
 
 impl Results {
@@ -101,18 +125,18 @@ impl ProgramResult {
             .find(|m| m.mode == mode && !m.execute_s.is_empty())
     }
 
-    /// Median execute time of `mode` over that of `none`.
+    /// Median execution time of `mode` over that of `none`, by the CPU
+    /// time of the running thread where both have it (see
+    /// [`ModeResult::times`]).
     pub fn ratio(&self, mode: &str) -> Option<f64> {
-        let base = median(&self.mode("none")?.execute_s)?;
-        Some(median(&self.mode(mode)?.execute_s)? / base)
+        let (m, base) = (self.mode(mode)?, self.mode("none")?);
+        let cpu = m.has_cpu() && base.has_cpu();
+        Some(median(m.times(cpu))? / median(base.times(cpu))?)
     }
 
-    /// Fastest execute time of `mode` over the fastest uninstrumented one:
-    /// load from other processes only ever adds time, so the minimum is the
-    /// estimate least disturbed by a busy machine.
-    pub fn ratio_min(&self, mode: &str) -> Option<f64> {
-        let min = |m: &ModeResult| m.execute_s.iter().copied().reduce(f64::min);
-        Some(min(self.mode(mode)?)? / min(self.mode("none")?)?)
+    /// Median wall time of `mode` over that of `none`.
+    pub fn ratio_wall(&self, mode: &str) -> Option<f64> {
+        Some(median(&self.mode(mode)?.execute_s)? / median(&self.mode("none")?.execute_s)?)
     }
 
     /// Median compile time of `mode` over that of `none`.

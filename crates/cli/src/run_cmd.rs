@@ -38,6 +38,11 @@ pub struct Timings {
     pub compile_s: f64,
     /// Instantiating and running it, to its return, `proc_exit` or trap.
     pub execute_s: f64,
+    /// The CPU time of the thread that ran it over the same span: wasmtime
+    /// runs the guest (and its WASI calls) on the calling thread, so this is
+    /// the program's own time, barely touched by other load on the machine,
+    /// where `execute_s` grows with every process competing for the cores.
+    pub execute_cpu_s: f64,
     /// Turning the counters into a profile and writing it.
     pub collect_s: f64,
     /// Size of the input module and of its code section.
@@ -83,6 +88,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         ..RunOptions::default()
     };
     let clock = Instant::now();
+    let cpu = thread_cpu_s();
     let (exit, counters, stack) = match &req.invoke {
         Some(export) => {
             let out = pathprof_runner::invoke_compiled(&compiled, export, &req.args, &opts)
@@ -99,6 +105,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         }
     };
     timings.execute_s = clock.elapsed().as_secs_f64();
+    timings.execute_cpu_s = thread_cpu_s() - cpu;
     let clock = Instant::now();
     if let Exit::Trap(msg) = &exit {
         eprintln!("pathprof: warning: {name} trapped: {msg}");
@@ -129,4 +136,21 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         pathprof_profile::write_atomically(path, json.as_bytes())?;
     }
     Ok(ExitCode::from(exit.code()))
+}
+
+/// CPU time consumed by the calling thread, in seconds (0 where the clock
+/// is not available).
+fn thread_cpu_s() -> f64 {
+    #[cfg(unix)]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+            return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
+        }
+    }
+    0.0
 }
