@@ -5,7 +5,9 @@
 //! Input: byte 0 selects the technique (bit 0) and whether the run ended
 //! abruptly (bit 1); when it did, bytes 1..=N (N = byte 1 % 4) * 8 are
 //! frames `(function index u32 LE, offset u32 LE)`; the rest is the counter
-//! memory.
+//! memory. When bit 2 is set instead, the rest is a `__pathprof.meta`
+//! section: it must decode or fail with an error, and what decodes must
+//! collect a zeroed counter memory without panicking.
 
 #![no_main]
 
@@ -22,7 +24,8 @@ fn metas() -> &'static [Meta; 2] {
         [Technique::Path, Technique::Edge].map(|t| {
             driver::instrument(&wasm, t, &driver::Options::default())
                 .expect("loops.wat instruments")
-                .meta
+                .meta()
+                .expect("its metadata decodes")
         })
     })
 }
@@ -31,6 +34,12 @@ fuzz_target!(|data: &[u8]| {
     let Some((&first, mut rest)) = data.split_first() else {
         return;
     };
+    if first & 4 != 0 {
+        if let Ok(meta) = pathprof::meta::decode(rest) {
+            let _ = driver::collect(&meta, &[0; 4096], None);
+        }
+        return;
+    }
     let meta = &metas()[usize::from(first & 1)];
     let mut frames = Vec::new();
     if first & 2 != 0 {

@@ -1,19 +1,18 @@
 //! Instrumenting a module and collecting its counters into a profile.
 //!
-//! The instrumented module carries a custom section, `__pathprof.meta`, that
-//! holds the profile template (every function's blocks, edges and numbering,
-//! counts zero) and the counter memory layout, so `pathprof collect` can turn
-//! a saved counter memory into a profile without the original module.
+//! The instrumented module carries a custom section, `__pathprof.meta`
+//! ([`crate::meta`]), that holds what decoding needs (every function's CFG,
+//! what its plan chose, the counter memory layout), so `pathprof collect` can
+//! turn a saved counter memory into a profile without the original module.
 
 use anyhow::{bail, Context, Result};
 use pathprof_graph::NodeId;
-use pathprof_profile::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
+use pathprof_profile::{Edge, FunctionData, Profile};
 use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
-use pathprof_wasm::{CodeMap, CounterLayout, FunctionCfg, ModuleInfo};
-use serde::{Deserialize, Serialize};
+use pathprof_wasm::{FunctionCfg, ModuleInfo};
 
-/// The name of the custom section with the decoding metadata.
-pub const META_SECTION: &str = "__pathprof.meta";
+use crate::meta::{Encoder, PlanRecord};
+pub use crate::meta::{Meta, META_SECTION};
 
 /// What to instrument for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -46,16 +45,6 @@ pub struct PppOptions {
     pub interesting: crate::interesting::Interesting,
 }
 
-/// The metadata stored in the instrumented module.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Meta {
-    pub template: Profile,
-    pub layout: CounterLayout,
-    /// Per instrumented function, where each original block's code begins in
-    /// the instrumented module. Maps the frames of an abrupt exit to blocks.
-    pub code_map: Vec<CodeMap>,
-}
-
 /// The block each frame of an abrupt exit was executing.
 fn abrupt_blocks(meta: &Meta, frames: &[(u32, u32)]) -> Vec<(u32, NodeId)> {
     frames
@@ -67,12 +56,18 @@ fn abrupt_blocks(meta: &Meta, frames: &[(u32, u32)]) -> Vec<(u32, NodeId)> {
         .collect()
 }
 
-/// An instrumented module and what decoding its counters needs.
+/// An instrumented module; its metadata section says how to decode its counters.
 pub struct Instrumented {
     pub bytes: Vec<u8>,
-    pub meta: Meta,
     /// Functions left uninstrumented, as one-line warnings.
     pub warnings: Vec<String>,
+}
+
+impl Instrumented {
+    /// The decoded metadata section (the profile template is rebuilt).
+    pub fn meta(&self) -> Result<Meta> {
+        read_meta(&self.bytes)
+    }
 }
 
 /// Instruments `module` (validated here) for `technique`.
@@ -81,24 +76,20 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
     instrument_analyzed(module, &info, technique, opts)
 }
 
-/// As [`instrument`], for a module already analysed.
+/// As [`instrument`], for a module already analysed. Each function's record
+/// of the metadata section is written as soon as it is planned.
 pub fn instrument_analyzed(
     module: &[u8],
     info: &ModuleInfo,
     technique: Technique,
     opts: &Options,
 ) -> Result<Instrumented> {
-    let mode = match technique {
-        Technique::Edge => Mode::Edge,
-        Technique::Ppp => Mode::Ppp,
-        _ => Mode::Path,
-    };
     if let Some(w) = &opts.weights {
         if w.module_hash != info.module_hash {
             bail!("the weights profile is of another module");
         }
     }
-    let mut template = Profile::new(info.module_hash.clone(), mode);
+    let mut meta = Encoder::new(&info.module_hash, technique, opts.ball_larus.truncate_above);
     let exceptions = uses_exceptions(info);
     let sources = crate::source::SourceMap::load(module);
     let mut plans = Vec::with_capacity(info.functions.len());
@@ -107,17 +98,12 @@ pub fn instrument_analyzed(
         match f {
             Ok(cfg) => {
                 let weights = opts.weights.as_ref().and_then(|w| weights_of(w, cfg));
-                let (plan, profile) = plan_function(
-                    cfg,
-                    technique,
-                    weights.as_deref(),
-                    exceptions,
-                    sources.as_ref(),
-                    opts,
-                )
-                .with_context(|| format!("function {}", display_name(cfg.func_index, &cfg.name)))?;
-                plans.push(Some(plan));
-                template.functions.push(profile);
+                let plan = plan_function(cfg, technique, weights.as_deref(), exceptions, opts)
+                    .with_context(|| {
+                        format!("function {}", display_name(cfg.func_index, &cfg.name))
+                    })?;
+                meta.function(cfg, plan.record(), sources.as_ref());
+                plans.push(Some(plan.plan));
             }
             Err(u) => {
                 warnings.push(format!(
@@ -125,29 +111,19 @@ pub fn instrument_analyzed(
                     display_name(u.func_index, &u.name),
                     u.reason
                 ));
-                template.skipped.push(Skipped {
-                    func_index: u.func_index,
-                    name: u.name.clone(),
-                    reason: u.reason.clone(),
-                });
+                meta.skipped(u);
                 plans.push(None);
             }
         }
     }
+    drop(sources);
     let out = pathprof_wasm::instrument(module, info, &plans, &[])?;
-    let meta = Meta {
-        template,
-        layout: out.layout,
-        code_map: out.code_map,
-    };
+    drop(plans);
+    let section = meta.finish(&out.layout, &out.code_map);
     // Appended after everything, the section moves no code offset.
     let mut bytes = out.bytes;
-    append_custom_section(&mut bytes, META_SECTION, &serde_json::to_vec(&meta)?);
-    Ok(Instrumented {
-        bytes,
-        meta,
-        warnings,
-    })
+    append_custom_section(&mut bytes, META_SECTION, &section);
+    Ok(Instrumented { bytes, warnings })
 }
 
 /// Appends a custom section to a complete module.
@@ -177,29 +153,41 @@ fn uses_exceptions(info: &ModuleInfo) -> bool {
     })
 }
 
+/// A function's plan and what its metadata record needs of the planning.
+struct Planned {
+    plan: FunctionPlan,
+    ppp: Option<ppp::PppInfo>,
+    chords: Option<edge::Chords>,
+    technique: Technique,
+}
+
+impl Planned {
+    fn record(&self) -> PlanRecord<'_> {
+        match (self.technique, &self.ppp, &self.chords) {
+            (Technique::Ppp, Some(info), _) => PlanRecord::Ppp(info),
+            (Technique::Edge, _, Some(chords)) => PlanRecord::Edge(chords),
+            (Technique::Trace, ..) => PlanRecord::Trace,
+            _ => PlanRecord::Path,
+        }
+    }
+}
+
 fn plan_function(
     f: &FunctionCfg,
     technique: Technique,
     weights: Option<&[u64]>,
     exceptions: bool,
-    sources: Option<&crate::source::SourceMap>,
     opts: &Options,
-) -> Result<(FunctionPlan, FunctionProfile)> {
-    let (plan, data) = match technique {
+) -> Result<Planned> {
+    let mut planned = Planned {
+        plan: FunctionPlan::empty(0),
+        ppp: None,
+        chords: None,
+        technique,
+    };
+    match technique {
         Technique::Path => {
-            let planned = ball_larus::plan(&f.cfg, weights, &opts.ball_larus)?;
-            let counts = ball_larus::PathCounts {
-                self_loops: vec![0; planned.numbered.self_loops.len()],
-                ..Default::default()
-            };
-            (
-                planned.plan,
-                FunctionData::Path {
-                    numbered: planned.numbered,
-                    counts,
-                    ppp: None,
-                },
-            )
+            planned.plan = ball_larus::plan(&f.cfg, weights, &opts.ball_larus)?.plan;
         }
         Technique::Ppp => {
             let chosen = &opts.ppp.interesting;
@@ -209,80 +197,23 @@ fn plan_function(
                 policy: opts.ppp.policy,
                 force_ball_larus: opts.ppp.force_ball_larus,
             };
-            let mut planned = ppp::plan(&f.cfg, weights, &ppp_opts, interesting)?;
-            planned.info.tested_self_loops = chosen
+            let mut p = ppp::plan(&f.cfg, weights, &ppp_opts, interesting)?;
+            p.info.tested_self_loops = chosen
                 .self_loops
                 .get(&f.func_index)
                 .cloned()
                 .unwrap_or_default();
-            let counts = ball_larus::PathCounts {
-                self_loops: vec![0; planned.numbered.self_loops.len()],
-                ..Default::default()
-            };
-            let data = FunctionData::Path {
-                numbered: planned.numbered,
-                counts,
-                ppp: Some(Box::new(planned.info)),
-            };
-            (planned.plan, data)
+            planned.plan = p.plan;
+            planned.ppp = Some(p.info);
         }
         Technique::Edge => {
             let (plan, chords) = edge::plan(&f.cfg, weights, exceptions);
-            let data = FunctionData::Edge {
-                chord_counts: vec![0; chords.chords.len()],
-                edge_counts: vec![0; f.cfg.num_edges()],
-                chords,
-            };
-            (plan, data)
+            planned.plan = plan;
+            planned.chords = Some(chords);
         }
-        Technique::Trace => {
-            let data = FunctionData::Edge {
-                chords: edge::Chords { chords: Vec::new() },
-                chord_counts: Vec::new(),
-                edge_counts: vec![0; f.cfg.num_edges()],
-            };
-            (trace::plan(&f.cfg), data)
-        }
-    };
-    Ok((plan, function_profile(f, data, sources)))
-}
-
-fn function_profile(
-    f: &FunctionCfg,
-    data: FunctionData,
-    sources: Option<&crate::source::SourceMap>,
-) -> FunctionProfile {
-    let blocks = f
-        .blocks
-        .iter()
-        .map(|b| {
-            b.as_ref().map(|b| Block {
-                offset: b.offset,
-                end: b.end,
-                instrs: b.instrs,
-                source: sources.and_then(|s| s.locate(b.offset, b.end)),
-            })
-        })
-        .collect();
-    let edges = f
-        .cfg
-        .edge_ids()
-        .map(|e| {
-            let (src, dst) = f.cfg.edge(e);
-            Edge {
-                src,
-                dst,
-                kind: format!("{:?}", f.edge_kinds[e.index()]),
-            }
-        })
-        .collect();
-    FunctionProfile {
-        func_index: f.func_index,
-        name: f.name.clone(),
-        blocks,
-        edges,
-        data,
+        Technique::Trace => planned.plan = trace::plan(&f.cfg),
     }
+    Ok(planned)
 }
 
 /// Per-CFG-edge weights for `f` from a prior profile, if it has the function.
@@ -294,11 +225,12 @@ fn weights_of(w: &Profile, f: &FunctionCfg) -> Option<Vec<u64>> {
     Some(crate::report::edge_counts(fp))
 }
 
-/// Reads the metadata section of an instrumented module.
+/// Reads the metadata section of an instrumented module and rebuilds the
+/// profile template.
 pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
     let bytes = pathprof_wasm::custom_section(instrumented, META_SECTION)?
-        .context("not a module instrumented by pathprof (no __pathprof.meta section)")?;
-    serde_json::from_slice(&bytes).context("corrupt __pathprof.meta section")
+        .ok_or(crate::meta::MetaError::Missing)?;
+    Ok(crate::meta::decode(&bytes)?)
 }
 
 /// Fills the template with the counters of one run. `abrupt` is `None` for

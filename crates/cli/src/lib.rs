@@ -5,6 +5,7 @@ pub mod conformance;
 pub mod driver;
 pub mod input;
 pub mod interesting;
+pub mod meta;
 pub mod ppp_stats;
 pub mod report;
 pub mod residual;

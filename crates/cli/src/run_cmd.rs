@@ -114,7 +114,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         let counters = counters.context("the instrumented module exported no counter memory")?;
         let abrupt = exit.is_abrupt();
         let profile = driver::collect(
-            &inst.meta,
+            &inst.meta()?,
             &counters,
             abrupt.then_some(exit.unfinished_frames(&stack)),
         )?;

@@ -58,6 +58,16 @@ impl SourceMap {
     /// first location in that range with a line number, since optimised
     /// code often begins a block with compiler-made instructions of line 0.
     pub fn locate(&self, start: u32, end: u32) -> Option<String> {
+        self.locate_parts(start, end)
+            .map(|(file, line)| match line {
+                0 => file.to_string(),
+                line => format!("{file}:{line}"),
+            })
+    }
+
+    /// As [`SourceMap::locate`], as the file name and the line (0 when the
+    /// line table names only the file).
+    pub fn locate_parts(&self, start: u32, end: u32) -> Option<(&str, u32)> {
         let low = u64::from(start.checked_sub(self.code_start)?);
         let high = u64::from(end.checked_sub(self.code_start)?).max(low + 1);
         let mut file_only = None;
@@ -65,8 +75,8 @@ impl SourceMap {
             let Some(file) = loc.file else { continue };
             let file = file.rsplit('/').next().unwrap_or(file);
             match loc.line {
-                Some(line) if line > 0 => return Some(format!("{file}:{line}")),
-                _ => file_only = file_only.or_else(|| Some(file.to_string())),
+                Some(line) if line > 0 => return Some((file, line)),
+                _ => file_only = file_only.or(Some((file, 0))),
             }
         }
         file_only

@@ -271,11 +271,12 @@ fn profile_reader_never_panics_on_garbage() {
         .unwrap();
         assert_eq!(out.exit, pathprof_runner::Exit::Returned);
         let counters = out.counters.unwrap();
-        let profile = driver::collect(&inst.meta, &counters, None).unwrap();
+        let meta = inst.meta().unwrap();
+        let profile = driver::collect(&meta, &counters, None).unwrap();
         let json = profile.to_json().into_bytes();
         pathprof_profile::Profile::from_bytes(path, &json).expect("the real profile reads back");
         profiles.push(json);
-        metas.push((technique, inst.meta, counters));
+        metas.push((technique, meta, counters));
     }
 
     // Profile::from_bytes: random bytes, byte mutants and structural mutants.

@@ -197,7 +197,7 @@ pub fn profiled_run(
         .as_ref()
         .expect("instrumented module exports counters");
     let profile = driver::collect(
-        &inst.meta,
+        &inst.meta().expect("metadata decodes"),
         counters,
         out.exit
             .is_abrupt()

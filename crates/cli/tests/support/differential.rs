@@ -306,6 +306,16 @@ pub fn check_module(engine: &Engine, original: &[u8], label: &str) -> Checked {
                 return c;
             }
         };
+        let meta = match inst.meta() {
+            Ok(m) => m,
+            Err(e) => {
+                c.failures.push(format!(
+                    "{label}: {technique:?} metadata does not decode: {e:#}\nmodule: {}",
+                    hex(original)
+                ));
+                return c;
+            }
+        };
         let compiled = match Module::new(engine, &inst.bytes) {
             Ok(m) => m,
             Err(e) => {
@@ -316,7 +326,7 @@ pub fn check_module(engine: &Engine, original: &[u8], label: &str) -> Checked {
                 return c;
             }
         };
-        variants.push((technique, inst, compiled));
+        variants.push((technique, meta, compiled));
     }
     c.with_memory = original_module
         .exports()
@@ -354,7 +364,7 @@ pub fn check_module(engine: &Engine, original: &[u8], label: &str) -> Checked {
                 c.trapped += 1;
                 *c.trap_kinds.entry(k.clone()).or_insert(0) += 1;
             }
-            for (technique, inst, compiled) in &variants {
+            for (technique, meta, compiled) in &variants {
                 let got = match run(engine, compiled, export, &a) {
                     Run::Observed(o, counters) => (o, counters),
                     r @ (Run::OutOfFuel | Run::StackOverflow | Run::InstantiationOutOfFuel) => {
@@ -401,7 +411,7 @@ pub fn check_module(engine: &Engine, original: &[u8], label: &str) -> Checked {
                 }
                 // The counters of a complete run decode.
                 if let (Ending::Returned(_), Some(counters)) = (&got.0.ending, &got.1) {
-                    if let Err(e) = driver::collect(&inst.meta, counters, None) {
+                    if let Err(e) = driver::collect(meta, counters, None) {
                         c.failures.push(format!(
                             "{label}, {technique:?}, export {export:?}: collect failed: {e:#}\nmodule: {}",
                             hex(original)

@@ -1,0 +1,357 @@
+//! Reading the metadata section back and rebuilding the profile template.
+//!
+//! Every count and index is checked against what the section can hold and
+//! against the function it belongs to, so that a corrupt section gives a
+//! [`MetaError`] and `collect` never indexes out of bounds.
+
+use pathprof_graph::{numbering, EdgeId, NodeId};
+use pathprof_profile::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
+use pathprof_techniques::ball_larus::{self, PathCounts};
+use pathprof_techniques::edge::Chords;
+use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
+use pathprof_techniques::PathTable;
+use pathprof_wasm::{CodeMap, CounterLayout, FunctionLayout};
+
+use super::codec::Reader;
+use super::encode::policy_code;
+use super::{Kind, Meta, MetaError, MAGIC, META_VERSION};
+
+/// Decodes a metadata section and rebuilds the zero-count profile template.
+pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
+    if data.first() == Some(&b'{') {
+        return Err(MetaError::OldJson);
+    }
+    let mut r = Reader::new(data);
+    if data.len() < MAGIC.len() || r.bytes(MAGIC.len())? != MAGIC {
+        return Err(r.corrupt("no PPMETA magic"));
+    }
+    let version = r.u64()?;
+    if version != u64::from(META_VERSION) {
+        return Err(MetaError::Version { found: version });
+    }
+    let kind = r.u8()?;
+    let kind = Kind::from_u8(kind).ok_or_else(|| r.corrupt(format!("technique {kind}")))?;
+    let module_hash = r.str()?.to_string();
+    let truncate_above = r.u64()?;
+    let kinds = strings(&mut r)?;
+    let files = strings(&mut r)?;
+    let mode = match kind {
+        Kind::Edge => Mode::Edge,
+        Kind::Ppp => Mode::Ppp,
+        Kind::Path | Kind::Trace => Mode::Path,
+    };
+    let mut template = Profile::new(module_hash, mode);
+    let tables = Tables {
+        kind,
+        truncate_above,
+        kinds: &kinds,
+        files: &files,
+    };
+    // Each function takes at least 4 bytes (index, name, two counts).
+    let n = r.count(4)?;
+    for _ in 0..n {
+        template.functions.push(function(&mut r, &tables)?);
+    }
+    for _ in 0..r.count(3)? {
+        template.skipped.push(Skipped {
+            func_index: r.u32()?,
+            name: r.opt_str()?.map(str::to_string),
+            reason: r.str()?.to_string(),
+        });
+    }
+    let layout = layout(&mut r)?;
+    let code_map = code_map(&mut r)?;
+    r.finish()?;
+    check_parts(&r, &template, &layout, &code_map)?;
+    Ok(Meta {
+        template,
+        layout,
+        code_map,
+    })
+}
+
+/// What every function record refers to.
+struct Tables<'a> {
+    kind: Kind,
+    truncate_above: u64,
+    kinds: &'a [String],
+    files: &'a [String],
+}
+
+fn strings(r: &mut Reader<'_>) -> Result<Vec<String>, MetaError> {
+    let n = r.count(1)?;
+    (0..n).map(|_| r.str().map(str::to_string)).collect()
+}
+
+fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaError> {
+    let func_index = r.u32()?;
+    let name = r.opt_str()?.map(str::to_string);
+    let blocks = blocks(r, t)?;
+    if blocks.len() < 2 {
+        return Err(r.corrupt(format!("function {func_index} has no ENTRY and EXIT")));
+    }
+    let edges = edges(r, t, blocks.len())?;
+    let data = match t.kind {
+        Kind::Path => path_data(&blocks, &edges, t.truncate_above, None),
+        Kind::Ppp => {
+            let info = ppp_info(r)?;
+            path_data(&blocks, &edges, t.truncate_above, Some(info))
+        }
+        Kind::Edge => {
+            let chords = chords(r, edges.len())?;
+            Ok(FunctionData::Edge {
+                chord_counts: vec![0; chords.chords.len()],
+                edge_counts: vec![0; edges.len()],
+                chords,
+            })
+        }
+        Kind::Trace => Ok(FunctionData::Edge {
+            chords: Chords { chords: Vec::new() },
+            chord_counts: Vec::new(),
+            edge_counts: vec![0; edges.len()],
+        }),
+    }
+    .map_err(|reason| r.corrupt(format!("function {func_index}: {reason}")))?;
+    Ok(FunctionProfile {
+        func_index,
+        name,
+        blocks,
+        edges,
+        data,
+    })
+}
+
+fn blocks(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Vec<Option<Block>>, MetaError> {
+    let n = r.count(1)?;
+    let mut blocks = Vec::with_capacity(n);
+    let mut prev_end = 0u32;
+    for _ in 0..n {
+        let tag = r.u8()?;
+        if tag == 0 {
+            blocks.push(None);
+            continue;
+        }
+        if tag > 2 {
+            return Err(r.corrupt(format!("block tag {tag}")));
+        }
+        let offset = r.delta_u32(prev_end)?;
+        let len = r.u32()?;
+        let end = offset
+            .checked_add(len)
+            .ok_or_else(|| r.corrupt("a block ends past 4 GiB"))?;
+        let instrs = r.u32()?;
+        let source = if tag == 2 { Some(source(r, t)?) } else { None };
+        prev_end = end;
+        blocks.push(Some(Block {
+            offset,
+            end,
+            instrs,
+            source,
+        }));
+    }
+    Ok(blocks)
+}
+
+/// `file:line`, or `file` where the line table gave no line.
+fn source(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<String, MetaError> {
+    let id = r.u32()?;
+    let file = t
+        .files
+        .get(id as usize)
+        .ok_or_else(|| r.corrupt(format!("file {id} is not in the file table")))?;
+    Ok(match r.u32()? {
+        0 => file.clone(),
+        line => format!("{file}:{line}"),
+    })
+}
+
+fn edges(r: &mut Reader<'_>, t: &Tables<'_>, nodes: usize) -> Result<Vec<Edge>, MetaError> {
+    let n = r.count(3)?;
+    let mut edges = Vec::with_capacity(n);
+    let mut prev_src = 0u64;
+    for _ in 0..n {
+        let src = r.delta(prev_src)?;
+        let dst = r.delta(src)?;
+        prev_src = src;
+        let kind = r.u64()?;
+        let kind = usize::try_from(kind)
+            .ok()
+            .and_then(|k| t.kinds.get(k))
+            .ok_or_else(|| r.corrupt(format!("edge kind {kind} is not in the kind table")))?;
+        if src >= nodes as u64 || dst >= nodes as u64 {
+            return Err(r.corrupt(format!("edge {src}->{dst} names a block past {nodes}")));
+        }
+        edges.push(Edge {
+            src: NodeId::new(src as usize),
+            dst: NodeId::new(dst as usize),
+            kind: kind.clone(),
+        });
+    }
+    Ok(edges)
+}
+
+/// Numbers the CFG as `ball_larus::plan` and `ppp::plan` did.
+fn path_data(
+    blocks: &[Option<Block>],
+    edges: &[Edge],
+    truncate_above: u64,
+    ppp: Option<PppInfo>,
+) -> Result<FunctionData, String> {
+    let cfg = crate::driver::cfg_of(edges, blocks.len());
+    let (dag, numbering) =
+        numbering::build_numbered(&cfg, truncate_above).map_err(|e| e.to_string())?;
+    let numbered = ball_larus::numbered(&dag, &numbering);
+    if let Some(info) = &ppp {
+        if info.interesting.iter().any(|&p| p >= numbered.total) {
+            return Err("an interesting path is out of range".into());
+        }
+    }
+    let counts = PathCounts {
+        self_loops: vec![0; numbered.self_loops.len()],
+        ..Default::default()
+    };
+    Ok(FunctionData::Path {
+        numbered,
+        counts,
+        ppp: ppp.map(Box::new),
+    })
+}
+
+fn chords(r: &mut Reader<'_>, num_edges: usize) -> Result<Chords, MetaError> {
+    let n = r.count(1)?;
+    let mut chords = Vec::with_capacity(n);
+    let mut prev = 0u64;
+    for _ in 0..n {
+        let e = r.delta(prev)?;
+        if e >= num_edges as u64 {
+            return Err(r.corrupt(format!("chord {e} is not an edge")));
+        }
+        prev = e;
+        chords.push(EdgeId::new(e as usize));
+    }
+    Ok(Chords { chords })
+}
+
+fn ppp_info(r: &mut Reader<'_>) -> Result<PppInfo, MetaError> {
+    let n = r.count(1)?;
+    let mut interesting = Vec::with_capacity(n);
+    let mut prev = 0u64;
+    for _ in 0..n {
+        prev = r.delta(prev)?;
+        interesting.push(prev);
+    }
+    if interesting.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(r.corrupt("interesting paths are not sorted"));
+    }
+    let numbering = match r.u8()? {
+        0 => IdScheme::Ppp,
+        1 => IdScheme::BallLarus,
+        b => return Err(r.corrupt(format!("numbering scheme {b}"))),
+    };
+    let min = r.i64()?;
+    let max = r.i64()?;
+    if min > max {
+        return Err(r.corrupt(format!("PPP interval [{min}, {max}]")));
+    }
+    let delta = r.u64()?;
+    let ball_larus_delta = r.u64()?;
+    let code = r.u8()?;
+    let policy = [Policy::Count, Policy::Record, Policy::Ignore]
+        .into_iter()
+        .find(|&p| policy_code(p) == code)
+        .ok_or_else(|| r.corrupt(format!("policy {code}")))?;
+    let loops = r.count(1)?;
+    let tested_self_loops = (0..loops).map(|_| r.u32()).collect::<Result<_, _>>()?;
+    let recorded = r.bool()?;
+    Ok(PppInfo {
+        interesting,
+        numbering,
+        min,
+        max,
+        delta,
+        ball_larus_delta,
+        policy,
+        uninteresting: 0,
+        tested_self_loops,
+        recorded,
+    })
+}
+
+fn layout(r: &mut Reader<'_>) -> Result<CounterLayout, MetaError> {
+    let version = r.u32()?;
+    let memory_export = r.str()?.to_string();
+    let total_bytes = r.u64()?;
+    let n = r.count(7)?;
+    let mut functions = Vec::with_capacity(n);
+    for _ in 0..n {
+        let func_index = r.u32()?;
+        let paths = match r.u8()? {
+            0 => PathTable::None,
+            1 => PathTable::Array { len: r.u64()? },
+            2 => PathTable::Hash { capacity: r.u32()? },
+            b => return Err(r.corrupt(format!("path table kind {b}"))),
+        };
+        functions.push(FunctionLayout {
+            func_index,
+            paths,
+            paths_offset: r.u32()?,
+            slots: r.u32()?,
+            slots_offset: r.u32()?,
+            ppp_len: r.u64()?,
+            ppp_offset: r.u32()?,
+        });
+    }
+    Ok(CounterLayout {
+        version,
+        memory_export,
+        total_bytes,
+        functions,
+    })
+}
+
+fn code_map(r: &mut Reader<'_>) -> Result<Vec<CodeMap>, MetaError> {
+    let n = r.count(2)?;
+    let mut maps = Vec::with_capacity(n);
+    for _ in 0..n {
+        let func_index = r.u32()?;
+        let len = r.count(2)?;
+        let mut blocks = Vec::with_capacity(len);
+        let mut prev = 0u32;
+        for _ in 0..len {
+            prev = r.delta_u32(prev)?;
+            let node = r.u32()?;
+            blocks.push((prev, NodeId::new(node as usize)));
+        }
+        if blocks.windows(2).any(|w| w[0].0 > w[1].0) {
+            return Err(r.corrupt(format!("function {func_index}: code map is not sorted")));
+        }
+        maps.push(CodeMap { func_index, blocks });
+    }
+    Ok(maps)
+}
+
+/// The template, the layout and the code map describe the same functions,
+/// in the same order, and the code map names only their blocks.
+fn check_parts(
+    r: &Reader<'_>,
+    template: &Profile,
+    layout: &CounterLayout,
+    code_map: &[CodeMap],
+) -> Result<(), MetaError> {
+    let fs = &template.functions;
+    if layout.functions.len() != fs.len() || code_map.len() != fs.len() {
+        return Err(r.corrupt("layout, code map and functions disagree"));
+    }
+    for ((f, fl), m) in fs.iter().zip(&layout.functions).zip(code_map) {
+        if fl.func_index != f.func_index || m.func_index != f.func_index {
+            return Err(r.corrupt("layout, code map and functions disagree"));
+        }
+        if m.blocks.iter().any(|&(_, b)| b.index() >= f.blocks.len()) {
+            return Err(r.corrupt(format!(
+                "function {}: code map names no block",
+                f.func_index
+            )));
+        }
+    }
+    Ok(())
+}

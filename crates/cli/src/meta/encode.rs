@@ -1,0 +1,251 @@
+//! Writing the metadata section, one function at a time: each function's
+//! record is encoded as soon as it is planned, so no profile template (and
+//! no CFG or plan beyond the rewriter's) is kept for it.
+
+use std::collections::HashMap;
+
+use pathprof_techniques::edge::Chords;
+use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
+use pathprof_techniques::PathTable;
+use pathprof_wasm::{CodeMap, CounterLayout, EdgeKind, FunctionCfg, Unsupported};
+
+use super::codec::Writer;
+use super::{Kind, MAGIC, META_VERSION};
+use crate::driver::Technique;
+use crate::source::SourceMap;
+
+/// What decoding one function's counters depends on beyond its CFG and the
+/// numbering (which [`super::decode`] recomputes).
+pub enum PlanRecord<'a> {
+    Path,
+    Ppp(&'a PppInfo),
+    Edge(&'a Chords),
+    /// Test-only tracing: nothing is counted in memory.
+    Trace,
+}
+
+/// Builds the section.
+pub struct Encoder {
+    kind: Kind,
+    module_hash: String,
+    truncate_above: u64,
+    /// Edge kinds in order of first use; an edge stores its index here.
+    kinds: Vec<EdgeKind>,
+    files: Vec<String>,
+    file_ids: HashMap<String, u32>,
+    functions: usize,
+    body: Writer,
+    skipped: Vec<(u32, Option<String>, String)>,
+}
+
+impl Encoder {
+    pub fn new(module_hash: &str, technique: Technique, truncate_above: u64) -> Self {
+        let kind = match technique {
+            Technique::Path => Kind::Path,
+            Technique::Edge => Kind::Edge,
+            Technique::Ppp => Kind::Ppp,
+            Technique::Trace => Kind::Trace,
+        };
+        Encoder {
+            kind,
+            module_hash: module_hash.to_string(),
+            truncate_above,
+            kinds: Vec::new(),
+            files: Vec::new(),
+            file_ids: HashMap::new(),
+            functions: 0,
+            body: Writer::default(),
+            skipped: Vec::new(),
+        }
+    }
+
+    /// Records an instrumented function, in the order the rewriter lays out
+    /// their counters (function order).
+    pub fn function(&mut self, f: &FunctionCfg, plan: PlanRecord<'_>, sources: Option<&SourceMap>) {
+        self.functions += 1;
+        self.body.u32(f.func_index);
+        self.body.opt_str(f.name.as_deref());
+        self.blocks(f, sources);
+        self.edges(f);
+        let w = &mut self.body;
+        match plan {
+            PlanRecord::Path | PlanRecord::Trace => {}
+            PlanRecord::Edge(chords) => {
+                w.usize(chords.chords.len());
+                let mut prev = 0;
+                for e in &chords.chords {
+                    w.delta(prev, e.index() as u64);
+                    prev = e.index() as u64;
+                }
+            }
+            PlanRecord::Ppp(info) => write_ppp(w, info),
+        }
+    }
+
+    /// Per node: 0 (ENTRY, EXIT), or 1 / 2 (a block without / with a
+    /// source location), the offset as a delta from the previous block's
+    /// end, its length and instruction count, then the location.
+    fn blocks(&mut self, f: &FunctionCfg, sources: Option<&SourceMap>) {
+        self.body.usize(f.blocks.len());
+        let mut prev_end = 0u64;
+        for b in &f.blocks {
+            let Some(b) = b else {
+                self.body.u8(0);
+                continue;
+            };
+            let source = sources.and_then(|s| s.locate_parts(b.offset, b.end));
+            self.body.u8(if source.is_some() { 2 } else { 1 });
+            self.body.delta(prev_end, u64::from(b.offset));
+            self.body.u32(b.end.wrapping_sub(b.offset));
+            self.body.u32(b.instrs);
+            prev_end = u64::from(b.end);
+            if let Some((file, line)) = source {
+                let id = self.file_id(file);
+                self.body.u32(id);
+                self.body.u32(line);
+            }
+        }
+    }
+
+    fn file_id(&mut self, file: &str) -> u32 {
+        if let Some(&id) = self.file_ids.get(file) {
+            return id;
+        }
+        let id = self.files.len() as u32;
+        self.files.push(file.to_string());
+        self.file_ids.insert(file.to_string(), id);
+        id
+    }
+
+    /// Per edge: source as a delta from the previous edge's, target as a
+    /// delta from the source, and the kind's index.
+    fn edges(&mut self, f: &FunctionCfg) {
+        self.body.usize(f.cfg.num_edges());
+        let mut prev_src = 0u64;
+        for (&(src, dst), &kind) in f.cfg.edge_list().iter().zip(&f.edge_kinds) {
+            let (src, dst) = (src.index() as u64, dst.index() as u64);
+            self.body.delta(prev_src, src);
+            self.body.delta(src, dst);
+            prev_src = src;
+            let k = match self.kinds.iter().position(|&k| k == kind) {
+                Some(k) => k,
+                None => {
+                    self.kinds.push(kind);
+                    self.kinds.len() - 1
+                }
+            };
+            self.body.usize(k);
+        }
+    }
+
+    /// Records a function left uninstrumented.
+    pub fn skipped(&mut self, u: &Unsupported) {
+        self.skipped
+            .push((u.func_index, u.name.clone(), u.reason.clone()));
+    }
+
+    /// The whole section, given what the rewriter chose.
+    pub fn finish(self, layout: &CounterLayout, code_map: &[CodeMap]) -> Vec<u8> {
+        let mut head = Writer::default();
+        head.buf.extend_from_slice(MAGIC);
+        head.u32(META_VERSION);
+        head.u8(self.kind as u8);
+        head.str(&self.module_hash);
+        head.u64(self.truncate_above);
+        head.usize(self.kinds.len());
+        for k in &self.kinds {
+            head.str(&format!("{k:?}"));
+        }
+        head.usize(self.files.len());
+        for f in &self.files {
+            head.str(f);
+        }
+        head.usize(self.functions);
+        let mut tail = Writer::default();
+        tail.usize(self.skipped.len());
+        for (func_index, name, reason) in &self.skipped {
+            tail.u32(*func_index);
+            tail.opt_str(name.as_deref());
+            tail.str(reason);
+        }
+        write_layout(&mut tail, layout);
+        write_code_map(&mut tail, code_map);
+        let mut out = head.buf;
+        out.reserve_exact(self.body.buf.len() + tail.buf.len());
+        out.extend_from_slice(&self.body.buf);
+        out.extend_from_slice(&tail.buf);
+        out
+    }
+}
+
+fn write_ppp(w: &mut Writer, info: &PppInfo) {
+    w.usize(info.interesting.len());
+    let mut prev = 0;
+    for &id in &info.interesting {
+        w.delta(prev, id);
+        prev = id;
+    }
+    w.u8(match info.numbering {
+        IdScheme::Ppp => 0,
+        IdScheme::BallLarus => 1,
+    });
+    w.i64(info.min);
+    w.i64(info.max);
+    w.u64(info.delta);
+    w.u64(info.ball_larus_delta);
+    w.u8(policy_code(info.policy));
+    w.usize(info.tested_self_loops.len());
+    for &l in &info.tested_self_loops {
+        w.u32(l);
+    }
+    w.u8(u8::from(info.recorded));
+}
+
+pub(super) fn policy_code(p: Policy) -> u8 {
+    match p {
+        Policy::Count => 0,
+        Policy::Record => 1,
+        Policy::Ignore => 2,
+    }
+}
+
+fn write_layout(w: &mut Writer, layout: &CounterLayout) {
+    w.u32(layout.version);
+    w.str(&layout.memory_export);
+    w.u64(layout.total_bytes);
+    w.usize(layout.functions.len());
+    for f in &layout.functions {
+        w.u32(f.func_index);
+        match f.paths {
+            PathTable::None => w.u8(0),
+            PathTable::Array { len } => {
+                w.u8(1);
+                w.u64(len);
+            }
+            PathTable::Hash { capacity } => {
+                w.u8(2);
+                w.u32(capacity);
+            }
+        }
+        w.u32(f.paths_offset);
+        w.u32(f.slots);
+        w.u32(f.slots_offset);
+        w.u64(f.ppp_len);
+        w.u32(f.ppp_offset);
+    }
+}
+
+/// Per function, block starts as deltas (they are sorted) and block ids.
+fn write_code_map(w: &mut Writer, code_map: &[CodeMap]) {
+    w.usize(code_map.len());
+    for m in code_map {
+        w.u32(m.func_index);
+        w.usize(m.blocks.len());
+        let mut prev = 0u64;
+        for &(at, node) in &m.blocks {
+            w.delta(prev, u64::from(at));
+            prev = u64::from(at);
+            w.usize(node.index());
+        }
+    }
+}

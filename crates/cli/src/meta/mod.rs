@@ -1,0 +1,77 @@
+//! The `__pathprof.meta` custom section: what `pathprof collect` needs to
+//! turn a counter memory into a profile without the original module.
+//!
+//! The section stores only what cannot be recomputed (docs/profile-format.md,
+//! "Instrumented modules"): per instrumented function its CFG (blocks with
+//! their offsets, sizes and source lines; edges with their kinds), what its
+//! plan chose that decoding depends on (edge mode: the chords; PPP: the
+//! interesting paths, policy, numbering scheme and interval), and, for the
+//! whole module, the truncation threshold, the counter layout and the code
+//! map. The path numbering is not stored: [`decode`] rebuilds the profile
+//! template with the same library call that planned the function
+//! (`numbering::build_numbered` on the CFG and threshold), which is
+//! deterministic.
+//!
+//! Encoding: the magic `PPMETA`, a version, then LEB128 varints (zigzag
+//! deltas for offsets and ids that usually grow) and length-prefixed
+//! strings ([`codec`]). Version 1 was the JSON of earlier builds.
+
+mod codec;
+mod decode;
+mod encode;
+
+use pathprof_profile::Profile;
+use pathprof_wasm::{CodeMap, CounterLayout};
+
+pub use decode::decode;
+pub use encode::{Encoder, PlanRecord};
+
+/// The name of the custom section with the decoding metadata.
+pub const META_SECTION: &str = "__pathprof.meta";
+/// First bytes of the section.
+const MAGIC: &[u8; 6] = b"PPMETA";
+/// The version this build writes and reads.
+pub const META_VERSION: u32 = 2;
+
+/// The decoded metadata of an instrumented module.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meta {
+    /// The profile with zero counts.
+    pub template: Profile,
+    pub layout: CounterLayout,
+    /// Per instrumented function, where each original block's code begins in
+    /// the instrumented module. Maps the frames of an abrupt exit to blocks.
+    pub code_map: Vec<CodeMap>,
+}
+
+/// Why a metadata section cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MetaError {
+    #[error("not a module instrumented by pathprof (no {META_SECTION} section)")]
+    Missing,
+    #[error(
+        "the {META_SECTION} section is the JSON of an older pathprof; instrument the module again"
+    )]
+    OldJson,
+    #[error("the {META_SECTION} section is version {found}, this pathprof reads version {META_VERSION}; instrument the module again")]
+    Version { found: u64 },
+    #[error("corrupt {META_SECTION} section (byte {offset}): {reason}")]
+    Corrupt { offset: usize, reason: String },
+}
+
+/// Which technique the module was instrumented for, as the section records it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Path = 0,
+    Edge = 1,
+    Ppp = 2,
+    Trace = 3,
+}
+
+impl Kind {
+    fn from_u8(b: u8) -> Option<Kind> {
+        [Kind::Path, Kind::Edge, Kind::Ppp, Kind::Trace]
+            .into_iter()
+            .find(|k| *k as u8 == b)
+    }
+}
