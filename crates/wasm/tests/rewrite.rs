@@ -232,3 +232,64 @@ fn a_module_without_sections_gets_memory_export_and_data() {
     assert_eq!(s.data_segments, 1);
     assert_eq!(out.layout.total_bytes, 16);
 }
+
+/// A loop's `br_if` backedge carries its code inline, made conditional
+/// (`select`, the condition added to the counter), not in a landing pad: the
+/// loop gains no block and no extra branch. A forward `br_if` whose code
+/// counts keeps its pad. The counts stay exact.
+#[test]
+fn loop_backedge_code_is_conditional_not_a_pad() {
+    let wat = r#"(module (func (export "f") (param i32) (result i32) (local i32)
+        (block $out
+          (loop $l
+            (br_if $out (i32.eq (local.get 1) (i32.const 100)))
+            (local.set 1 (i32.add (local.get 1) (i32.const 1)))
+            (br_if $l (i32.lt_u (local.get 1) (local.get 0)))))
+        (local.get 1)))"#;
+    let bytes = wat::parse_str(wat).unwrap();
+    let info = analyze(&bytes).unwrap();
+    let f = function(&info, 0);
+    let plans = plans_with(&info, slot_plan);
+    let out = instrument(&bytes, &info, &plans, &[]).unwrap();
+    let ops = |bytes: &[u8]| -> Vec<String> {
+        let mut names = Vec::new();
+        for p in Parser::new(0).parse_all(bytes) {
+            if let Payload::CodeSectionEntry(body) = p.unwrap() {
+                let mut r = body.get_operators_reader().unwrap();
+                while !r.eof() {
+                    let op = format!("{:?}", r.read().unwrap());
+                    names.push(op.split([' ', '{']).next().unwrap().to_string());
+                }
+            }
+        }
+        names
+    };
+    let count = |ops: &[String], name: &str| ops.iter().filter(|o| *o == name).count();
+    let (before, after) = (ops(&bytes), ops(&out.bytes));
+    // The forward exit branch's pad adds two blocks ($after, $land); a pad
+    // for the backedge would add two more inside the loop ($exit, $land).
+    assert_eq!(count(&after, "Block"), count(&before, "Block") + 2);
+    assert_eq!(count(&after, "BrIf"), count(&before, "BrIf"));
+    assert_eq!(count(&after, "Select"), 0, "slot counts add the condition, no select");
+    assert_eq!(count(&after, "I64ExtendI32U"), 1);
+
+    // f(5): the backedge is taken 4 times, the exit branch never.
+    let run = run(&out.bytes, &[Call { export: "f".into(), args: vec![5] }]);
+    let layout = &out.layout.functions[0];
+    let raw = pathprof_wasm::read_counters(layout, run.counters.as_ref().unwrap()).unwrap();
+    let backedge = f
+        .cfg
+        .edge_ids()
+        .find(|&e| {
+            let (s, d) = f.cfg.edge(e);
+            f.edge_kinds[e.index()] == pathprof_wasm::EdgeKind::BrIf && d.index() <= s.index()
+        })
+        .unwrap();
+    assert_eq!(raw.slots[backedge.index()], 4);
+    let exit = f
+        .cfg
+        .edge_ids()
+        .find(|&e| f.edge_kinds[e.index()] == pathprof_wasm::EdgeKind::BrIf && e != backedge)
+        .unwrap();
+    assert_eq!(raw.slots[exit.index()], 0);
+}

@@ -17,6 +17,9 @@ pub(crate) struct Lowerer {
     pub regs: Vec<(u32, Width)>,
     /// The i32 scratch local for array-table addresses.
     pub scratch: u32,
+    /// The i32 local holding the condition of a `br_if` whose taken edge's
+    /// code is emitted by [`Lowerer::emit_conditional`].
+    pub cond: u32,
     /// Index of the counter memory.
     pub memory: u32,
     pub paths: PathTable,
@@ -104,6 +107,85 @@ impl Lowerer {
                 }
             }
         }
+    }
+
+    /// Whether [`Self::emit_conditional`] can carry out `actions`: register
+    /// updates and counts at addresses computed without a call.
+    pub fn can_conditional(&self, actions: &[Action]) -> bool {
+        let array = matches!(self.paths, PathTable::Array { .. });
+        actions.iter().all(|a| match a {
+            Action::Set { .. } | Action::Add { .. } | Action::CountSlot { .. } => true,
+            Action::CountPath { .. } | Action::CountPathConst { .. } => array,
+            _ => false,
+        })
+    }
+
+    /// Emits `actions` so that they take effect only if the i32 local
+    /// `cond` (0 or 1) is 1, without a branch: a register takes its new
+    /// value through `select`, a count adds `cond` (and an array count whose
+    /// index is not taken goes to entry 0, which every array has, adding 0).
+    /// The taken edge of a loop's `br_if` carries its code this way instead
+    /// of in a landing pad, so each iteration runs straight on rather than
+    /// jumping to the pad and back (see `body.rs`).
+    pub fn emit_conditional(&self, out: &mut Vec<u8>, actions: &[Action], cond: u32) {
+        let mut sink = InstructionSink::new(out);
+        for action in actions {
+            match *action {
+                Action::Set { reg, value } => {
+                    let (local, width) = self.regs[reg as usize];
+                    match width {
+                        Width::I32 => sink.i32_const(value as i32),
+                        Width::I64 => sink.i64_const(value),
+                    };
+                    sink.local_get(local).local_get(cond).select().local_set(local);
+                }
+                Action::Add { reg, value } => {
+                    let (local, width) = self.regs[reg as usize];
+                    sink.local_get(local);
+                    match width {
+                        Width::I32 => sink.i32_const(value as i32).i32_const(0),
+                        Width::I64 => sink.i64_const(value).i64_const(0),
+                    };
+                    sink.local_get(cond).select();
+                    match width {
+                        Width::I32 => sink.i32_add(),
+                        Width::I64 => sink.i64_add(),
+                    };
+                    sink.local_set(local);
+                }
+                Action::CountPath { reg, offset } => {
+                    self.push_sum(&mut sink, reg, offset);
+                    if self.regs[reg as usize].1 == Width::I64 {
+                        sink.i32_wrap_i64();
+                    }
+                    sink.i32_const(0).local_get(cond).select();
+                    sink.i32_const(3).i32_shl().local_tee(self.scratch).local_get(self.scratch);
+                    self.add_cond(&mut sink, u64::from(self.paths_offset), cond);
+                }
+                Action::CountPathConst { path } => {
+                    sink.i32_const(0).i32_const(0);
+                    self.add_cond(&mut sink, u64::from(self.paths_offset) + 8 * path, cond);
+                }
+                Action::CountSlot { index } => {
+                    sink.i32_const(0).i32_const(0);
+                    let at = u64::from(self.slots_offset) + 8 * u64::from(index);
+                    self.add_cond(&mut sink, at, cond);
+                }
+                // `can_conditional` admits nothing else.
+                _ => unreachable!("{action:?} cannot be made conditional"),
+            }
+        }
+    }
+
+    /// `mem[addr + offset] += cond` for an i64 counter, the address on the
+    /// stack twice.
+    fn add_cond(&self, sink: &mut InstructionSink<'_>, offset: u64, cond: u32) {
+        let at = mem64(self.memory, offset);
+        sink.i64_load(at)
+            .local_get(cond)
+            .i64_extend_i32_u()
+            .i64_add()
+            .i64_store(at);
     }
 
     fn bump_const(&self, sink: &mut InstructionSink<'_>, address: u64) {
@@ -196,24 +278,31 @@ impl Lowerer {
         sink.end();
     }
 
-    /// `count[r + offset]++` in a hash table: the helper's last-key fast path
-    /// inlined (a hot path repeating costs a compare and an increment, no
-    /// call), the helper called on a miss.
+    /// `count[r + offset]++` in a hash table: the probe of the key's home
+    /// entry inlined (a path whose entry sits where its hash puts it, as
+    /// most do in a table far from full, costs a multiply, a compare and an
+    /// increment, no call), the helper called otherwise. Keys are stored as
+    /// key + 1, and the hash is the helper's.
     ///
     /// ```text
-    /// if table.last_key == key + 1 { mem[table.last_entry + 8]++ } else { hash_inc(table, key) }
+    /// k = key + 1; e = table.entries + 16 * ((k * golden) >> 32 & mask)
+    /// if mem[e].key == k { mem[e].count++ } else { hash_inc(table, key) }
     /// ```
     fn hash_count(&self, sink: &mut InstructionSink<'_>, reg: u8, offset: i64) {
-        let base = u64::from(self.paths_offset);
-        sink.i32_const(0).i64_load(mem64(self.memory, base + HASH_LAST_KEY));
+        let PathTable::Hash { capacity } = self.paths else {
+            return;
+        };
+        let entries = u64::from(self.paths_offset) + HASH_HEADER_BYTES;
+        self.push_bl_id(sink, reg, offset);
+        sink.i64_const(1).i64_add();
+        sink.i64_const(HASH_GOLDEN as i64).i64_mul().i64_const(32).i64_shr_u().i32_wrap_i64();
+        sink.i32_const((capacity - 1) as i32).i32_and().i32_const(4).i32_shl().local_tee(self.scratch);
+        sink.i64_load(mem64(self.memory, entries));
         self.push_bl_id(sink, reg, offset);
         sink.i64_const(1).i64_add().i64_eq();
         sink.if_(BlockType::Empty);
-        sink.i32_const(0)
-            .i32_load(MemArg { offset: base + HASH_LAST_ENTRY, align: 2, memory_index: self.memory })
-            .local_tee(self.scratch)
-            .local_get(self.scratch);
-        bump(sink, self.memory, 8);
+        sink.local_get(self.scratch).local_get(self.scratch);
+        bump(sink, self.memory, entries + 8);
         sink.else_();
         sink.i32_const(self.paths_offset as i32);
         self.push_bl_id(sink, reg, offset);
@@ -243,6 +332,9 @@ impl Lowerer {
         bump(sink, self.memory, u64::from(self.paths_offset));
     }
 }
+
+/// The multiplier of the table's hash (Fibonacci hashing: 2^64 / phi).
+const HASH_GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Body of `__pathprof_hash_inc(table_base: i32, key: i64)`: open addressing
 /// with linear probing over a power-of-two table (Ball & Larus section 5.3),
@@ -296,7 +388,7 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
     // i = (k * golden) >> 32 & mask; n = probe limit.
     s.local_get(BASE).i32_load(m32(HASH_MASK)).local_set(MASK);
     s.local_get(K)
-        .i64_const(0x9E37_79B9_7F4A_7C15_u64 as i64)
+        .i64_const(HASH_GOLDEN as i64)
         .i64_mul()
         .i64_const(32)
         .i64_shr_u()
