@@ -88,7 +88,8 @@ pub struct InstrumenterResult {
 impl ModeResult {
     /// Whether every run reported its thread CPU time.
     pub fn has_cpu(&self) -> bool {
-        self.execute_cpu_s.len() == self.execute_s.len() && self.execute_cpu_s.iter().all(|&t| t > 0.0)
+        self.execute_cpu_s.len() == self.execute_s.len()
+            && self.execute_cpu_s.iter().all(|&t| t > 0.0)
     }
 
     /// The samples overheads are computed from: the running thread's CPU

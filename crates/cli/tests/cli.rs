@@ -615,7 +615,14 @@ fn outputs_are_readable_and_a_closed_pipe_is_quiet() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("p.json");
     let o = pathprof(&[
-        "run", "-o", out.to_str().unwrap(), "--invoke", "fib", &wat_fixture("loops.wat"), "--", "10",
+        "run",
+        "-o",
+        out.to_str().unwrap(),
+        "--invoke",
+        "fib",
+        &wat_fixture("loops.wat"),
+        "--",
+        "10",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let status = std::fs::read_to_string("/proc/self/status").unwrap();

@@ -270,11 +270,21 @@ fn loop_backedge_code_is_conditional_not_a_pad() {
     // for the backedge would add two more inside the loop ($exit, $land).
     assert_eq!(count(&after, "Block"), count(&before, "Block") + 2);
     assert_eq!(count(&after, "BrIf"), count(&before, "BrIf"));
-    assert_eq!(count(&after, "Select"), 0, "slot counts add the condition, no select");
+    assert_eq!(
+        count(&after, "Select"),
+        0,
+        "slot counts add the condition, no select"
+    );
     assert_eq!(count(&after, "I64ExtendI32U"), 1);
 
     // f(5): the backedge is taken 4 times, the exit branch never.
-    let run = run(&out.bytes, &[Call { export: "f".into(), args: vec![5] }]);
+    let run = run(
+        &out.bytes,
+        &[Call {
+            export: "f".into(),
+            args: vec![5],
+        }],
+    );
     let layout = &out.layout.functions[0];
     let raw = pathprof_wasm::read_counters(layout, run.counters.as_ref().unwrap()).unwrap();
     let backedge = f

@@ -207,9 +207,11 @@ pub(crate) fn rewrite_body(
     }
     let ops_start = locals.original_position();
     // Array addresses, PPP table indices and hash entries go through it.
-    let scratch =
-        uses.count_path && (plan.paths != PathTable::None || plan.ppp.is_some());
-    let cond = fcfg.pad_edges.iter().any(|&e| inline_taken(fcfg, plan, &lower, e));
+    let scratch = uses.count_path && (plan.paths != PathTable::None || plan.ppp.is_some());
+    let cond = fcfg
+        .pad_edges
+        .iter()
+        .any(|&e| inline_taken(fcfg, plan, &lower, e));
     let added = plan.registers.len() as u32 + u32::from(scratch) + u32::from(cond);
     if total + u64::from(added) > MAX_LOCALS {
         return Err(WasmError::BadPlan {
@@ -281,7 +283,13 @@ fn inline_taken(fcfg: &FunctionCfg, plan: &FunctionPlan, lower: &Lowerer, e: Edg
         .iter()
         .all(|a| matches!(a, Action::Set { .. } | Action::Add { .. }));
     let (src, dst) = fcfg.cfg.edge(e);
-    let offset = |n: NodeId| fcfg.blocks.get(n.index()).copied().flatten().map(|b| b.offset);
+    let offset = |n: NodeId| {
+        fcfg.blocks
+            .get(n.index())
+            .copied()
+            .flatten()
+            .map(|b| b.offset)
+    };
     let backward = matches!((offset(src), offset(dst)), (Some(s), Some(d)) if d <= s);
     (backward || registers_only) && lower.can_conditional(actions)
 }
@@ -321,7 +329,8 @@ impl Rewriter<'_, '_> {
     fn conditional_code(&mut self, e: EdgeId) {
         let cond = self.lower.cond;
         self.sink().i32_const(0).i32_ne().local_set(cond);
-        self.lower.emit_conditional(self.out, &self.plan.edges[e.index()], cond);
+        self.lower
+            .emit_conditional(self.out, &self.plan.edges[e.index()], cond);
         self.sink().local_get(cond);
     }
 

@@ -36,6 +36,23 @@ pub(crate) struct Lowerer {
     pub func_index: u32,
 }
 
+/// Pushes `value` at a register's width (an i32 register keeps the low
+/// 32 bits: its arithmetic wraps).
+fn push_const(sink: &mut InstructionSink<'_>, width: Width, value: i64) {
+    match width {
+        Width::I32 => sink.i32_const(value as i32),
+        Width::I64 => sink.i64_const(value),
+    };
+}
+
+/// Adds the two values on top of the stack at a register's width.
+fn add(sink: &mut InstructionSink<'_>, width: Width) {
+    match width {
+        Width::I32 => sink.i32_add(),
+        Width::I64 => sink.i64_add(),
+    };
+}
+
 fn mem64(memory: u32, offset: u64) -> MemArg {
     MemArg {
         offset,
@@ -61,19 +78,14 @@ impl Lowerer {
             match *action {
                 Action::Set { reg, value } => {
                     let (local, width) = self.regs[reg as usize];
-                    match width {
-                        Width::I32 => sink.i32_const(value as i32),
-                        Width::I64 => sink.i64_const(value),
-                    };
+                    push_const(&mut sink, width, value);
                     sink.local_set(local);
                 }
                 Action::Add { reg, value } => {
                     let (local, width) = self.regs[reg as usize];
                     sink.local_get(local);
-                    match width {
-                        Width::I32 => sink.i32_const(value as i32).i32_add(),
-                        Width::I64 => sink.i64_const(value).i64_add(),
-                    };
+                    push_const(&mut sink, width, value);
+                    add(&mut sink, width);
                     sink.local_set(local);
                 }
                 Action::CountPath { reg, offset } => self.count_path(&mut sink, reg, offset),
@@ -133,24 +145,19 @@ impl Lowerer {
             match *action {
                 Action::Set { reg, value } => {
                     let (local, width) = self.regs[reg as usize];
-                    match width {
-                        Width::I32 => sink.i32_const(value as i32),
-                        Width::I64 => sink.i64_const(value),
-                    };
-                    sink.local_get(local).local_get(cond).select().local_set(local);
+                    push_const(&mut sink, width, value);
+                    sink.local_get(local)
+                        .local_get(cond)
+                        .select()
+                        .local_set(local);
                 }
                 Action::Add { reg, value } => {
                     let (local, width) = self.regs[reg as usize];
                     sink.local_get(local);
-                    match width {
-                        Width::I32 => sink.i32_const(value as i32).i32_const(0),
-                        Width::I64 => sink.i64_const(value).i64_const(0),
-                    };
+                    push_const(&mut sink, width, value);
+                    push_const(&mut sink, width, 0);
                     sink.local_get(cond).select();
-                    match width {
-                        Width::I32 => sink.i32_add(),
-                        Width::I64 => sink.i64_add(),
-                    };
+                    add(&mut sink, width);
                     sink.local_set(local);
                 }
                 Action::CountPath { reg, offset } => {
@@ -159,7 +166,10 @@ impl Lowerer {
                         sink.i32_wrap_i64();
                     }
                     sink.i32_const(0).local_get(cond).select();
-                    sink.i32_const(3).i32_shl().local_tee(self.scratch).local_get(self.scratch);
+                    sink.i32_const(3)
+                        .i32_shl()
+                        .local_tee(self.scratch)
+                        .local_get(self.scratch);
                     self.add_cond(&mut sink, u64::from(self.paths_offset), cond);
                 }
                 Action::CountPathConst { path } => {
@@ -295,8 +305,16 @@ impl Lowerer {
         let entries = u64::from(self.paths_offset) + HASH_HEADER_BYTES;
         self.push_bl_id(sink, reg, offset);
         sink.i64_const(1).i64_add();
-        sink.i64_const(HASH_GOLDEN as i64).i64_mul().i64_const(32).i64_shr_u().i32_wrap_i64();
-        sink.i32_const((capacity - 1) as i32).i32_and().i32_const(4).i32_shl().local_tee(self.scratch);
+        sink.i64_const(HASH_GOLDEN as i64)
+            .i64_mul()
+            .i64_const(32)
+            .i64_shr_u()
+            .i32_wrap_i64();
+        sink.i32_const((capacity - 1) as i32)
+            .i32_and()
+            .i32_const(4)
+            .i32_shl()
+            .local_tee(self.scratch);
         sink.i64_load(mem64(self.memory, entries));
         self.push_bl_id(sink, reg, offset);
         sink.i64_const(1).i64_add().i64_eq();
