@@ -9,6 +9,8 @@
 //! The graph may contain cycles; `crate::dag` turns it into the acyclic graph
 //! that path numbering needs.
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 
 /// A vertex of a [`Cfg`]. The index is private; conversions are checked.
@@ -49,14 +51,74 @@ id_impl!(NodeId);
 id_impl!(EdgeId);
 
 /// A control-flow graph with `ENTRY` and `EXIT`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The adjacency lists are kept flat (compressed rows: one vector of edge
+/// ids per direction, sliced per node) and built on first use after the
+/// last change: a function of 100 000 blocks costs four allocations, not two
+/// per block.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Cfg {
+    #[serde(default)]
+    num_nodes: usize,
     edges: Vec<(NodeId, NodeId)>,
     #[serde(skip)]
-    succs: Vec<Vec<EdgeId>>,
-    #[serde(skip)]
-    preds: Vec<Vec<EdgeId>>,
+    adjacency: OnceLock<Adjacency>,
 }
+
+/// Successor and predecessor lists, in edge insertion order: node `v`'s
+/// successors are `succ[succ_start[v]..succ_start[v + 1]]`.
+#[derive(Clone, Debug, Default)]
+struct Adjacency {
+    succ_start: Vec<u32>,
+    succ: Vec<EdgeId>,
+    pred_start: Vec<u32>,
+    pred: Vec<EdgeId>,
+}
+
+impl Adjacency {
+    fn new(num_nodes: usize, edges: &[(NodeId, NodeId)]) -> Self {
+        let (succ_start, succ) = rows(num_nodes, edges, |&(s, _)| s);
+        let (pred_start, pred) = rows(num_nodes, edges, |&(_, d)| d);
+        Adjacency {
+            succ_start,
+            succ,
+            pred_start,
+            pred,
+        }
+    }
+}
+
+/// Edge ids grouped by `key` node (a counting sort, stable in edge order).
+fn rows(
+    num_nodes: usize,
+    edges: &[(NodeId, NodeId)],
+    key: impl Fn(&(NodeId, NodeId)) -> NodeId,
+) -> (Vec<u32>, Vec<EdgeId>) {
+    let mut start = vec![0u32; num_nodes + 1];
+    for e in edges {
+        start[key(e).index() + 1] += 1;
+    }
+    for v in 0..num_nodes {
+        start[v + 1] += start[v];
+    }
+    let mut next = start.clone();
+    let mut list = vec![EdgeId(0); edges.len()];
+    for (i, e) in edges.iter().enumerate() {
+        let slot = &mut next[key(e).index()];
+        list[*slot as usize] = EdgeId::new(i);
+        *slot += 1;
+    }
+    (start, list)
+}
+
+/// Graphs are equal when their nodes and edges are, whether or not their
+/// adjacency lists have been built.
+impl PartialEq for Cfg {
+    fn eq(&self, other: &Self) -> bool {
+        self.num_nodes == other.num_nodes && self.edges == other.edges
+    }
+}
+impl Eq for Cfg {}
 
 impl Cfg {
     /// The unique source vertex.
@@ -67,42 +129,59 @@ impl Cfg {
     /// A graph holding only `ENTRY` and `EXIT`.
     pub fn new() -> Self {
         Cfg {
-            edges: Vec::new(),
-            succs: vec![Vec::new(), Vec::new()],
-            preds: vec![Vec::new(), Vec::new()],
+            num_nodes: 2,
+            ..Cfg::default()
         }
     }
 
     /// Adds a basic block and returns its id.
     pub fn add_node(&mut self) -> NodeId {
-        self.succs.push(Vec::new());
-        self.preds.push(Vec::new());
-        NodeId::new(self.succs.len() - 1)
+        self.adjacency.take();
+        self.num_nodes += 1;
+        NodeId::new(self.num_nodes - 1)
     }
 
-    /// Adds the edge `src -> dst` and returns its id.
+    /// Adds the edge `src -> dst` and returns its id. Panics if either end
+    /// is not a node of the graph.
     pub fn add_edge(&mut self, src: NodeId, dst: NodeId) -> EdgeId {
+        assert!(
+            src.index() < self.num_nodes && dst.index() < self.num_nodes,
+            "edge {src}->{dst} names a node past {}",
+            self.num_nodes
+        );
+        self.adjacency.take();
         let e = EdgeId::new(self.edges.len());
         self.edges.push((src, dst));
-        self.succs[src.index()].push(e);
-        self.preds[dst.index()].push(e);
         e
     }
 
-    /// Rebuilds the adjacency lists after deserialisation.
+    /// A graph of `num_nodes` nodes (at least ENTRY and EXIT) and these
+    /// edges, e.g. after deserialisation. Panics if an edge names a node
+    /// past `num_nodes`.
     pub fn from_edges(num_nodes: usize, edges: &[(NodeId, NodeId)]) -> Self {
-        let mut g = Cfg::new();
-        while g.num_nodes() < num_nodes {
-            g.add_node();
-        }
-        for &(s, d) in edges {
-            g.add_edge(s, d);
-        }
+        let num_nodes = num_nodes.max(2);
+        assert!(
+            edges
+                .iter()
+                .all(|&(s, d)| s.index() < num_nodes && d.index() < num_nodes),
+            "an edge names a node past {num_nodes}"
+        );
+        let g = Cfg {
+            num_nodes,
+            edges: edges.to_vec(),
+            adjacency: OnceLock::new(),
+        };
+        let _ = g.adjacency.set(Adjacency::new(num_nodes, edges));
         g
     }
 
+    fn adjacency(&self) -> &Adjacency {
+        self.adjacency
+            .get_or_init(|| Adjacency::new(self.num_nodes, &self.edges))
+    }
+
     pub fn num_nodes(&self) -> usize {
-        self.succs.len()
+        self.num_nodes
     }
     pub fn num_edges(&self) -> usize {
         self.edges.len()
@@ -125,11 +204,15 @@ impl Cfg {
     }
     /// Outgoing edges in insertion order.
     pub fn succs(&self, n: NodeId) -> &[EdgeId] {
-        &self.succs[n.index()]
+        let a = self.adjacency();
+        let v = n.index();
+        &a.succ[a.succ_start[v] as usize..a.succ_start[v + 1] as usize]
     }
     /// Incoming edges in insertion order.
     pub fn preds(&self, n: NodeId) -> &[EdgeId] {
-        &self.preds[n.index()]
+        let a = self.adjacency();
+        let v = n.index();
+        &a.pred[a.pred_start[v] as usize..a.pred_start[v + 1] as usize]
     }
     /// All edges as `(source, target)` pairs, indexed by `EdgeId`.
     pub fn edge_list(&self) -> &[(NodeId, NodeId)] {
