@@ -103,7 +103,7 @@ pub fn instrument_analyzed(
                         format!("function {}", display_name(cfg.func_index, &cfg.name))
                     })?;
                 meta.function(cfg, plan.record(), sources.as_ref());
-                plans.push(Some(plan.plan));
+                plans.push(Some(compact(plan.plan)));
             }
             Err(u) => {
                 warnings.push(format!(
@@ -151,6 +151,16 @@ fn uses_exceptions(info: &ModuleInfo) -> bool {
             .iter()
             .any(|k| matches!(k, Throw | ThrowRef | Catch))
     })
+}
+
+/// `plan` with its per-edge action lists at their exact size: every plan
+/// stays alive until the module is rewritten, and a list grown by pushes
+/// holds room for four actions where most chords carry one or two.
+fn compact(mut plan: FunctionPlan) -> FunctionPlan {
+    for actions in &mut plan.edges {
+        actions.shrink_to_fit();
+    }
+    plan
 }
 
 /// A function's plan and what its metadata record needs of the planning.
