@@ -25,16 +25,6 @@
 //! types are needed, never an operand type stack. Every original frame
 //! remembers the emitted label index of its label and of its pads, so a new
 //! branch depth is O(1): `height - 1 - index`.
-//!
-//! # Conditional code instead of a pad
-//! A taken `br_if` through a pad jumps twice (to the pad, then on). The
-//! taken edge of a `br_if` back to a loop, and of any `br_if` whose code only
-//! updates path registers, instead carries its code right before the
-//! branch, made conditional on the branch's condition without a branch of
-//! its own (see `inline_taken` and `Lowerer::emit_conditional`):
-//! ```text
-//! i32.const 0  i32.ne  local.set $c   <code, each effect selected by $c>   local.get $c  br_if L
-//! ```
 
 use super::lower::Lowerer;
 use super::types::{self, NewTypes, PadKey};
@@ -43,7 +33,7 @@ use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
 use pathprof_graph::{EdgeId, NodeId};
-use pathprof_techniques::{Action, FunctionPlan, PathTable};
+use pathprof_techniques::{FunctionPlan, PathTable};
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{BlockType, Encode, InstructionSink};
 use wasmparser::{FunctionBody, Operator};
@@ -208,11 +198,7 @@ pub(crate) fn rewrite_body(
     let ops_start = locals.original_position();
     // Array addresses, PPP table indices and hash entries go through it.
     let scratch = uses.count_path && (plan.paths != PathTable::None || plan.ppp.is_some());
-    let cond = fcfg
-        .pad_edges
-        .iter()
-        .any(|&e| inline_taken(fcfg, plan, &lower, e));
-    let added = plan.registers.len() as u32 + u32::from(scratch) + u32::from(cond);
+    let added = plan.registers.len() as u32 + u32::from(scratch);
     if total + u64::from(added) > MAX_LOCALS {
         return Err(WasmError::BadPlan {
             func_index: fcfg.func_index,
@@ -234,11 +220,6 @@ pub(crate) fn rewrite_body(
         types::val_type_for(w).encode(out);
     }
     if scratch {
-        1u32.encode(out);
-        wasm_encoder::ValType::I32.encode(out);
-    }
-    lower.cond = lower.scratch + u32::from(scratch);
-    if cond {
         1u32.encode(out);
         wasm_encoder::ValType::I32.encode(out);
     }
@@ -264,34 +245,6 @@ pub(crate) fn rewrite_body(
     let ops = body.get_operators_reader().map_err(read_err)?;
     rw.run(ops)?;
     Ok(rw.marks)
-}
-
-/// Whether the code of taken edge `e` goes before its branch, made
-/// conditional ([`Lowerer::emit_conditional`]), rather than in a landing pad.
-/// A taken branch through a pad costs two jumps (to the pad, then to the
-/// label) where the original took one. So a `br_if` back to a loop (its
-/// target block comes first in the code), which is usually taken, carries
-/// its code inline, counts included; any other `br_if` does so when its code
-/// only updates path registers (a `select` and an add, cheaper than the
-/// jumps), while a count, which would then run on every pass, stays in a pad.
-fn inline_taken(fcfg: &FunctionCfg, plan: &FunctionPlan, lower: &Lowerer, e: EdgeId) -> bool {
-    let actions = &plan.edges[e.index()];
-    if actions.is_empty() || fcfg.edge_kinds[e.index()] != crate::cfg::EdgeKind::BrIf {
-        return false;
-    }
-    let registers_only = actions
-        .iter()
-        .all(|a| matches!(a, Action::Set { .. } | Action::Add { .. }));
-    let (src, dst) = fcfg.cfg.edge(e);
-    let offset = |n: NodeId| {
-        fcfg.blocks
-            .get(n.index())
-            .copied()
-            .flatten()
-            .map(|b| b.offset)
-    };
-    let backward = matches!((offset(src), offset(dst)), (Some(s), Some(d)) if d <= s);
-    (backward || registers_only) && lower.can_conditional(actions)
 }
 
 /// The function's non-empty blocks by the offset of their first instruction.
@@ -323,17 +276,6 @@ impl Rewriter<'_, '_> {
         }
     }
 
-    /// Before a `br_if` whose taken edge `e` carries its code inline: the
-    /// condition, made 0 or 1, goes through the `cond` local, the code runs
-    /// conditionally, and the condition is pushed back for the branch.
-    fn conditional_code(&mut self, e: EdgeId) {
-        let cond = self.lower.cond;
-        self.sink().i32_const(0).i32_ne().local_set(cond);
-        self.lower
-            .emit_conditional(self.out, &self.plan.edges[e.index()], cond);
-        self.sink().local_get(cond);
-    }
-
     fn sink(&mut self) -> InstructionSink<'_> {
         self.flush();
         InstructionSink::new(self.out)
@@ -362,7 +304,7 @@ impl Rewriter<'_, '_> {
     fn activate(&mut self, start: u32, len: u32) -> (u32, u32) {
         let first = self.active.len() as u32;
         for &e in &self.fcfg.pad_edges[start as usize..(start + len) as usize] {
-            if self.has_code(e) && !inline_taken(self.fcfg, self.plan, &self.lower, e) {
+            if self.has_code(e) {
                 self.active.push(e);
                 self.pad_number[e.index()] = self.active.len() as u32 - first;
             }
@@ -458,14 +400,8 @@ impl Rewriter<'_, '_> {
                 self.next_block += 1;
             }
             let mut open = None;
-            let mut inline = None;
             while let Some(site) = at(cursor, Phase::At) {
                 match site.kind {
-                    SiteKind::Taken { edge, .. }
-                        if inline_taken(self.fcfg, self.plan, &self.lower, edge) =>
-                    {
-                        inline = Some(edge);
-                    }
                     SiteKind::Taken { edge, frame } if self.has_code(edge) => {
                         let f = &mut self.frames[frame as usize];
                         f.retarget = f.pad_base + self.pad_number[edge.index()];
@@ -482,9 +418,6 @@ impl Rewriter<'_, '_> {
                     _ => {}
                 }
                 cursor += 1;
-            }
-            if let Some(e) = inline {
-                self.conditional_code(e);
             }
             self.instruction(&op, raw, open)?;
             for f in self.marked.drain(..) {

@@ -17,9 +17,6 @@ pub(crate) struct Lowerer {
     pub regs: Vec<(u32, Width)>,
     /// The i32 scratch local for array-table addresses.
     pub scratch: u32,
-    /// The i32 local holding the condition of a `br_if` whose taken edge's
-    /// code is emitted by [`Lowerer::emit_conditional`].
-    pub cond: u32,
     /// Index of the counter memory.
     pub memory: u32,
     pub paths: PathTable,
@@ -119,83 +116,6 @@ impl Lowerer {
                 }
             }
         }
-    }
-
-    /// Whether [`Self::emit_conditional`] can carry out `actions`: register
-    /// updates and counts at addresses computed without a call.
-    pub fn can_conditional(&self, actions: &[Action]) -> bool {
-        let array = matches!(self.paths, PathTable::Array { .. });
-        actions.iter().all(|a| match a {
-            Action::Set { .. } | Action::Add { .. } | Action::CountSlot { .. } => true,
-            Action::CountPath { .. } | Action::CountPathConst { .. } => array,
-            _ => false,
-        })
-    }
-
-    /// Emits `actions` so that they take effect only if the i32 local
-    /// `cond` (0 or 1) is 1, without a branch: a register takes its new
-    /// value through `select`, a count adds `cond` (and an array count whose
-    /// index is not taken goes to entry 0, which every array has, adding 0).
-    /// The taken edge of a loop's `br_if` carries its code this way instead
-    /// of in a landing pad, so each iteration runs straight on rather than
-    /// jumping to the pad and back (see `body.rs`).
-    pub fn emit_conditional(&self, out: &mut Vec<u8>, actions: &[Action], cond: u32) {
-        let mut sink = InstructionSink::new(out);
-        for action in actions {
-            match *action {
-                Action::Set { reg, value } => {
-                    let (local, width) = self.regs[reg as usize];
-                    push_const(&mut sink, width, value);
-                    sink.local_get(local)
-                        .local_get(cond)
-                        .select()
-                        .local_set(local);
-                }
-                Action::Add { reg, value } => {
-                    let (local, width) = self.regs[reg as usize];
-                    sink.local_get(local);
-                    push_const(&mut sink, width, value);
-                    push_const(&mut sink, width, 0);
-                    sink.local_get(cond).select();
-                    add(&mut sink, width);
-                    sink.local_set(local);
-                }
-                Action::CountPath { reg, offset } => {
-                    self.push_sum(&mut sink, reg, offset);
-                    if self.regs[reg as usize].1 == Width::I64 {
-                        sink.i32_wrap_i64();
-                    }
-                    sink.i32_const(0).local_get(cond).select();
-                    sink.i32_const(3)
-                        .i32_shl()
-                        .local_tee(self.scratch)
-                        .local_get(self.scratch);
-                    self.add_cond(&mut sink, u64::from(self.paths_offset), cond);
-                }
-                Action::CountPathConst { path } => {
-                    sink.i32_const(0).i32_const(0);
-                    self.add_cond(&mut sink, u64::from(self.paths_offset) + 8 * path, cond);
-                }
-                Action::CountSlot { index } => {
-                    sink.i32_const(0).i32_const(0);
-                    let at = u64::from(self.slots_offset) + 8 * u64::from(index);
-                    self.add_cond(&mut sink, at, cond);
-                }
-                // `can_conditional` admits nothing else.
-                _ => unreachable!("{action:?} cannot be made conditional"),
-            }
-        }
-    }
-
-    /// `mem[addr + offset] += cond` for an i64 counter, the address on the
-    /// stack twice.
-    fn add_cond(&self, sink: &mut InstructionSink<'_>, offset: u64, cond: u32) {
-        let at = mem64(self.memory, offset);
-        sink.i64_load(at)
-            .local_get(cond)
-            .i64_extend_i32_u()
-            .i64_add()
-            .i64_store(at);
     }
 
     fn bump_const(&self, sink: &mut InstructionSink<'_>, address: u64) {

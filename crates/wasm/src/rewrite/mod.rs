@@ -129,7 +129,6 @@ pub fn instrument(
     let template = Lowerer {
         regs: Vec::new(),
         scratch: 0,
-        cond: 0,
         memory,
         paths: PathTable::None,
         paths_offset: 0,
