@@ -163,21 +163,27 @@ fn compact(mut plan: FunctionPlan) -> FunctionPlan {
     plan
 }
 
+/// What a function's metadata record needs of its planning, by technique.
+enum Chosen {
+    Path,
+    Ppp(ppp::PppInfo),
+    Edge(edge::Chords),
+    Trace,
+}
+
 /// A function's plan and what its metadata record needs of the planning.
 struct Planned {
     plan: FunctionPlan,
-    ppp: Option<ppp::PppInfo>,
-    chords: Option<edge::Chords>,
-    technique: Technique,
+    chosen: Chosen,
 }
 
 impl Planned {
     fn record(&self) -> PlanRecord<'_> {
-        match (self.technique, &self.ppp, &self.chords) {
-            (Technique::Ppp, Some(info), _) => PlanRecord::Ppp(info),
-            (Technique::Edge, _, Some(chords)) => PlanRecord::Edge(chords),
-            (Technique::Trace, ..) => PlanRecord::Trace,
-            _ => PlanRecord::Path,
+        match &self.chosen {
+            Chosen::Path => PlanRecord::Path,
+            Chosen::Ppp(info) => PlanRecord::Ppp(info),
+            Chosen::Edge(chords) => PlanRecord::Edge(chords),
+            Chosen::Trace => PlanRecord::Trace,
         }
     }
 }
@@ -189,16 +195,11 @@ fn plan_function(
     exceptions: bool,
     opts: &Options,
 ) -> Result<Planned> {
-    let mut planned = Planned {
-        plan: FunctionPlan::empty(0),
-        ppp: None,
-        chords: None,
-        technique,
-    };
-    match technique {
-        Technique::Path => {
-            planned.plan = ball_larus::plan(&f.cfg, weights, &opts.ball_larus)?.plan;
-        }
+    Ok(match technique {
+        Technique::Path => Planned {
+            plan: ball_larus::plan(&f.cfg, weights, &opts.ball_larus)?.plan,
+            chosen: Chosen::Path,
+        },
         Technique::Ppp => {
             let chosen = &opts.ppp.interesting;
             let interesting = chosen.paths.get(&f.func_index).map_or(&[][..], |v| &v[..]);
@@ -213,17 +214,23 @@ fn plan_function(
                 .get(&f.func_index)
                 .cloned()
                 .unwrap_or_default();
-            planned.plan = p.plan;
-            planned.ppp = Some(p.info);
+            Planned {
+                plan: p.plan,
+                chosen: Chosen::Ppp(p.info),
+            }
         }
         Technique::Edge => {
             let (plan, chords) = edge::plan(&f.cfg, weights, exceptions);
-            planned.plan = plan;
-            planned.chords = Some(chords);
+            Planned {
+                plan,
+                chosen: Chosen::Edge(chords),
+            }
         }
-        Technique::Trace => planned.plan = trace::plan(&f.cfg),
-    }
-    Ok(planned)
+        Technique::Trace => Planned {
+            plan: trace::plan(&f.cfg),
+            chosen: Chosen::Trace,
+        },
+    })
 }
 
 /// Per-CFG-edge weights for `f` from a prior profile, if it has the function.
