@@ -42,8 +42,8 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use wasmtime::{
-    Caller, Config, Engine, Extern, Func, Instance, Linker, Module, OptLevel, Store, Trap, Val,
-    WasmBacktrace, WasmBacktraceDetails,
+    Caller, Config, Engine, Extern, Func, Instance, Linker, Module, OptLevel, ProfilingStrategy,
+    Store, Trap, Val, WasmBacktrace, WasmBacktraceDetails,
 };
 use wasmtime_wasi::p1::{add_to_linker_sync, WasiP1Ctx};
 use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
@@ -83,8 +83,23 @@ pub fn config() -> Config {
         .wasm_backtrace_details(WasmBacktraceDetails::Enable)
         .wasm_backtrace_max_frames(NonZeroUsize::new(MAX_BACKTRACE_FRAMES))
         .consume_fuel(true)
-        .cranelift_opt_level(OptLevel::Speed);
+        .cranelift_opt_level(OptLevel::Speed)
+        .profiler(jit_profiler());
     config
+}
+
+/// The JIT profiling agent named by `PATHPROF_JIT_PROFILER` (`perfmap` or
+/// `jitdump`), so that `perf record` can attribute samples to wasm functions
+/// (perfmap) or annotate their machine code after `perf inject --jit`
+/// (jitdump). Unset or anything else: none. An environment variable rather
+/// than a flag because it is a tool for studying the engine's code, not a
+/// profiling option (BENCHMARKS.md, "Profiling the instrumented code").
+fn jit_profiler() -> ProfilingStrategy {
+    match std::env::var("PATHPROF_JIT_PROFILER").as_deref() {
+        Ok("perfmap") => ProfilingStrategy::PerfMap,
+        Ok("jitdump") => ProfilingStrategy::JitDump,
+        _ => ProfilingStrategy::None,
+    }
 }
 
 /// Builds an engine with [`config`].
