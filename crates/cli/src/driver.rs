@@ -197,7 +197,7 @@ fn plan_function(
 ) -> Result<Planned> {
     Ok(match technique {
         Technique::Path => Planned {
-            plan: ball_larus::plan(&f.cfg, weights, &opts.ball_larus)?.plan,
+            plan: ball_larus::plan_only(&f.cfg, weights, &opts.ball_larus)?,
             chosen: Chosen::Path,
         },
         Technique::Ppp => {

@@ -39,7 +39,7 @@ pub fn dag_weights(dag: &Dag, cfg: &Cfg, cfg_weights: &[u64]) -> Vec<u64> {
     let mut weights = vec![0u64; dag.num_edges()];
     for e in cfg.edge_ids() {
         let w = cfg_weights.get(e.index()).copied().unwrap_or(0);
-        for &d in dag.cfg_to_dag.get(e.index()).map_or(&[][..], |v| &v[..]) {
+        for &d in dag.cfg_to_dag.get(e.index()).unwrap_or(&[]) {
             weights[d.index()] = weights[d.index()].saturating_add(w);
         }
     }

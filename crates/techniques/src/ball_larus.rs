@@ -91,6 +91,31 @@ pub struct Planned {
 /// Plans Ball-Larus path profiling of `cfg`. `weights` are per-CFG-edge
 /// execution estimates (a prior profile); `None` uses loop-nesting weights.
 pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planned, GraphError> {
+    let (plan, dag, numbering, chords) = plan_numbered(cfg, weights, opts)?;
+    Ok(Planned {
+        plan,
+        numbered: numbered(&dag, &numbering),
+        chords,
+    })
+}
+
+/// The plan alone, as [`plan`] makes it: for an instrumenter that records
+/// the CFG and rebuilds the numbering when decoding, a [`Numbered`] copy of
+/// the DAG would be made only to be dropped.
+pub fn plan_only(
+    cfg: &Cfg,
+    weights: Option<&[u64]>,
+    opts: &Options,
+) -> Result<FunctionPlan, GraphError> {
+    Ok(plan_numbered(cfg, weights, opts)?.0)
+}
+
+/// The plan, the DAG and numbering it was made from, and its chord count.
+fn plan_numbered(
+    cfg: &Cfg,
+    weights: Option<&[u64]>,
+    opts: &Options,
+) -> Result<(FunctionPlan, Dag, Numbering, usize), GraphError> {
     let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
     let tree = spanning_tree(cfg, &dag, weights);
     let incs = spanning::increments_on_tree(&dag, &tree, &numbering.val);
@@ -112,11 +137,7 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
         plan.edges[e.index()].push(Action::CountSlot { index: slot as u32 });
     }
     let chords = incs.chord.iter().filter(|&&c| c).count();
-    Ok(Planned {
-        plan,
-        numbered: numbered(&dag, &numbering),
-        chords,
-    })
+    Ok((plan, dag, numbering, chords))
 }
 
 /// The maximum spanning tree (3.3) of `dag` under `weights` (per CFG edge,
