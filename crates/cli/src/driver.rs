@@ -157,9 +157,7 @@ fn uses_exceptions(info: &ModuleInfo) -> bool {
 /// stays alive until the module is rewritten, and a list grown by pushes
 /// holds room for four actions where most chords carry one or two.
 fn compact(mut plan: FunctionPlan) -> FunctionPlan {
-    for actions in &mut plan.edges {
-        actions.shrink_to_fit();
-    }
+    plan.edges.shrink_to_fit();
     plan
 }
 

@@ -21,7 +21,7 @@ use pathprof_graph::spanning;
 use pathprof_graph::{Cfg, EdgeId, GraphError, NodeId};
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Action, FunctionPlan, PathTable, RawCounters, Width};
+use crate::plan::{Action, EdgeActions, FunctionPlan, PathTable, RawCounters, Width};
 
 /// Tunables of the Ball-Larus plan.
 #[derive(Clone, Debug)]
@@ -127,15 +127,19 @@ fn plan_numbered(
     plan.registers = vec![width];
     plan.paths = paths;
     plan.slots = u32::try_from(dag.self_loops.len()).map_err(|_| GraphError::TooManyPaths)?;
-    for e in cfg.edge_ids() {
-        let actions = &mut plan.edges[e.index()];
-        for &d in &dag.cfg_to_dag[e.index()] {
+    // A self loop has no DAG edge, only its slot; `self_loops` is in edge
+    // order, so its slots are met in order.
+    let mut self_loops = dag.self_loops.iter().peekable();
+    let mut slot = 0;
+    plan.edges = EdgeActions::from_fn(cfg.num_edges(), |e, actions| {
+        for &d in &dag.cfg_to_dag[e] {
             actions.extend(ops[d.index()].iter().map(lower_op));
         }
-    }
-    for (slot, &e) in dag.self_loops.iter().enumerate() {
-        plan.edges[e.index()].push(Action::CountSlot { index: slot as u32 });
-    }
+        if self_loops.next_if(|s| s.index() == e).is_some() {
+            actions.push(Action::CountSlot { index: slot });
+            slot += 1;
+        }
+    });
     let chords = incs.chord.iter().filter(|&&c| c).count();
     Ok((plan, dag, numbering, chords))
 }
