@@ -1,7 +1,10 @@
-//! Per-function work spread over threads in contiguous chunks of about equal
-//! code size, results kept in function order.
+//! Per-function work spread over threads, results kept in function order:
+//! in contiguous chunks of about equal code size ([`map_chunked`]), or as a
+//! pipeline whose last stage takes the functions one at a time, in order
+//! ([`pipeline`]).
 
 use std::ops::Range;
+use std::sync::mpsc;
 
 /// Below this much code, threads cost more than they save.
 const MIN_PARALLEL_BYTES: usize = 1 << 20;
@@ -16,10 +19,8 @@ where
     F: Fn(usize) -> Result<T, E> + Sync,
 {
     let total: usize = sizes.iter().sum();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_THREADS);
-    if threads <= 1 || total < MIN_PARALLEL_BYTES || sizes.len() < 2 {
+    let threads = worker_threads(sizes);
+    if threads <= 1 {
         return (0..sizes.len()).map(f).collect();
     }
     let mut chunks: Vec<Range<usize>> = Vec::with_capacity(threads);
@@ -53,9 +54,99 @@ where
     Ok(out)
 }
 
+/// How many results each worker of [`pipeline`] may have waiting: enough to
+/// ride over a large function, few enough that their memory stays small.
+const AHEAD: usize = 8;
+
+/// `for i in 0..sizes.len() { consume(produce(i)?)? }`, with `produce` run
+/// ahead on worker threads when worthwhile (function `i` on worker
+/// `i % workers`) and `consume` on the calling thread, in order. Each
+/// worker runs at most [`AHEAD`] functions ahead of `consume`. Stops at the
+/// first error in order.
+pub fn pipeline<T, E, P, C>(sizes: &[usize], produce: P, mut consume: C) -> Result<(), E>
+where
+    T: Send,
+    E: Send,
+    P: Fn(usize) -> Result<T, E> + Sync,
+    C: FnMut(T) -> Result<(), E>,
+{
+    let n = sizes.len();
+    let workers = worker_threads(sizes).saturating_sub(1);
+    if workers == 0 {
+        for i in 0..n {
+            consume(produce(i)?)?;
+        }
+        return Ok(());
+    }
+    let produce = &produce;
+    std::thread::scope(|s| {
+        let mut results = Vec::with_capacity(workers);
+        for w in 0..workers {
+            let (tx, rx) = mpsc::sync_channel(AHEAD);
+            results.push(rx);
+            s.spawn(move || {
+                for i in (w..n).step_by(workers) {
+                    let r = produce(i);
+                    let failed = r.is_err();
+                    // A send fails once `consume` has stopped.
+                    if tx.send(r).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+        }
+        for i in 0..n {
+            // A worker that panicked hung up; the scope passes its panic on.
+            let Ok(r) = results[i % workers].recv() else {
+                break;
+            };
+            consume(r?)?;
+        }
+        Ok(())
+    })
+}
+
+/// Threads worth using for per-function work on bodies of `sizes` bytes.
+fn worker_threads(sizes: &[usize]) -> usize {
+    let total: usize = sizes.iter().sum();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS);
+    if total < MIN_PARALLEL_BYTES || sizes.len() < 2 {
+        1
+    } else {
+        threads
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::map_chunked;
+    use super::{map_chunked, pipeline};
+
+    #[test]
+    fn pipeline_consumes_in_order_and_stops_at_the_first_error() {
+        let sizes = vec![300_000; 50];
+        let mut seen = Vec::new();
+        let out: Result<(), usize> = pipeline(&sizes, Ok, |i| {
+            seen.push(i);
+            Ok(())
+        });
+        assert_eq!((out, seen), (Ok(()), (0..50).collect()));
+        let mut seen = Vec::new();
+        let out: Result<(), usize> = pipeline(
+            &sizes,
+            |i| if i == 7 || i == 30 { Err(i) } else { Ok(i) },
+            |i| {
+                seen.push(i);
+                if i == 20 {
+                    Err(100)
+                } else {
+                    Ok(())
+                }
+            },
+        );
+        assert_eq!((out, seen), (Err(7), (0..7).collect()));
+    }
 
     #[test]
     fn keeps_order_and_reports_the_first_error() {
