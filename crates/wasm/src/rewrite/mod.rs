@@ -108,9 +108,16 @@ pub fn instrument(
             _ => None,
         });
     }
-    let one = |i: usize| match (&info.functions[i], &plans[i], &prepared[i]) {
-        (Ok(fcfg), Some(plan), Some(p)) => inst.rewrite(i, fcfg, plan, p),
-        _ => inst.copy(i),
+    let one = |i: usize| -> Result<(Vec<u8>, Option<BlockMarks>)> {
+        let mut out = Vec::new();
+        let marks = match (&info.functions[i], &plans[i], &prepared[i]) {
+            (Ok(fcfg), Some(plan), Some(p)) => Some(inst.rewrite(i, fcfg, plan, p, &mut out)?),
+            _ => {
+                inst.copy(i, &mut out)?;
+                None
+            }
+        };
+        Ok((out, marks))
     };
     let rewritten = crate::par::map_chunked(&module.body_sizes(), one)?;
     inst.set_bodies(rewritten);

@@ -11,7 +11,7 @@
 //! assembled, so nothing is needed up front but whether a trace import
 //! shifts the function indices.
 
-use super::assemble::{reencode_error, splice_code, Assembler};
+use super::assemble::{reencode_error, splice_code, Assembler, CodeEntries};
 use super::body::{self, ModuleCtx};
 use super::layout::{FunctionLayout, LayoutBuilder};
 use super::lower::{self, Lowerer};
@@ -80,8 +80,10 @@ pub struct Instrumenter<'a> {
     ppp_segments: Vec<(u32, Vec<u8>)>,
     /// Per defined function taken so far: its new body, and where its
     /// original blocks begin in it when it was instrumented.
-    bodies: Vec<Vec<u8>>,
+    code: CodeEntries,
     marks: Vec<Option<BlockMarks>>,
+    /// The body being rewritten, reused from one function to the next.
+    scratch: Vec<u8>,
 }
 
 /// What a function's rewrite needs beyond its CFG and plan, settled in
@@ -109,8 +111,9 @@ impl<'a> Instrumenter<'a> {
             helper_ty: None,
             layout: LayoutBuilder::new(),
             ppp_segments: Vec::new(),
-            bodies: Vec::with_capacity(scan.bodies.len()),
+            code: CodeEntries::default(),
             marks: Vec::with_capacity(scan.bodies.len()),
+            scratch: Vec::new(),
             scan,
         })
     }
@@ -123,17 +126,23 @@ impl<'a> Instrumenter<'a> {
     /// Takes the next defined function: rewrites it by `planned` (its CFG
     /// and plan), or copies it when `None`.
     pub fn function(&mut self, planned: Option<(&FunctionCfg, &FunctionPlan)>) -> Result<()> {
-        let i = self.bodies.len();
-        let (body, marks) = match planned {
+        let i = self.code.len();
+        let mut body = std::mem::take(&mut self.scratch);
+        body.clear();
+        let marks = match planned {
             Some((fcfg, plan)) => {
                 let uses = check_plan(fcfg, plan)?;
                 let prepared = self.prepare(fcfg, plan, uses)?;
-                self.rewrite(i, fcfg, plan, &prepared)?
+                Some(self.rewrite(i, fcfg, plan, &prepared, &mut body)?)
             }
-            None => self.copy(i)?,
+            None => {
+                self.copy(i, &mut body)?;
+                None
+            }
         };
-        self.bodies.push(body);
+        self.code.push(&body);
         self.marks.push(marks);
+        self.scratch = body;
         Ok(())
     }
 
@@ -178,14 +187,16 @@ impl<'a> Instrumenter<'a> {
         }
     }
 
-    /// The rewritten body of defined function `i`, prepared.
+    /// Rewrites the body of defined function `i`, prepared, into `out`;
+    /// returns where its original blocks begin in it.
     pub(crate) fn rewrite(
         &self,
         i: usize,
         fcfg: &FunctionCfg,
         plan: &FunctionPlan,
         prepared: &Prepared,
-    ) -> Result<(Vec<u8>, Option<BlockMarks>)> {
+        out: &mut Vec<u8>,
+    ) -> Result<BlockMarks> {
         let fl = &prepared.layout;
         let lower = Lowerer {
             regs: Vec::new(),
@@ -202,38 +213,30 @@ impl<'a> Instrumenter<'a> {
             func_index: fcfg.func_index,
         };
         let body = &self.scan.bodies[i];
-        let mut out = Vec::new();
-        let marks = body::rewrite_body(
-            &self.ctx(),
-            fcfg,
-            plan,
-            prepared.uses,
-            lower,
-            body,
-            &mut out,
-        )?;
-        Ok((out, Some(marks)))
+        body::rewrite_body(&self.ctx(), fcfg, plan, prepared.uses, lower, body, out)
     }
 
-    /// Defined function `i` copied, with its function indices shifted.
-    pub(crate) fn copy(&self, i: usize) -> Result<(Vec<u8>, Option<BlockMarks>)> {
-        let mut out = Vec::new();
-        body::copy_body(&self.ctx(), &self.scan.bodies[i], &mut out)?;
-        Ok((out, None))
+    /// Copies defined function `i` into `out`, with its function indices
+    /// shifted.
+    pub(crate) fn copy(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        body::copy_body(&self.ctx(), &self.scan.bodies[i], out)
     }
 
     /// Sets every body at once (for a caller that rewrote them in parallel).
     pub(crate) fn set_bodies(&mut self, rewritten: Vec<(Vec<u8>, Option<BlockMarks>)>) {
-        (self.bodies, self.marks) = rewritten.into_iter().unzip();
+        for (body, marks) in rewritten {
+            self.code.push(&body);
+            self.marks.push(marks);
+        }
     }
 
     /// Assembles the module once every function was taken, appends
     /// `custom_sections`, and validates the result.
     pub fn finish(self, custom_sections: &[(&str, &[u8])]) -> Result<Instrumented> {
-        if self.bodies.len() != self.num_functions() {
+        if self.code.len() != self.num_functions() {
             return Err(WasmError::PlanCount {
                 expected: self.num_functions(),
-                got: self.bodies.len(),
+                got: self.code.len(),
             });
         }
         let layout = self.layout.finish()?;
@@ -248,7 +251,6 @@ impl<'a> Instrumenter<'a> {
             helper_ty: self.helper_ty,
             memory,
             pages: layout.pages(),
-            bodies: self.bodies,
             segments,
             custom_sections,
             code_at: None,
@@ -261,12 +263,11 @@ impl<'a> Instrumenter<'a> {
             Some(at) => splice_code(
                 &module,
                 at,
-                &asm.bodies,
+                self.code,
                 asm.helper_ty.map(|_| lower::hash_helper_body(memory)),
             )?,
             None => (module, Vec::new()),
         };
-        drop(asm);
         let num_imported = self.scan.num_imported_funcs;
         let code_map = code_map(self.marks, &body_starts, num_imported);
         wasmparser::Validator::new_with_features(module::features())
