@@ -144,14 +144,19 @@ pub fn instrument_analyzed(
 
 /// Plans each function and writes its record of the metadata section, in
 /// function order; collects the warnings.
-struct Recorder {
+struct Recorder<'a> {
     meta: Encoder,
-    sources: Option<crate::source::SourceMap>,
+    sources: Option<crate::source::SourceMap<'a>>,
     warnings: Vec<String>,
 }
 
-impl Recorder {
-    fn new(module_hash: &str, module: &[u8], technique: Technique, opts: &Options) -> Result<Self> {
+impl<'a> Recorder<'a> {
+    fn new(
+        module_hash: &str,
+        module: &'a [u8],
+        technique: Technique,
+        opts: &Options,
+    ) -> Result<Self> {
         if let Some(w) = &opts.weights {
             if w.module_hash != module_hash {
                 bail!("the weights profile is of another module");
