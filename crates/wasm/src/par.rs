@@ -54,15 +54,20 @@ where
     Ok(out)
 }
 
-/// How many results each worker of [`pipeline`] may have waiting: enough to
-/// ride over a large function, few enough that their memory stays small.
-const AHEAD: usize = 8;
+/// [`pipeline`] hands functions to its workers in blocks of consecutive
+/// functions of about this much code: each block is one message, so the
+/// threads meet once per block, not once per function (waking a waiting
+/// thread costs a few microseconds, as much as planning a small function).
+const BLOCK_BYTES: usize = 16 << 10;
+/// How many finished blocks each worker may have waiting: enough to ride
+/// over a large function, few enough that their memory stays small.
+const AHEAD: usize = 2;
 
 /// `for i in 0..sizes.len() { consume(produce(i)?)? }`, with `produce` run
-/// ahead on worker threads when worthwhile (function `i` on worker
-/// `i % workers`) and `consume` on the calling thread, in order. Each
-/// worker runs at most [`AHEAD`] functions ahead of `consume`. Stops at the
-/// first error in order.
+/// ahead on worker threads when worthwhile and `consume` on the calling
+/// thread, in order. The functions go to the workers in turn in blocks of
+/// about [`BLOCK_BYTES`] of code, and each worker runs at most [`AHEAD`]
+/// blocks ahead of `consume`. Stops at the first error in order.
 pub fn pipeline<T, E, P, C>(sizes: &[usize], produce: P, mut consume: C) -> Result<(), E>
 where
     T: Send,
@@ -70,40 +75,69 @@ where
     P: Fn(usize) -> Result<T, E> + Sync,
     C: FnMut(T) -> Result<(), E>,
 {
-    let n = sizes.len();
     let workers = worker_threads(sizes).saturating_sub(1);
     if workers == 0 {
-        for i in 0..n {
+        for i in 0..sizes.len() {
             consume(produce(i)?)?;
         }
         return Ok(());
     }
-    let produce = &produce;
+    let blocks = blocks(sizes, BLOCK_BYTES);
+    let (produce, blocks) = (&produce, &blocks);
     std::thread::scope(|s| {
         let mut results = Vec::with_capacity(workers);
         for w in 0..workers {
             let (tx, rx) = mpsc::sync_channel(AHEAD);
             results.push(rx);
             s.spawn(move || {
-                for i in (w..n).step_by(workers) {
-                    let r = produce(i);
-                    let failed = r.is_err();
+                for block in blocks.iter().skip(w).step_by(workers) {
+                    // A block's results up to its first error.
+                    let mut done = Vec::with_capacity(block.len());
+                    for i in block.clone() {
+                        let r = produce(i);
+                        let failed = r.is_err();
+                        done.push(r);
+                        if failed {
+                            break;
+                        }
+                    }
+                    let failed = done.last().is_some_and(|r| r.is_err());
                     // A send fails once `consume` has stopped.
-                    if tx.send(r).is_err() || failed {
+                    if tx.send(done).is_err() || failed {
                         break;
                     }
                 }
             });
         }
-        for i in 0..n {
+        for b in 0..blocks.len() {
             // A worker that panicked hung up; the scope passes its panic on.
-            let Ok(r) = results[i % workers].recv() else {
+            let Ok(done) = results[b % workers].recv() else {
                 break;
             };
-            consume(r?)?;
+            for r in done {
+                consume(r?)?;
+            }
         }
         Ok(())
     })
+}
+
+/// `0..sizes.len()` cut into runs of consecutive functions of at least
+/// `bytes` of code each (the last one may be smaller).
+fn blocks(sizes: &[usize], bytes: usize) -> Vec<Range<usize>> {
+    let mut blocks = Vec::new();
+    let (mut start, mut acc) = (0, 0);
+    for (i, size) in sizes.iter().enumerate() {
+        acc += size;
+        if acc >= bytes {
+            blocks.push(start..i + 1);
+            (start, acc) = (i + 1, 0);
+        }
+    }
+    if start < sizes.len() {
+        blocks.push(start..sizes.len());
+    }
+    blocks
 }
 
 /// Threads worth using for per-function work on bodies of `sizes` bytes.
@@ -125,27 +159,43 @@ mod tests {
 
     #[test]
     fn pipeline_consumes_in_order_and_stops_at_the_first_error() {
-        let sizes = vec![300_000; 50];
-        let mut seen = Vec::new();
-        let out: Result<(), usize> = pipeline(&sizes, Ok, |i| {
-            seen.push(i);
-            Ok(())
-        });
-        assert_eq!((out, seen), (Ok(()), (0..50).collect()));
-        let mut seen = Vec::new();
-        let out: Result<(), usize> = pipeline(
-            &sizes,
-            |i| if i == 7 || i == 30 { Err(i) } else { Ok(i) },
-            |i| {
+        // Blocks of one function and of four (of 20 KB between them).
+        for size in [300_000, 5_000] {
+            let sizes = vec![size; 400];
+            let mut seen = Vec::new();
+            let out: Result<(), usize> = pipeline(&sizes, Ok, |i| {
                 seen.push(i);
-                if i == 20 {
-                    Err(100)
+                Ok(())
+            });
+            assert_eq!((out, seen), (Ok(()), (0..400).collect()));
+            for (bad_produce, bad_consume, first) in [(7, 20, 7), (30, 21, 21), (30, 29, 29)] {
+                let mut seen = Vec::new();
+                let out: Result<(), usize> = pipeline(
+                    &sizes,
+                    |i| {
+                        if i == bad_produce || i == 300 {
+                            Err(i)
+                        } else {
+                            Ok(i)
+                        }
+                    },
+                    |i| {
+                        seen.push(i);
+                        if i == bad_consume {
+                            Err(i)
+                        } else {
+                            Ok(())
+                        }
+                    },
+                );
+                let consumed = if first == bad_produce {
+                    first
                 } else {
-                    Ok(())
-                }
-            },
-        );
-        assert_eq!((out, seen), (Err(7), (0..7).collect()));
+                    first + 1
+                };
+                assert_eq!((out, seen), (Err(first), (0..consumed).collect()));
+            }
+        }
     }
 
     #[test]
