@@ -142,8 +142,8 @@ pub fn instrument_analyzed(
     rec.finish(out)
 }
 
-/// Plans each function and writes its record of the metadata section, in
-/// function order; collects the warnings.
+/// Writes each function's record of the metadata section, in function
+/// order, and collects the warnings of the functions left uninstrumented.
 struct Recorder<'a> {
     meta: Encoder,
     sources: Option<crate::source::SourceMap<'a>>,
