@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use pathprof_graph::NodeId;
 use pathprof_profile::{Edge, FunctionData, Profile};
 use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
-use pathprof_wasm::{FunctionCfg, ModuleInfo};
+use pathprof_wasm::{FunctionCfg, ModuleInfo, Unsupported};
 
 use crate::meta::{Encoder, PlanRecord};
 pub use crate::meta::{Meta, META_SECTION};
@@ -71,9 +71,50 @@ impl Instrumented {
 }
 
 /// Instruments `module` (validated here) for `technique`.
+///
+/// Path and PPP plans need nothing of other functions, so each function is
+/// built, planned, recorded and rewritten in turn, and its CFG and plan are
+/// dropped before the next one is built. Edge plans ask whether any
+/// function of the module throws or catches, and trace plans add an import
+/// before the defined functions: both want every CFG first.
 pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
-    let info = pathprof_wasm::analyze(module)?;
-    instrument_analyzed(module, &info, technique, opts)
+    match technique {
+        Technique::Path | Technique::Ppp => instrument_streaming(module, technique, opts),
+        Technique::Edge | Technique::Trace => {
+            let info = pathprof_wasm::analyze(module)?;
+            instrument_analyzed(module, &info, technique, opts)
+        }
+    }
+}
+
+/// [`instrument`] one function at a time.
+fn instrument_streaming(
+    module: &[u8],
+    technique: Technique,
+    opts: &Options,
+) -> Result<Instrumented> {
+    let scanned = pathprof_wasm::Scanned::validated(module)?;
+    let mut inst = pathprof_wasm::Instrumenter::new(&scanned, false)?;
+    let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
+    // Built and planned ahead on worker threads (when the module is large
+    // enough), recorded and rewritten here in function order.
+    let build_and_plan = |i| -> Result<Result<(FunctionCfg, Planned), Unsupported>> {
+        Ok(match scanned.build(i)? {
+            Ok(cfg) => {
+                let planned = plan_one(&cfg, technique, false, opts)?;
+                Ok((cfg, planned))
+            }
+            Err(u) => Err(u),
+        })
+    };
+    pathprof_wasm::par::pipeline(&scanned.body_sizes(), build_and_plan, |slot| {
+        let slot = slot.as_ref().map(|(cfg, p)| (cfg, p));
+        rec.record(slot);
+        inst.function(slot.ok().map(|(cfg, p)| (cfg, &p.plan)))?;
+        Ok(())
+    })?;
+    rec.planned_all();
+    rec.finish(inst.finish(&[])?)
 }
 
 /// As [`instrument`], for a module already analysed. Each function's record
@@ -84,46 +125,82 @@ pub fn instrument_analyzed(
     technique: Technique,
     opts: &Options,
 ) -> Result<Instrumented> {
-    if let Some(w) = &opts.weights {
-        if w.module_hash != info.module_hash {
-            bail!("the weights profile is of another module");
-        }
-    }
-    let mut meta = Encoder::new(&info.module_hash, technique, opts.ball_larus.truncate_above);
+    let mut rec = Recorder::new(&info.module_hash, module, technique, opts)?;
     let exceptions = uses_exceptions(info);
-    let sources = crate::source::SourceMap::load(module);
     let mut plans = Vec::with_capacity(info.functions.len());
-    let mut warnings = Vec::new();
     for f in &info.functions {
-        match f {
-            Ok(cfg) => {
-                let weights = opts.weights.as_ref().and_then(|w| weights_of(w, cfg));
-                let plan = plan_function(cfg, technique, weights.as_deref(), exceptions, opts)
-                    .with_context(|| {
-                        format!("function {}", display_name(cfg.func_index, &cfg.name))
-                    })?;
-                meta.function(cfg, plan.record(), sources.as_ref());
-                plans.push(Some(compact(plan.plan)));
+        let slot = match f {
+            Ok(cfg) => Ok((cfg, plan_one(cfg, technique, exceptions, opts)?)),
+            Err(u) => Err(u),
+        };
+        rec.record(slot.as_ref().map(|&(cfg, ref p)| (cfg, p)).map_err(|u| *u));
+        plans.push(slot.ok().map(|(_, p)| compact(p.plan)));
+    }
+    rec.planned_all();
+    let out = pathprof_wasm::instrument(module, info, &plans, &[])?;
+    drop(plans);
+    rec.finish(out)
+}
+
+/// Writes each function's record of the metadata section, in function
+/// order, and collects the warnings of the functions left uninstrumented.
+struct Recorder<'a> {
+    meta: Encoder,
+    sources: Option<crate::source::SourceMap<'a>>,
+    warnings: Vec<String>,
+}
+
+impl<'a> Recorder<'a> {
+    fn new(
+        module_hash: &str,
+        module: &'a [u8],
+        technique: Technique,
+        opts: &Options,
+    ) -> Result<Self> {
+        if let Some(w) = &opts.weights {
+            if w.module_hash != module_hash {
+                bail!("the weights profile is of another module");
             }
+        }
+        Ok(Recorder {
+            meta: Encoder::new(module_hash, technique, opts.ball_larus.truncate_above),
+            sources: crate::source::SourceMap::load(module),
+            warnings: Vec::new(),
+        })
+    }
+
+    /// Writes a function's record of the metadata section: its CFG and
+    /// what its plan chose, or that it was left uninstrumented.
+    fn record(&mut self, slot: Result<(&FunctionCfg, &Planned), &Unsupported>) {
+        match slot {
+            Ok((cfg, p)) => self.meta.function(cfg, p.record(), self.sources.as_ref()),
             Err(u) => {
-                warnings.push(format!(
+                self.warnings.push(format!(
                     "{} left uninstrumented: {}",
                     display_name(u.func_index, &u.name),
                     u.reason
                 ));
-                meta.skipped(u);
-                plans.push(None);
+                self.meta.skipped(u);
             }
         }
     }
-    drop(sources);
-    let out = pathprof_wasm::instrument(module, info, &plans, &[])?;
-    drop(plans);
-    let section = meta.finish(&out.layout, &out.code_map);
-    // Appended after everything, the section moves no code offset.
-    let mut bytes = out.bytes;
-    append_custom_section(&mut bytes, META_SECTION, &section);
-    Ok(Instrumented { bytes, warnings })
+
+    /// Frees the debug information before the module is assembled.
+    fn planned_all(&mut self) {
+        self.sources = None;
+    }
+
+    /// The instrumented module with its metadata section appended.
+    fn finish(self, out: pathprof_wasm::Instrumented) -> Result<Instrumented> {
+        let section = self.meta.finish(&out.layout, &out.code_map);
+        // Appended after everything, the section moves no code offset.
+        let mut bytes = out.bytes;
+        append_custom_section(&mut bytes, META_SECTION, &section);
+        Ok(Instrumented {
+            bytes,
+            warnings: self.warnings,
+        })
+    }
 }
 
 /// Appends a custom section to a complete module.
@@ -157,9 +234,7 @@ fn uses_exceptions(info: &ModuleInfo) -> bool {
 /// stays alive until the module is rewritten, and a list grown by pushes
 /// holds room for four actions where most chords carry one or two.
 fn compact(mut plan: FunctionPlan) -> FunctionPlan {
-    for actions in &mut plan.edges {
-        actions.shrink_to_fit();
-    }
+    plan.edges.shrink_to_fit();
     plan
 }
 
@@ -188,6 +263,18 @@ impl Planned {
     }
 }
 
+/// The plan of a modelled function, with the function named in an error.
+fn plan_one(
+    cfg: &FunctionCfg,
+    technique: Technique,
+    exceptions: bool,
+    opts: &Options,
+) -> Result<Planned> {
+    let weights = opts.weights.as_ref().and_then(|w| weights_of(w, cfg));
+    plan_function(cfg, technique, weights.as_deref(), exceptions, opts)
+        .with_context(|| format!("function {}", display_name(cfg.func_index, &cfg.name)))
+}
+
 fn plan_function(
     f: &FunctionCfg,
     technique: Technique,
@@ -197,7 +284,7 @@ fn plan_function(
 ) -> Result<Planned> {
     Ok(match technique {
         Technique::Path => Planned {
-            plan: ball_larus::plan(&f.cfg, weights, &opts.ball_larus)?.plan,
+            plan: ball_larus::plan_only(&f.cfg, weights, &opts.ball_larus)?,
             chosen: Chosen::Path,
         },
         Technique::Ppp => {

@@ -6,24 +6,24 @@
 //! `o - code_start`.
 
 use std::collections::HashMap;
-use std::rc::Rc;
 
-use gimli::{EndianRcSlice, RunTimeEndian};
+use gimli::{EndianSlice, RunTimeEndian};
 
-type Reader = EndianRcSlice<RunTimeEndian>;
+/// The DWARF sections are read where they lie in the module, not copied.
+type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 
 /// A module's line table, ready for lookups.
-pub struct SourceMap {
-    context: addr2line::Context<Reader>,
+pub struct SourceMap<'a> {
+    context: addr2line::Context<Reader<'a>>,
     code_start: u32,
 }
 
-impl SourceMap {
+impl<'a> SourceMap<'a> {
     /// The line table of `module`, or `None` when it has no usable DWARF
     /// (then reports simply show no source). Never fails on a bad table: a
     /// profile without source locations is still a profile.
-    pub fn load(module: &[u8]) -> Option<SourceMap> {
-        let mut sections: HashMap<String, Rc<[u8]>> = HashMap::new();
+    pub fn load(module: &'a [u8]) -> Option<SourceMap<'a>> {
+        let mut sections: HashMap<&str, &'a [u8]> = HashMap::new();
         let mut code_start = None;
         for payload in wasmparser::Parser::new(0).parse_all(module) {
             match payload.ok()? {
@@ -31,7 +31,7 @@ impl SourceMap {
                     code_start = Some(range.start as u32)
                 }
                 wasmparser::Payload::CustomSection(s) if s.name().starts_with(".debug_") => {
-                    sections.insert(s.name().to_string(), Rc::from(s.data()));
+                    sections.insert(s.name(), s.data());
                 }
                 _ => {}
             }
@@ -39,12 +39,9 @@ impl SourceMap {
         if !sections.contains_key(".debug_line") {
             return None;
         }
-        let dwarf = gimli::Dwarf::load(|id| -> Result<Reader, gimli::Error> {
-            let data = sections
-                .get(id.name())
-                .cloned()
-                .unwrap_or_else(|| Rc::from(&[][..]));
-            Ok(EndianRcSlice::new(data, RunTimeEndian::Little))
+        let dwarf = gimli::Dwarf::load(|id| -> Result<Reader<'a>, gimli::Error> {
+            let data = sections.get(id.name()).copied().unwrap_or(&[]);
+            Ok(EndianSlice::new(data, RunTimeEndian::Little))
         })
         .ok()?;
         let context = addr2line::Context::from_dwarf(dwarf).ok()?;

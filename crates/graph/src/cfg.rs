@@ -77,8 +77,8 @@ struct Adjacency {
 
 impl Adjacency {
     fn new(num_nodes: usize, edges: &[(NodeId, NodeId)]) -> Self {
-        let (succ_start, succ) = rows(num_nodes, edges, |&(s, _)| s);
-        let (pred_start, pred) = rows(num_nodes, edges, |&(_, d)| d);
+        let (succ_start, succ) = rows(num_nodes, edges, |&(s, _)| s.index(), EdgeId::new);
+        let (pred_start, pred) = rows(num_nodes, edges, |&(_, d)| d.index(), EdgeId::new);
         Adjacency {
             succ_start,
             succ,
@@ -88,24 +88,32 @@ impl Adjacency {
     }
 }
 
-/// Edge ids grouped by `key` node (a counting sort, stable in edge order).
-fn rows(
+/// Edge ids grouped by `key` node (a counting sort, stable in edge order):
+/// node `v`'s edges are `list[start[v]..start[v + 1]]`. Shared with
+/// `crate::dag` and `crate::weights`, whose lists are built the same way.
+pub(crate) fn rows<E, Id: Copy>(
     num_nodes: usize,
-    edges: &[(NodeId, NodeId)],
-    key: impl Fn(&(NodeId, NodeId)) -> NodeId,
-) -> (Vec<u32>, Vec<EdgeId>) {
+    edges: &[E],
+    key: impl Fn(&E) -> usize,
+    id: impl Fn(usize) -> Id,
+) -> (Vec<u32>, Vec<Id>) {
     let mut start = vec![0u32; num_nodes + 1];
     for e in edges {
-        start[key(e).index() + 1] += 1;
+        start[key(e) + 1] += 1;
     }
     for v in 0..num_nodes {
         start[v + 1] += start[v];
     }
     let mut next = start.clone();
-    let mut list = vec![EdgeId(0); edges.len()];
+    // Every slot is overwritten below; `id(0)` only fills it meanwhile
+    // (and is not called for an empty list, whose ids may not exist).
+    let mut list = match edges.len() {
+        0 => Vec::new(),
+        len => vec![id(0); len],
+    };
     for (i, e) in edges.iter().enumerate() {
-        let slot = &mut next[key(e).index()];
-        list[*slot as usize] = EdgeId::new(i);
+        let slot = &mut next[key(e)];
+        list[*slot as usize] = id(i);
         *slot += 1;
     }
     (start, list)

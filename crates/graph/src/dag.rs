@@ -78,14 +78,66 @@ pub struct Dag {
     /// Per CFG edge, the DAG edges that stand for it, in execution order: a
     /// real edge `[Real]`; a backedge or cut edge `v->w` `[ExitDummy(v),
     /// EntryDummy(w)]`; a self loop or an edge out of an unreachable vertex `[]`.
-    pub cfg_to_dag: Vec<Vec<DagEdgeId>>,
+    pub cfg_to_dag: CfgToDag,
     /// Per node, whether ENTRY reaches it in the DAG (EXIT always, for a DAG
     /// built from a CFG). Unreachable nodes have no DAG edges.
     pub reachable: Vec<bool>,
-    succs: Vec<Vec<DagEdgeId>>,
-    preds: Vec<Vec<DagEdgeId>>,
+    /// Adjacency in compressed rows, as in [`Cfg`]: node `v`'s outgoing
+    /// edges are `succ[succ_start[v]..succ_start[v + 1]]`. Built once every
+    /// edge is in, so a DAG costs a few allocations, not two per node.
+    succ_start: Vec<u32>,
+    succ: Vec<DagEdgeId>,
+    pred_start: Vec<u32>,
+    pred: Vec<DagEdgeId>,
     entry_dummy_of: Vec<Option<DagEdgeId>>,
     exit_dummy_of: Vec<Option<DagEdgeId>>,
+}
+
+/// Per CFG edge, the DAG edges that stand for it ([`Dag::cfg_to_dag`]),
+/// kept flat: edge `e`'s list is `self[e.index()]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CfgToDag {
+    start: Vec<u32>,
+    list: Vec<DagEdgeId>,
+}
+
+impl CfgToDag {
+    fn with_capacity(cfg_edges: usize, dag_edges: usize) -> Self {
+        let mut start = Vec::with_capacity(cfg_edges + 1);
+        start.push(0);
+        CfgToDag {
+            start,
+            list: Vec::with_capacity(dag_edges),
+        }
+    }
+
+    /// Appends the list of the next CFG edge.
+    fn push(&mut self, dag_edges: &[DagEdgeId]) {
+        self.list.extend_from_slice(dag_edges);
+        self.start.push(self.list.len() as u32);
+    }
+
+    /// Number of CFG edges mapped (0 for a DAG rebuilt from its edges).
+    pub fn len(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The list of CFG edge `index`, if it is mapped.
+    pub fn get(&self, index: usize) -> Option<&[DagEdgeId]> {
+        let (&from, &to) = (self.start.get(index)?, self.start.get(index + 1)?);
+        Some(&self.list[from as usize..to as usize])
+    }
+}
+
+impl std::ops::Index<usize> for CfgToDag {
+    type Output = [DagEdgeId];
+    fn index(&self, index: usize) -> &[DagEdgeId] {
+        self.get(index).expect("CFG edge index out of range")
+    }
 }
 
 /// What happens to a CFG edge in the DAG.
@@ -123,9 +175,11 @@ impl Dag {
         let dfs = Dfs::run(cfg);
         let roles: Vec<Role> = cfg.edge_ids().map(|e| role(cfg, &dfs, &cut, e)).collect();
         let mut dag = Dag::empty(n);
+        dag.edges.reserve(cfg.num_edges());
         dag.add_real_edges(cfg, &roles);
         dag.add_dummy_edges(cfg, &roles, &dfs);
         dag.map_cfg_edges(cfg, &roles);
+        dag.build_adjacency();
         for v in cfg.nodes() {
             dag.reachable[v.index()] = dfs.reached(v);
         }
@@ -155,6 +209,7 @@ impl Dag {
             };
             slot.get_or_insert(id);
         }
+        dag.build_adjacency();
         dag.reachable = dag.reachable_from_entry();
         dag
     }
@@ -167,21 +222,30 @@ impl Dag {
             self_loops: Vec::new(),
             loop_heads: Vec::new(),
             cut_nodes: Vec::new(),
-            cfg_to_dag: Vec::new(),
+            cfg_to_dag: CfgToDag::with_capacity(0, 0),
             reachable: vec![false; n],
-            succs: vec![Vec::new(); n],
-            preds: vec![Vec::new(); n],
+            succ_start: Vec::new(),
+            succ: Vec::new(),
+            pred_start: Vec::new(),
+            pred: Vec::new(),
             entry_dummy_of: vec![None; n],
             exit_dummy_of: vec![None; n],
         }
     }
 
+    /// Adds an edge; the adjacency lists wait for [`Dag::build_adjacency`].
     fn push(&mut self, src: NodeId, dst: NodeId, kind: DagEdgeKind) -> DagEdgeId {
         let id = DagEdgeId::new(self.edges.len());
         self.edges.push(DagEdge { src, dst, kind });
-        self.succs[src.index()].push(id);
-        self.preds[dst.index()].push(id);
         id
+    }
+
+    fn build_adjacency(&mut self) {
+        let n = self.num_nodes;
+        (self.succ_start, self.succ) =
+            crate::cfg::rows(n, &self.edges, |e| e.src.index(), DagEdgeId::new);
+        (self.pred_start, self.pred) =
+            crate::cfg::rows(n, &self.edges, |e| e.dst.index(), DagEdgeId::new);
     }
 
     fn add_real_edges(&mut self, cfg: &Cfg, roles: &[Role]) {
@@ -205,8 +269,14 @@ impl Dag {
                 needs_entry[w.index()] = true;
             }
         }
+        // Every edge so far is real: a reached vertex that is the source of
+        // none is a dead end.
+        let mut has_succ = vec![false; n];
+        for e in &self.edges {
+            has_succ[e.src.index()] = true;
+        }
         for v in cfg.nodes() {
-            if dfs.reached(v) && v != Cfg::EXIT && self.succs[v.index()].is_empty() {
+            if dfs.reached(v) && v != Cfg::EXIT && !has_succ[v.index()] {
                 needs_exit[v.index()] = true;
             }
         }
@@ -229,6 +299,7 @@ impl Dag {
                 DagEdgeKind::Real(_) => Some(DagEdgeId::new(i)),
                 _ => None,
             });
+        let mut cfg_to_dag = CfgToDag::with_capacity(cfg.num_edges(), self.edges.len());
         for e in cfg.edge_ids() {
             let (v, w) = cfg.edge(e);
             let dummies = || {
@@ -236,15 +307,16 @@ impl Dag {
                     .expect("source of a backedge or cut has an ExitDummy");
                 let entry = self.entry_dummy_of[w.index()]
                     .expect("target of a backedge or cut has an EntryDummy");
-                vec![exit, entry]
+                [exit, entry]
             };
-            let mapped = match roles[e.index()] {
+            match roles[e.index()] {
                 // Real edges were pushed in CFG edge order, so they pair up.
-                Role::Real => vec![real.next().expect("one DAG edge per real CFG edge")],
-                Role::Backedge | Role::Cut => dummies(),
-                Role::SelfLoop | Role::Unreachable => Vec::new(),
-            };
-            self.cfg_to_dag.push(mapped);
+                Role::Real => {
+                    cfg_to_dag.push(&[real.next().expect("one DAG edge per real CFG edge")])
+                }
+                Role::Backedge | Role::Cut => cfg_to_dag.push(&dummies()),
+                Role::SelfLoop | Role::Unreachable => cfg_to_dag.push(&[]),
+            }
             match roles[e.index()] {
                 Role::Backedge => {
                     self.backedges.push(e);
@@ -255,6 +327,7 @@ impl Dag {
                 Role::Real | Role::Unreachable => {}
             }
         }
+        self.cfg_to_dag = cfg_to_dag;
         for list in [&mut self.loop_heads, &mut self.cut_nodes] {
             list.sort_unstable();
             list.dedup();
@@ -279,11 +352,13 @@ impl Dag {
 
     /// Outgoing DAG edges of `n`, in id order.
     pub fn succs(&self, n: NodeId) -> &[DagEdgeId] {
-        &self.succs[n.index()]
+        let v = n.index();
+        &self.succ[self.succ_start[v] as usize..self.succ_start[v + 1] as usize]
     }
     /// Incoming DAG edges of `n`, in id order.
     pub fn preds(&self, n: NodeId) -> &[DagEdgeId] {
-        &self.preds[n.index()]
+        let v = n.index();
+        &self.pred[self.pred_start[v] as usize..self.pred_start[v + 1] as usize]
     }
     /// The dummy edge `ENTRY->w`, if `w` is a loop head or a cut target.
     pub fn entry_dummy(&self, w: NodeId) -> Option<DagEdgeId> {

@@ -40,11 +40,73 @@ pub enum Op {
     CountConst(i64),
 }
 
+/// The ops of one DAG edge, in execution order: at most an initialisation
+/// and a count (each edge is reached once by each of Fig. 8's walks), or an
+/// addition. Kept inline, so placing a function allocates once.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct EdgeOps {
+    len: u8,
+    ops: [Op; 2],
+}
+
+impl EdgeOps {
+    const EMPTY: EdgeOps = EdgeOps {
+        len: 0,
+        ops: [Op::Add(0); 2],
+    };
+
+    fn push(&mut self, op: Op) {
+        // Fig. 8 gives an edge one Init and one Count at most (see above).
+        self.ops[usize::from(self.len)] = op;
+        self.len += 1;
+    }
+
+    fn last_mut(&mut self) -> Option<&mut Op> {
+        let len = usize::from(self.len);
+        self.ops[..len].last_mut()
+    }
+}
+
+impl std::ops::Deref for EdgeOps {
+    type Target = [Op];
+    fn deref(&self) -> &[Op] {
+        &self.ops[..usize::from(self.len)]
+    }
+}
+
+/// The ops of every DAG edge ([`place`]), indexed by `DagEdgeId::index()`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    edges: Vec<EdgeOps>,
+}
+
+impl Placement {
+    /// Every edge's ops, in edge order.
+    pub fn iter(&self) -> impl Iterator<Item = &[Op]> + '_ {
+        self.edges.iter().map(|o| &o[..])
+    }
+
+    pub fn len(&self) -> usize {
+        self.edges.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.edges.is_empty()
+    }
+}
+
+impl std::ops::Index<usize> for Placement {
+    type Output = [Op];
+    fn index(&self, d: usize) -> &[Op] {
+        &self.edges[d]
+    }
+}
+
 /// The instrumentation of each DAG edge, in execution order (Fig. 8). With
 /// increments from [`crate::spanning::chord_increments`] an edge carries at
 /// most one op.
-pub fn place(dag: &Dag, incs: &Increments) -> Vec<Vec<Op>> {
-    let mut ops: Vec<Vec<Op>> = vec![Vec::new(); dag.num_edges()];
+pub fn place(dag: &Dag, incs: &Increments) -> Placement {
+    let mut ops = vec![EdgeOps::EMPTY; dag.num_edges()];
     place_inits(dag, incs, &mut ops);
     place_counts(dag, incs, &mut ops);
     for (i, edge_ops) in ops.iter_mut().enumerate() {
@@ -52,11 +114,11 @@ pub fn place(dag: &Dag, incs: &Increments) -> Vec<Vec<Op>> {
             edge_ops.push(Op::Add(incs.inc[i]));
         }
     }
-    ops
+    Placement { edges: ops }
 }
 
 /// Fig. 8, register initialisation.
-fn place_inits(dag: &Dag, incs: &Increments, ops: &mut [Vec<Op>]) {
+fn place_inits(dag: &Dag, incs: &Increments, ops: &mut [EdgeOps]) {
     let mut work = vec![Cfg::ENTRY];
     while let Some(v) = work.pop() {
         for &d in dag.succs(v) {
@@ -73,7 +135,7 @@ fn place_inits(dag: &Dag, incs: &Increments, ops: &mut [Vec<Op>]) {
 }
 
 /// Fig. 8, memory increment, walking the incoming edges of each vertex.
-fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [Vec<Op>]) {
+fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [EdgeOps]) {
     let mut work = vec![Cfg::EXIT];
     while let Some(w) = work.pop() {
         for &d in dag.preds(w) {

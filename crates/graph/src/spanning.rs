@@ -23,7 +23,7 @@
 //! value modulo 2^64, read as `i64`, so path sums are right modulo 2^64 (and
 //! modulo 2^32 for a 32-bit register when there are at most 2^32 paths).
 
-use crate::cfg::{Cfg, NodeId};
+use crate::cfg::{rows, Cfg, NodeId};
 use crate::dag::{Dag, DagEdgeId};
 use crate::mst::max_spanning_tree;
 use crate::numbering::Numbering;
@@ -39,7 +39,7 @@ pub fn dag_weights(dag: &Dag, cfg: &Cfg, cfg_weights: &[u64]) -> Vec<u64> {
     let mut weights = vec![0u64; dag.num_edges()];
     for e in cfg.edge_ids() {
         let w = cfg_weights.get(e.index()).copied().unwrap_or(0);
-        for &d in dag.cfg_to_dag.get(e.index()).map_or(&[][..], |v| &v[..]) {
+        for &d in dag.cfg_to_dag.get(e.index()).unwrap_or(&[]) {
             weights[d.index()] = weights[d.index()].saturating_add(w);
         }
     }
@@ -116,25 +116,29 @@ pub fn increments_on_tree(dag: &Dag, in_tree: &[bool], val: &[u64]) -> Increment
 
 fn potentials(dag: &Dag, in_tree: &[bool], val: impl Fn(usize) -> u64) -> Vec<u64> {
     let n = dag.num_nodes;
-    // Tree adjacency: (neighbour, what to add to phi going there).
-    let mut adj: Vec<Vec<(NodeId, u64)>> = vec![Vec::new(); n];
+    // Tree adjacency, both ways, in compressed rows: (from, to, what to add
+    // to phi going there).
+    let mut arcs: Vec<(NodeId, NodeId, u64)> = Vec::with_capacity(2 * n + 2);
     for (i, e) in dag.edges.iter().enumerate().filter(|&(i, _)| in_tree[i]) {
-        adj[e.src.index()].push((e.dst, val(i)));
-        adj[e.dst.index()].push((e.src, val(i).wrapping_neg()));
+        arcs.push((e.src, e.dst, val(i)));
+        arcs.push((e.dst, e.src, val(i).wrapping_neg()));
     }
-    adj[Cfg::ENTRY.index()].push((Cfg::EXIT, 0));
-    adj[Cfg::EXIT.index()].push((Cfg::ENTRY, 0));
+    arcs.push((Cfg::ENTRY, Cfg::EXIT, 0));
+    arcs.push((Cfg::EXIT, Cfg::ENTRY, 0));
+    let (start, adj) = rows(n, &arcs, |a| a.0.index(), |i| (arcs[i].1, arcs[i].2));
     let mut phi = vec![0u64; n];
     let mut seen = vec![false; n];
+    let mut work = Vec::new();
     let roots = std::iter::once(Cfg::ENTRY).chain(dag.nodes());
     for root in roots {
         if seen[root.index()] {
             continue;
         }
         seen[root.index()] = true;
-        let mut work = vec![root];
+        work.push(root);
         while let Some(u) = work.pop() {
-            for &(v, delta) in &adj[u.index()] {
+            let (from, to) = (start[u.index()] as usize, start[u.index() + 1] as usize);
+            for &(v, delta) in &adj[from..to] {
                 if !seen[v.index()] {
                     seen[v.index()] = true;
                     phi[v.index()] = phi[u.index()].wrapping_add(delta);

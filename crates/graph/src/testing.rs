@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 use crate::cfg::{Cfg, EdgeId, NodeId};
 use crate::dag::{Dag, DagEdgeId};
-use crate::placement::Op;
+use crate::placement::{Op, Placement};
 
 /// Random CFGs with up to `max_blocks` blocks besides ENTRY and EXIT: ENTRY
 /// enters the first block and sometimes others (like exception handlers);
@@ -135,7 +135,7 @@ impl OpMachine {
     }
 
     /// Runs the ops of each DAG edge of `path` in turn.
-    pub fn run_path(&mut self, ops: &[Vec<Op>], path: &[DagEdgeId]) {
+    pub fn run_path(&mut self, ops: &Placement, path: &[DagEdgeId]) {
         for &d in path {
             for &op in &ops[d.index()] {
                 self.apply(op);

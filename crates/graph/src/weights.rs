@@ -20,7 +20,7 @@
 //! as the code it leads to (once per loop execution), not as the loop body.
 //! Edges ENTRY does not reach weigh 0.
 
-use crate::cfg::{Cfg, NodeId};
+use crate::cfg::{rows, Cfg, NodeId};
 use crate::dfs::Dfs;
 
 /// Per CFG edge, `10^depth` (saturating) where `depth` is the smaller loop
@@ -65,7 +65,10 @@ struct LoopForest {
 impl LoopForest {
     fn build(cfg: &Cfg, dfs: &Dfs) -> LoopForest {
         let n = dfs.preorder().len();
-        let (back_preds, mut other_preds) = split_preds(cfg, dfs);
+        let preds = SplitPreds::new(cfg, dfs);
+        // Irreducible entries handed to a head, beside its own preds (the
+        // outer vector only: an empty list does not allocate).
+        let mut extra_preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut forest = LoopForest {
             header: vec![None; n],
             is_head: vec![false; n],
@@ -74,9 +77,11 @@ impl LoopForest {
         let mut collapsed: Vec<usize> = (0..n).collect();
         // `in_body[x] == w + 1` marks x as collected into the loop of w.
         let mut in_body = vec![0usize; n];
+        // Reused for every head.
+        let (mut body, mut entries, mut work) = (Vec::new(), Vec::new(), Vec::new());
         for w in (0..n).rev() {
-            let mut body = Vec::new();
-            for &v in &back_preds[w] {
+            body.clear();
+            for &v in preds.back(w) {
                 forest.is_head[w] = true;
                 let x = find(&mut collapsed, v);
                 if x != w && in_body[x] != w + 1 {
@@ -84,10 +89,11 @@ impl LoopForest {
                     body.push(x);
                 }
             }
-            let mut entries = Vec::new();
-            let mut work = body.clone();
+            entries.clear();
+            work.clear();
+            work.extend_from_slice(&body);
             while let Some(x) = work.pop() {
-                for &y in &other_preds[x] {
+                for &y in preds.other(x).iter().chain(&extra_preds[x]) {
                     let y = find(&mut collapsed, y);
                     if !dfs_descends(dfs, w, y) {
                         // Irreducible: the loop is entered past its head. The
@@ -100,8 +106,8 @@ impl LoopForest {
                     }
                 }
             }
-            other_preds[w].extend(entries);
-            for x in body {
+            extra_preds[w].extend_from_slice(&entries);
+            for &x in &body {
                 forest.header[x] = Some(w);
                 collapsed[x] = w;
             }
@@ -111,23 +117,49 @@ impl LoopForest {
 }
 
 /// Per vertex (preorder number), the sources of incoming backedges (self
-/// loops included) and of all other incoming edges from reached vertices.
-fn split_preds(cfg: &Cfg, dfs: &Dfs) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
-    let n = dfs.preorder().len();
-    let (mut back, mut other) = (vec![Vec::new(); n], vec![Vec::new(); n]);
-    for e in cfg.edge_ids() {
-        let (v, w) = cfg.edge(e);
-        if !dfs.reached(v) {
-            continue;
+/// loops included) and of all other incoming edges from reached vertices,
+/// in compressed rows as [`Cfg`] keeps its adjacency.
+struct SplitPreds {
+    back_start: Vec<u32>,
+    back: Vec<usize>,
+    other_start: Vec<u32>,
+    other: Vec<usize>,
+}
+
+impl SplitPreds {
+    fn new(cfg: &Cfg, dfs: &Dfs) -> Self {
+        let n = dfs.preorder().len();
+        // (preorder of target, preorder of source), by kind.
+        let (mut back, mut other) = (Vec::new(), Vec::new());
+        for e in cfg.edge_ids() {
+            let (v, w) = cfg.edge(e);
+            if !dfs.reached(v) {
+                continue;
+            }
+            let list = if dfs.is_backedge(cfg, e) {
+                &mut back
+            } else {
+                &mut other
+            };
+            list.push((dfs.pre(w), dfs.pre(v)));
         }
-        let list = if dfs.is_backedge(cfg, e) {
-            &mut back
-        } else {
-            &mut other
-        };
-        list[dfs.pre(w)].push(dfs.pre(v));
+        let (back_start, back) = rows(n, &back, |&(w, _)| w, |i| back[i].1);
+        let (other_start, other) = rows(n, &other, |&(w, _)| w, |i| other[i].1);
+        SplitPreds {
+            back_start,
+            back,
+            other_start,
+            other,
+        }
     }
-    (back, other)
+
+    fn back(&self, w: usize) -> &[usize] {
+        &self.back[self.back_start[w] as usize..self.back_start[w + 1] as usize]
+    }
+
+    fn other(&self, w: usize) -> &[usize] {
+        &self.other[self.other_start[w] as usize..self.other_start[w + 1] as usize]
+    }
 }
 
 /// Whether preorder number `d` is a DFS descendant of (or equal to) `a`.

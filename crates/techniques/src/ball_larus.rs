@@ -21,7 +21,7 @@ use pathprof_graph::spanning;
 use pathprof_graph::{Cfg, EdgeId, GraphError, NodeId};
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Action, FunctionPlan, PathTable, RawCounters, Width};
+use crate::plan::{Action, EdgeActions, FunctionPlan, PathTable, RawCounters, Width};
 
 /// Tunables of the Ball-Larus plan.
 #[derive(Clone, Debug)]
@@ -91,6 +91,31 @@ pub struct Planned {
 /// Plans Ball-Larus path profiling of `cfg`. `weights` are per-CFG-edge
 /// execution estimates (a prior profile); `None` uses loop-nesting weights.
 pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planned, GraphError> {
+    let (plan, dag, numbering, chords) = plan_numbered(cfg, weights, opts)?;
+    Ok(Planned {
+        plan,
+        numbered: numbered(&dag, &numbering),
+        chords,
+    })
+}
+
+/// The plan alone, as [`plan`] makes it: for an instrumenter that records
+/// the CFG and rebuilds the numbering when decoding, a [`Numbered`] copy of
+/// the DAG would be made only to be dropped.
+pub fn plan_only(
+    cfg: &Cfg,
+    weights: Option<&[u64]>,
+    opts: &Options,
+) -> Result<FunctionPlan, GraphError> {
+    Ok(plan_numbered(cfg, weights, opts)?.0)
+}
+
+/// The plan, the DAG and numbering it was made from, and its chord count.
+fn plan_numbered(
+    cfg: &Cfg,
+    weights: Option<&[u64]>,
+    opts: &Options,
+) -> Result<(FunctionPlan, Dag, Numbering, usize), GraphError> {
     let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
     let tree = spanning_tree(cfg, &dag, weights);
     let incs = spanning::increments_on_tree(&dag, &tree, &numbering.val);
@@ -102,21 +127,21 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
     plan.registers = vec![width];
     plan.paths = paths;
     plan.slots = u32::try_from(dag.self_loops.len()).map_err(|_| GraphError::TooManyPaths)?;
-    for e in cfg.edge_ids() {
-        let actions = &mut plan.edges[e.index()];
-        for &d in &dag.cfg_to_dag[e.index()] {
+    // A self loop has no DAG edge, only its slot; `self_loops` is in edge
+    // order, so its slots are met in order.
+    let mut self_loops = dag.self_loops.iter().peekable();
+    let mut slot = 0;
+    plan.edges = EdgeActions::from_fn(cfg.num_edges(), |e, actions| {
+        for &d in &dag.cfg_to_dag[e] {
             actions.extend(ops[d.index()].iter().map(lower_op));
         }
-    }
-    for (slot, &e) in dag.self_loops.iter().enumerate() {
-        plan.edges[e.index()].push(Action::CountSlot { index: slot as u32 });
-    }
+        if self_loops.next_if(|s| s.index() == e).is_some() {
+            actions.push(Action::CountSlot { index: slot });
+            slot += 1;
+        }
+    });
     let chords = incs.chord.iter().filter(|&&c| c).count();
-    Ok(Planned {
-        plan,
-        numbered: numbered(&dag, &numbering),
-        chords,
-    })
+    Ok((plan, dag, numbering, chords))
 }
 
 /// The maximum spanning tree (3.3) of `dag` under `weights` (per CFG edge,

@@ -16,7 +16,7 @@
 use pathprof_graph::{flow, Cfg, EdgeId, GraphError, NodeId};
 use serde::{Deserialize, Serialize};
 
-use crate::plan::{Action, FunctionPlan};
+use crate::plan::{Action, EdgeActions, FunctionPlan};
 
 /// What decoding an edge profile needs: which CFG edges carry a counter.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,9 +44,14 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, every_edge: bool) -> (FunctionPl
     };
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     let chords: Vec<EdgeId> = cfg.edge_ids().filter(|e| !in_tree[e.index()]).collect();
-    for (slot, e) in chords.iter().enumerate() {
-        plan.edges[e.index()].push(Action::CountSlot { index: slot as u32 });
-    }
+    // Chords are in edge order, and slot i counts chord i.
+    let mut slot = 0;
+    plan.edges = EdgeActions::from_fn(cfg.num_edges(), |e, actions| {
+        if !in_tree[e] {
+            actions.push(Action::CountSlot { index: slot });
+            slot += 1;
+        }
+    });
     plan.slots = chords.len() as u32;
     (plan, Chords { chords })
 }

@@ -13,5 +13,6 @@ pub mod ppp;
 pub mod trace;
 
 pub use plan::{
-    Action, FunctionPlan, Otherwise, PathTable, PppTable, RawCounters, Reg, Width, PPP_HOLE,
+    Action, EdgeActions, FunctionPlan, Otherwise, PathTable, PppTable, RawCounters, Reg, Width,
+    PPP_HOLE,
 };

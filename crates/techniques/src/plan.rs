@@ -110,7 +110,98 @@ pub struct FunctionPlan {
     pub ppp: Option<PppTable>,
     /// Actions per CFG edge, indexed by `EdgeId::index()`; every edge has an
     /// entry, most of them empty.
-    pub edges: Vec<Vec<Action>>,
+    pub edges: EdgeActions,
+}
+
+/// The actions of every edge of a function, in one vector: edge `e`'s are
+/// `self[e]`. A vector per edge cost an allocation for each edge with code,
+/// and 24 bytes for each without.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeActions {
+    /// Edge `e`'s actions are `actions[start[e]..start[e + 1]]`.
+    start: Vec<u32>,
+    actions: Vec<Action>,
+}
+
+impl EdgeActions {
+    /// No action on any of `num_edges` edges.
+    pub fn empty(num_edges: usize) -> Self {
+        EdgeActions {
+            start: vec![0; num_edges + 1],
+            actions: Vec::new(),
+        }
+    }
+
+    /// The actions of `num_edges` edges, edge by edge in order: `f(e, out)`
+    /// pushes edge `e`'s onto `out`.
+    pub fn from_fn(num_edges: usize, mut f: impl FnMut(usize, &mut Vec<Action>)) -> Self {
+        let built: Result<Self, std::convert::Infallible> =
+            Self::try_from_fn(num_edges, |e, out| {
+                f(e, out);
+                Ok(())
+            });
+        match built {
+            Ok(actions) => actions,
+            Err(never) => match never {},
+        }
+    }
+
+    /// As [`EdgeActions::from_fn`], stopping at the first error.
+    pub fn try_from_fn<E>(
+        num_edges: usize,
+        mut f: impl FnMut(usize, &mut Vec<Action>) -> Result<(), E>,
+    ) -> Result<Self, E> {
+        let mut start = Vec::with_capacity(num_edges + 1);
+        let mut actions = Vec::new();
+        start.push(0);
+        for e in 0..num_edges {
+            f(e, &mut actions)?;
+            start.push(u32::try_from(actions.len()).expect("fewer than 2^32 actions"));
+        }
+        Ok(EdgeActions { start, actions })
+    }
+
+    /// Number of edges.
+    pub fn len(&self) -> usize {
+        self.start.len().saturating_sub(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The actions of edge `e`, if the function has that edge.
+    pub fn get(&self, e: usize) -> Option<&[Action]> {
+        let (&from, &to) = (self.start.get(e)?, self.start.get(e + 1)?);
+        Some(&self.actions[from as usize..to as usize])
+    }
+
+    /// Every edge's actions, in edge order.
+    pub fn iter(&self) -> impl Iterator<Item = &[Action]> + '_ {
+        self.start
+            .windows(2)
+            .map(|w| &self.actions[w[0] as usize..w[1] as usize])
+    }
+
+    /// Frees the room the vectors grew beyond their contents.
+    pub fn shrink_to_fit(&mut self) {
+        self.start.shrink_to_fit();
+        self.actions.shrink_to_fit();
+    }
+}
+
+impl std::ops::Index<usize> for EdgeActions {
+    type Output = [Action];
+    fn index(&self, e: usize) -> &[Action] {
+        self.get(e).expect("edge index out of range")
+    }
+}
+
+/// One list per edge, as a plan written by hand (in tests) gives them.
+impl From<Vec<Vec<Action>>> for EdgeActions {
+    fn from(lists: Vec<Vec<Action>>) -> Self {
+        EdgeActions::from_fn(lists.len(), |e, out| out.extend_from_slice(&lists[e]))
+    }
 }
 
 impl FunctionPlan {
@@ -121,7 +212,7 @@ impl FunctionPlan {
             paths: PathTable::None,
             slots: 0,
             ppp: None,
-            edges: vec![Vec::new(); num_edges],
+            edges: EdgeActions::empty(num_edges),
         }
     }
 

@@ -42,7 +42,9 @@ use pathprof_graph::{spanning, Cfg, GraphError};
 use serde::{Deserialize, Serialize};
 
 use crate::ball_larus::{self, Numbered, PathCounts};
-use crate::plan::{Action, FunctionPlan, Otherwise, PppTable, RawCounters, Width, PPP_HOLE};
+use crate::plan::{
+    Action, EdgeActions, FunctionPlan, Otherwise, PppTable, RawCounters, Width, PPP_HOLE,
+};
 
 /// What happens to a path that is not interesting.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -281,22 +283,26 @@ fn build_plan(
         ppp_reg: u8::from(two_registers),
         otherwise,
     };
-    let mut edges = vec![Vec::new(); cfg.num_edges()];
-    for e in cfg.edge_ids() {
-        for &d in &dag.cfg_to_dag[e.index()] {
+    // A self loop has no DAG edge, only its slot; `self_loops` is in edge
+    // order, so its slots are met in order.
+    let mut self_loops = dag.self_loops.iter().peekable();
+    let mut slot = 0;
+    plan.edges = EdgeActions::try_from_fn(cfg.num_edges(), |e, actions| {
+        for &d in &dag.cfg_to_dag[e] {
             let (b, p) = (&bl_ops[d.index()], &ppp_ops[d.index()]);
             if b.len() != p.len() {
                 return Err(MISPLACED);
             }
             for (&b, &p) in b.iter().zip(p) {
-                lowering.lower(b, p, &mut edges[e.index()])?;
+                lowering.lower(b, p, actions)?;
             }
         }
-    }
-    plan.edges = edges;
-    for (slot, &e) in dag.self_loops.iter().enumerate() {
-        plan.edges[e.index()].push(Action::CountSlot { index: slot as u32 });
-    }
+        if self_loops.next_if(|s| s.index() == e).is_some() {
+            actions.push(Action::CountSlot { index: slot });
+            slot += 1;
+        }
+        Ok(())
+    })?;
     Ok(plan)
 }
 

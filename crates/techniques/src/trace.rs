@@ -5,15 +5,13 @@
 
 use pathprof_graph::Cfg;
 
-use crate::plan::{Action, FunctionPlan};
+use crate::plan::{Action, EdgeActions, FunctionPlan};
 
 /// A plan with `Action::Trace` on every edge.
 pub fn plan(cfg: &Cfg) -> FunctionPlan {
     let mut plan = FunctionPlan::empty(cfg.num_edges());
-    for e in cfg.edge_ids() {
-        plan.edges[e.index()].push(Action::Trace {
-            edge: e.index() as u32,
-        });
-    }
+    plan.edges = EdgeActions::from_fn(cfg.num_edges(), |e, actions| {
+        actions.push(Action::Trace { edge: e as u32 });
+    });
     plan
 }

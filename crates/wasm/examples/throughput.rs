@@ -9,7 +9,7 @@
 //! a sparse one shaped like Ball-Larus instrumentation.
 
 use pathprof_graph::{Cfg, EdgeId};
-use pathprof_techniques::{Action, FunctionPlan, PathTable, Width};
+use pathprof_techniques::{Action, EdgeActions, FunctionPlan, PathTable, Width};
 use pathprof_wasm::{analyze, instrument, FunctionCfg};
 use std::time::Instant;
 use wasm_encoder::{
@@ -131,9 +131,9 @@ fn dense(f: &FunctionCfg) -> FunctionPlan {
     let n = f.cfg.num_edges();
     let mut p = FunctionPlan::empty(n);
     p.slots = n as u32;
-    for (e, a) in p.edges.iter_mut().enumerate() {
+    p.edges = EdgeActions::from_fn(n, |e, a| {
         a.push(Action::CountSlot { index: e as u32 });
-    }
+    });
     p
 }
 
@@ -144,7 +144,7 @@ fn sparse(f: &FunctionCfg) -> FunctionPlan {
     let mut p = FunctionPlan::empty(n);
     p.registers = vec![Width::I64];
     p.paths = PathTable::Array { len: 1024 };
-    for (e, a) in p.edges.iter_mut().enumerate() {
+    p.edges = EdgeActions::from_fn(n, |e, a| {
         let (src, dst) = f.cfg.edge(EdgeId::new(e));
         if src == Cfg::ENTRY {
             a.push(Action::Set { reg: 0, value: 0 });
@@ -157,7 +157,7 @@ fn sparse(f: &FunctionCfg) -> FunctionPlan {
         if dst == Cfg::EXIT {
             a.push(Action::CountPath { reg: 0, offset: 0 });
         }
-    }
+    });
     p
 }
 

@@ -8,7 +8,9 @@
 //! `FunctionPlan`; [`instrument`] applies the plans and returns the new module
 //! and its [`CounterLayout`]; after a run, [`read_counters`] reads one
 //! function's counters back from the exported counter memory
-//! ([`counter_layout`] gives the layout ahead of rewriting).
+//! ([`counter_layout`] gives the layout ahead of rewriting). [`Instrumenter`]
+//! does the same one function at a time, for a caller that builds and plans
+//! each function just before it is rewritten.
 //!
 //! Layout: `cfg/` (builder, rewrite sites), `rewrite/` (body rewriting with
 //! landing pads, action lowering and the hash helper, counter layout, module
@@ -17,7 +19,7 @@
 pub mod cfg;
 mod error;
 mod module;
-mod par;
+pub mod par;
 pub mod rewrite;
 
 pub use cfg::{analyze, BlockInfo, EdgeKind, FunctionCfg, ModuleInfo, Unsupported};
@@ -25,5 +27,5 @@ pub use error::{Result, WasmError};
 pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX};
 pub use rewrite::{
     counter_layout, instrument, read_counters, CodeMap, CounterLayout, FunctionLayout,
-    Instrumented, COUNTERS_EXPORT,
+    Instrumented, Instrumenter, Scanned, COUNTERS_EXPORT,
 };

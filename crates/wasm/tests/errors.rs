@@ -133,21 +133,21 @@ fn instrument_refuses_mismatched_input() {
     let bad_plans: Vec<FunctionPlan> = vec![
         FunctionPlan::empty(n + 1),
         FunctionPlan {
-            edges: vec![vec![Action::Add { reg: 0, value: 1 }]; n],
+            edges: vec![vec![Action::Add { reg: 0, value: 1 }]; n].into(),
             ..FunctionPlan::empty(n)
         },
         FunctionPlan {
-            edges: vec![vec![Action::CountSlot { index: 0 }]; n],
+            edges: vec![vec![Action::CountSlot { index: 0 }]; n].into(),
             ..FunctionPlan::empty(n)
         },
         FunctionPlan {
             registers: vec![Width::I32],
-            edges: vec![vec![Action::CountPath { reg: 0, offset: 0 }]; n],
+            edges: vec![vec![Action::CountPath { reg: 0, offset: 0 }]; n].into(),
             ..FunctionPlan::empty(n)
         },
         FunctionPlan {
             paths: PathTable::Array { len: 3 },
-            edges: vec![vec![Action::CountPathConst { path: 3 }]; n],
+            edges: vec![vec![Action::CountPathConst { path: 3 }]; n].into(),
             ..FunctionPlan::empty(n)
         },
         FunctionPlan {

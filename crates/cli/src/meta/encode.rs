@@ -61,7 +61,12 @@ impl Encoder {
 
     /// Records an instrumented function, in the order the rewriter lays out
     /// their counters (function order).
-    pub fn function(&mut self, f: &FunctionCfg, plan: PlanRecord<'_>, sources: Option<&SourceMap>) {
+    pub fn function(
+        &mut self,
+        f: &FunctionCfg,
+        plan: PlanRecord<'_>,
+        sources: Option<&SourceMap<'_>>,
+    ) {
         self.functions += 1;
         self.body.u32(f.func_index);
         self.body.opt_str(f.name.as_deref());
@@ -85,7 +90,7 @@ impl Encoder {
     /// Per node: 0 (ENTRY, EXIT), or 1 / 2 (a block without / with a
     /// source location), the offset as a delta from the previous block's
     /// end, its length and instruction count, then the location.
-    fn blocks(&mut self, f: &FunctionCfg, sources: Option<&SourceMap>) {
+    fn blocks(&mut self, f: &FunctionCfg, sources: Option<&SourceMap<'_>>) {
         self.body.usize(f.blocks.len());
         let mut prev_end = 0u64;
         for b in &f.blocks {

@@ -10,7 +10,7 @@ use proptest::test_runner::TestCaseError;
 
 use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
 use crate::numbering::Numbering;
-use crate::placement::{self, Op};
+use crate::placement::{self, Op, Placement};
 use crate::regenerate::regenerate;
 use crate::spanning::{self, Increments};
 use crate::testing::{enumerate_paths, OpMachine, Walk, WalkEnd};
@@ -363,7 +363,7 @@ impl TreeOracle {
 
 /// Fig. 8: along every path the ops initialise, then count the path number
 /// exactly once. `paths[n]` is path number `n`.
-pub fn check_placement(paths: &[Vec<DagEdgeId>], ops: &[Vec<Op>]) -> Check {
+pub fn check_placement(paths: &[Vec<DagEdgeId>], ops: &Placement) -> Check {
     for (n, p) in paths.iter().enumerate() {
         let mut m = OpMachine {
             r: GARBAGE,
@@ -380,7 +380,7 @@ pub fn check_sampled_path(
     dag: &Dag,
     num: &Numbering,
     incs: &Increments,
-    ops: &[Vec<Op>],
+    ops: &Placement,
     n: u64,
 ) -> Check {
     let p = regenerate(dag, num, n).unwrap();
@@ -397,7 +397,7 @@ pub fn check_sampled_path(
     check_placement_one(ops, &p, n)
 }
 
-fn check_placement_one(ops: &[Vec<Op>], p: &[DagEdgeId], n: u64) -> Check {
+fn check_placement_one(ops: &Placement, p: &[DagEdgeId], n: u64) -> Check {
     let mut m = OpMachine {
         r: GARBAGE,
         counted: Vec::new(),
@@ -421,7 +421,7 @@ pub fn check_inc_sums(paths: &[Vec<DagEdgeId>], incs: &Increments) -> Check {
 /// A CFG execution instrumented through `cfg_to_dag` counts the path numbers
 /// of its acyclic pieces (split at backedges and cuts; self loops ignored),
 /// in order. An abrupt end counts only the pieces it completed.
-pub fn check_walk(dag: &Dag, num: &Numbering, ops: &[Vec<Op>], walk: &Walk) -> Check {
+pub fn check_walk(dag: &Dag, num: &Numbering, ops: &Placement, walk: &Walk) -> Check {
     let mut m = OpMachine {
         r: GARBAGE,
         counted: Vec::new(),

@@ -150,36 +150,41 @@ pub struct ModuleInfo {
 
 /// Validates a core module and builds the CFG of every defined function.
 pub fn analyze(bytes: &[u8]) -> Result<ModuleInfo> {
-    module::validate(bytes)?;
-    let scan = ModuleScan::new(bytes)?;
-    let sizes: Vec<usize> = scan.bodies.iter().map(|b| b.range().len()).collect();
-    let functions = crate::par::map_chunked(&sizes, |i| {
-        let func_index = scan.num_imported_funcs + i as u32;
-        let name = scan.names[i].clone();
-        Ok(match builder::build(&scan.bodies[i]) {
-            Ok(b) => Ok(FunctionCfg {
-                func_index,
-                name,
-                cfg: b.cfg,
-                blocks: b.blocks,
-                edge_kinds: b.edge_kinds,
-                sites: b.sites,
-                pad_edges: b.pad_edges,
-                func_pads: b.func_pads,
-                padded_opens: b.padded_opens,
-            }),
-            Err(builder::BuildError::Unsupported { reason, offset }) => Err(Unsupported {
-                func_index,
-                name,
-                offset,
-                reason,
-            }),
-            Err(builder::BuildError::Read(e)) => return Err(WasmError::invalid(&e)),
-        })
-    })?;
+    let module = crate::Scanned::validated(bytes)?;
+    let functions = crate::par::map_chunked(&module.body_sizes(), |i| module.build(i))?;
     Ok(ModuleInfo {
         module_hash: module::module_hash(bytes),
-        num_imported_funcs: scan.num_imported_funcs,
+        num_imported_funcs: module.num_imported_funcs(),
         functions,
+    })
+}
+
+/// The CFG of defined function `i` of a scanned module, or why it is not
+/// modelled.
+pub(crate) fn build_function(
+    scan: &ModuleScan<'_>,
+    i: usize,
+) -> Result<std::result::Result<FunctionCfg, Unsupported>> {
+    let func_index = scan.num_imported_funcs + i as u32;
+    let name = scan.names[i].clone();
+    Ok(match builder::build(&scan.bodies[i]) {
+        Ok(b) => Ok(FunctionCfg {
+            func_index,
+            name,
+            cfg: b.cfg,
+            blocks: b.blocks,
+            edge_kinds: b.edge_kinds,
+            sites: b.sites,
+            pad_edges: b.pad_edges,
+            func_pads: b.func_pads,
+            padded_opens: b.padded_opens,
+        }),
+        Err(builder::BuildError::Unsupported { reason, offset }) => Err(Unsupported {
+            func_index,
+            name,
+            offset,
+            reason,
+        }),
+        Err(builder::BuildError::Read(e)) => return Err(WasmError::invalid(&e)),
     })
 }

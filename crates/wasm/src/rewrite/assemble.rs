@@ -23,11 +23,10 @@ pub(crate) struct Assembler<'a> {
     pub helper_ty: Option<u32>,
     pub memory: u32,
     pub pages: u64,
-    pub bodies: Vec<Vec<u8>>,
     pub segments: Vec<(u32, Vec<u8>)>,
     pub custom_sections: &'a [(&'a str, &'a [u8])],
     /// Where the code section goes in the assembled module: it is spliced in
-    /// afterwards, so that the (large) bodies are copied only once.
+    /// afterwards ([`splice_code`]).
     pub code_at: Option<usize>,
 }
 
@@ -35,13 +34,37 @@ pub(crate) struct Assembler<'a> {
 /// where the real one goes.
 const EMPTY_CODE_SECTION: [u8; 3] = [SectionId::Code as u8, 1, 0];
 
+/// The code section's entries, each body behind its size, in one buffer
+/// that becomes the output module: no body is kept in a vector of its own,
+/// and the module around the code is copied in place of a second buffer.
+#[derive(Default)]
+pub(crate) struct CodeEntries {
+    bytes: Vec<u8>,
+    /// Where each body begins in `bytes`.
+    starts: Vec<usize>,
+}
+
+impl CodeEntries {
+    /// Appends the next body.
+    pub fn push(&mut self, body: &[u8]) {
+        use wasm_encoder::Encode;
+        (body.len() as u32).encode(&mut self.bytes);
+        self.starts.push(self.bytes.len());
+        self.bytes.extend_from_slice(body);
+    }
+
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+}
+
 /// `module` with its empty code section at `at` replaced by one holding
-/// `bodies` and the helper, and the module offset where each of `bodies`
+/// `code` and the helper, and the module offset where each body of `code`
 /// begins.
 pub(crate) fn splice_code(
     module: &[u8],
     at: usize,
-    bodies: &[Vec<u8>],
+    mut code: CodeEntries,
     helper: Option<wasm_encoder::Function>,
 ) -> Result<(Vec<u8>, Vec<usize>)> {
     use wasm_encoder::Encode;
@@ -51,33 +74,38 @@ pub(crate) fn splice_code(
             message: "code section placeholder not found".into(),
         });
     }
-    let helper = helper.map(wasm_encoder::Function::into_raw_body);
-    let all = || bodies.iter().chain(helper.as_ref());
-    let leb = |v: usize| {
-        let mut n = 1;
-        let mut v = v >> 7;
-        while v != 0 {
-            v >>= 7;
-            n += 1;
-        }
-        n
-    };
-    let count = all().count();
-    let content = leb(count) + all().map(|b| leb(b.len()) + b.len()).sum::<usize>();
-    let mut out = Vec::with_capacity(module.len() + 1 + leb(content) + content);
-    out.extend_from_slice(&module[..at]);
-    out.push(SectionId::Code as u8);
-    (content as u32).encode(&mut out);
-    (count as u32).encode(&mut out);
-    let mut starts = Vec::with_capacity(bodies.len());
-    for body in all() {
-        (body.len() as u32).encode(&mut out);
-        starts.push(out.len());
-        out.extend_from_slice(body);
+    let bodies = code.len();
+    if let Some(helper) = helper {
+        code.push(&helper.into_raw_body());
     }
-    starts.truncate(bodies.len());
-    out.extend_from_slice(&module[at + EMPTY_CODE_SECTION.len()..]);
-    Ok((out, starts))
+    let count = code.len() as u32;
+    let mut header = vec![SectionId::Code as u8];
+    let content = leb_len(count) + code.bytes.len();
+    (content as u32).encode(&mut header);
+    count.encode(&mut header);
+    // The module before the code, moved in front of the entries in place.
+    let before = at + header.len();
+    code.bytes
+        .splice(0..0, module[..at].iter().chain(&header).copied());
+    code.bytes
+        .extend_from_slice(&module[at + EMPTY_CODE_SECTION.len()..]);
+    let mut starts = code.starts;
+    starts.truncate(bodies);
+    for s in &mut starts {
+        *s += before;
+    }
+    Ok((code.bytes, starts))
+}
+
+/// Bytes of the unsigned LEB128 encoding of `v`.
+fn leb_len(v: u32) -> usize {
+    let mut n = 1;
+    let mut v = v >> 7;
+    while v != 0 {
+        v >>= 7;
+        n += 1;
+    }
+    n
 }
 
 type RResult<T> = std::result::Result<T, reencode::Error<std::convert::Infallible>>;
@@ -133,10 +161,9 @@ impl Assembler<'_> {
     fn add_export(&self, exports: &mut wasm_encoder::ExportSection) {
         exports.export(COUNTERS_EXPORT, ExportKind::Memory, self.memory);
     }
+    /// The code section of a module that had none (and so no function of
+    /// its own): the helper alone.
     fn add_code(&mut self, codes: &mut wasm_encoder::CodeSection) {
-        for body in std::mem::take(&mut self.bodies) {
-            codes.raw(&body);
-        }
         if self.helper_ty.is_some() {
             codes.function(&lower::hash_helper_body(self.memory));
         }

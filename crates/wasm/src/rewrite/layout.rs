@@ -99,36 +99,11 @@ impl CounterLayout {
     pub(crate) fn new(
         functions: impl IntoIterator<Item = (u32, PathTable, u32, u64)>,
     ) -> Result<Self> {
-        let mut at = u128::from(HEADER_BYTES);
-        let mut out = Vec::new();
-        for (func_index, paths, slots, ppp_len) in functions {
-            let paths_offset = at;
-            at += table_bytes(paths);
-            let slots_offset = at;
-            at += 8 * u128::from(slots);
-            let ppp_offset = at;
-            at += u128::from(PPP_ENTRY_BYTES) * u128::from(ppp_len);
-            let too_large = || WasmError::CounterMemoryTooLarge { bytes: at };
-            out.push(FunctionLayout {
-                func_index,
-                paths,
-                paths_offset: u32::try_from(paths_offset).map_err(|_| too_large())?,
-                slots,
-                slots_offset: u32::try_from(slots_offset).map_err(|_| too_large())?,
-                ppp_len,
-                ppp_offset: u32::try_from(ppp_offset).map_err(|_| too_large())?,
-            });
+        let mut builder = LayoutBuilder::new();
+        for entry in functions {
+            builder.push(entry)?;
         }
-        // Every address the instrumentation computes must fit in 32 bits.
-        if at > u128::from(u32::MAX) {
-            return Err(WasmError::CounterMemoryTooLarge { bytes: at });
-        }
-        Ok(CounterLayout {
-            version: LAYOUT_VERSION,
-            memory_export: COUNTERS_EXPORT.to_string(),
-            total_bytes: at as u64,
-            functions: out,
-        })
+        builder.finish()
     }
 
     /// Pages of 64 KiB the counter memory needs (at least one).
@@ -153,6 +128,64 @@ impl CounterLayout {
             }
         }
         segments
+    }
+}
+
+/// A [`CounterLayout`] laid out one function at a time, in function order:
+/// each function's offsets follow from the functions before it alone, so an
+/// instrumenter that plans and rewrites one function at a time knows them
+/// when it rewrites the function.
+pub(crate) struct LayoutBuilder {
+    at: u128,
+    functions: Vec<FunctionLayout>,
+}
+
+impl LayoutBuilder {
+    pub(crate) fn new() -> Self {
+        LayoutBuilder {
+            at: u128::from(HEADER_BYTES),
+            functions: Vec::new(),
+        }
+    }
+
+    /// Lays out the next function's counters after the others'.
+    pub(crate) fn push(
+        &mut self,
+        (func_index, paths, slots, ppp_len): (u32, PathTable, u32, u64),
+    ) -> Result<&FunctionLayout> {
+        let at = &mut self.at;
+        let paths_offset = *at;
+        *at += table_bytes(paths);
+        let slots_offset = *at;
+        *at += 8 * u128::from(slots);
+        let ppp_offset = *at;
+        *at += u128::from(PPP_ENTRY_BYTES) * u128::from(ppp_len);
+        let bytes = *at;
+        let offset =
+            |o: u128| u32::try_from(o).map_err(|_| WasmError::CounterMemoryTooLarge { bytes });
+        self.functions.push(FunctionLayout {
+            func_index,
+            paths,
+            paths_offset: offset(paths_offset)?,
+            slots,
+            slots_offset: offset(slots_offset)?,
+            ppp_len,
+            ppp_offset: offset(ppp_offset)?,
+        });
+        Ok(&self.functions[self.functions.len() - 1])
+    }
+
+    pub(crate) fn finish(self) -> Result<CounterLayout> {
+        // Every address the instrumentation computes must fit in 32 bits.
+        if self.at > u128::from(u32::MAX) {
+            return Err(WasmError::CounterMemoryTooLarge { bytes: self.at });
+        }
+        Ok(CounterLayout {
+            version: LAYOUT_VERSION,
+            memory_export: COUNTERS_EXPORT.to_string(),
+            total_bytes: self.at as u64,
+            functions: self.functions,
+        })
     }
 }
 

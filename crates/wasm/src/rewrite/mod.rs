@@ -1,10 +1,12 @@
 //! The one rewriter: applies instrumentation plans to a module.
 //!
-//! Plan first, apply at encode time: every check and every index the new
-//! module needs (layout, appended types, function indices) is settled before
-//! a byte is written; then each planned body is rewritten in one pass
-//! (`body.rs`) and the module is re-assembled with wasm-encoder's `Reencode`,
-//! which copies everything else and remaps function indices.
+//! Plan first, apply at encode time: what a function's new body needs
+//! (its counters' place in the layout, the indices of the types it adds,
+//! function indices) is settled before its bytes are written, in function
+//! order (`stream.rs`, which also takes functions one at a time); each
+//! planned body is rewritten in one pass (`body.rs`) and the module is
+//! re-assembled with wasm-encoder's `Reencode`, which copies everything
+//! else and remaps function indices.
 //!
 //! What the rewriter adds, all under the reserved `__pathprof` prefix:
 //! - a counter memory appended after all existing memories, exported as
@@ -27,6 +29,7 @@ mod assemble;
 mod body;
 pub mod layout;
 mod lower;
+mod stream;
 mod types;
 
 pub use layout::{
@@ -34,17 +37,13 @@ pub use layout::{
     MAX_PROBES,
 };
 
+pub use stream::{Instrumenter, Scanned};
+
 use crate::cfg::{FunctionCfg, ModuleInfo};
 use crate::error::{Result, WasmError};
-use crate::module::{self, ModuleScan};
-use assemble::{reencode_error, splice_code, Assembler};
-use body::ModuleCtx;
-use lower::Lowerer;
+use crate::module;
 use pathprof_graph::NodeId;
 use pathprof_techniques::{Action, FunctionPlan, Otherwise, PathTable};
-use types::NewTypes;
-use wasm_encoder::reencode::Reencode;
-use wasmparser::ValType;
 
 /// Module of the trace import.
 pub const TRACE_MODULE: &str = "__pathprof";
@@ -82,7 +81,8 @@ impl CodeMap {
 
 /// Applies `plans` (one slot per defined function, `None` = leave it alone)
 /// to the module `bytes` that `info` describes, appends `custom_sections`,
-/// and validates the result.
+/// and validates the result. Every plan is checked before a body is
+/// rewritten; the bodies are rewritten in parallel when that pays.
 pub fn instrument(
     bytes: &[u8],
     info: &ModuleInfo,
@@ -97,106 +97,31 @@ pub fn instrument(
         });
     }
     // `info` was computed by `analyze`, which validated these very bytes.
-    let scan = ModuleScan::new(bytes)?;
-    if let Some(name) = scan.reserved_clash.clone() {
-        return Err(WasmError::ReservedName { name });
-    }
-    let (planned, uses) = check_plans(info, plans)?;
-    let layout = CounterLayout::new(planned.iter().map(|(f, p)| layout_entry(f, p)))?;
-    let mut segments = layout.init_segments();
-    segments.extend(ppp_segments(&layout, &planned));
+    let (_, uses) = check_plans(info, plans)?;
     let traces = uses.iter().any(|u| u.traces);
-    let hashes = planned
-        .iter()
-        .any(|(_, p)| matches!(p.paths, PathTable::Hash { .. }));
-
-    let mut new_types = NewTypes::new(scan.num_types);
-    let trace_ty = traces.then(|| new_types.intern(&[ValType::I32, ValType::I32], &[]));
-    let helper_ty = hashes.then(|| new_types.intern(&[ValType::I32, ValType::I64], &[]));
-    for (fcfg, plan) in &planned {
-        new_types.add_function(&scan, fcfg, plan);
+    let module = Scanned::new(bytes)?;
+    let mut inst = Instrumenter::new(&module, traces)?;
+    let mut prepared = Vec::with_capacity(plans.len());
+    for (slot, uses) in info.functions.iter().zip(plans).zip(uses) {
+        prepared.push(match slot {
+            (Ok(fcfg), Some(plan)) => Some(inst.prepare(fcfg, plan, uses)?),
+            _ => None,
+        });
     }
-
-    let shift = u32::from(traces);
-    let memory = scan.num_memories;
-    let num_defined = scan.bodies.len() as u32;
-    let ctx = ModuleCtx {
-        bytes,
-        scan: &scan,
-        shift,
-        types: &new_types,
+    let one = |i: usize| -> Result<(Vec<u8>, Option<BlockMarks>)> {
+        let mut out = Vec::new();
+        let marks = match (&info.functions[i], &plans[i], &prepared[i]) {
+            (Ok(fcfg), Some(plan), Some(p)) => Some(inst.rewrite(i, fcfg, plan, p, &mut out)?),
+            _ => {
+                inst.copy(i, &mut out)?;
+                None
+            }
+        };
+        Ok((out, marks))
     };
-    let template = Lowerer {
-        regs: Vec::new(),
-        scratch: 0,
-        memory,
-        paths: PathTable::None,
-        paths_offset: 0,
-        slots_offset: 0,
-        ppp_offset: 0,
-        ppp_min: 0,
-        ppp_len: 0,
-        hash_helper: scan.num_imported_funcs + shift + num_defined,
-        trace: scan.num_imported_funcs,
-        func_index: 0,
-    };
-    let (bodies, marks): (Vec<Vec<u8>>, Vec<Option<BlockMarks>>) =
-        rewrite_bodies(&ctx, info, plans, &uses, &layout, &template)?
-            .into_iter()
-            .unzip();
-
-    let mut asm = Assembler {
-        scan: &scan,
-        shift,
-        types: &new_types,
-        trace_ty,
-        helper_ty,
-        memory,
-        pages: layout.pages(),
-        bodies,
-        segments,
-        custom_sections,
-        code_at: None,
-    };
-    let mut module = wasm_encoder::Module::new();
-    asm.parse_core_module(&mut module, wasmparser::Parser::new(0), bytes)
-        .map_err(reencode_error)?;
-    let module = module.finish();
-    let (out, body_starts) = match asm.code_at {
-        Some(at) => splice_code(
-            &module,
-            at,
-            &asm.bodies,
-            asm.helper_ty.map(|_| lower::hash_helper_body(memory)),
-        )?,
-        None => (module, Vec::new()),
-    };
-    let code_map = marks
-        .into_iter()
-        .zip(&body_starts)
-        .enumerate()
-        .filter_map(|(i, (m, &base))| {
-            let blocks = m?
-                .into_iter()
-                .map(|(rel, n)| (base as u32 + rel, n))
-                .collect();
-            Some(CodeMap {
-                func_index: scan.num_imported_funcs + i as u32,
-                blocks,
-            })
-        })
-        .collect();
-    wasmparser::Validator::new_with_features(module::features())
-        .validate_all(&out)
-        .map_err(|e| WasmError::InvalidOutput {
-            offset: e.offset(),
-            message: e.message().to_string(),
-        })?;
-    Ok(Instrumented {
-        bytes: out,
-        layout,
-        code_map,
-    })
+    let rewritten = crate::par::map_chunked(&module.body_sizes(), one)?;
+    inst.set_bodies(rewritten);
+    inst.finish(custom_sections)
 }
 
 /// The functions that have a plan, with their plans.
@@ -245,24 +170,6 @@ pub fn counter_layout(info: &ModuleInfo, plans: &[Option<FunctionPlan>]) -> Resu
 fn layout_entry(f: &FunctionCfg, p: &FunctionPlan) -> (u32, PathTable, u32, u64) {
     let ppp_len = p.ppp.as_ref().map_or(0, |t| t.expected.len() as u64);
     (f.func_index, p.paths, p.slots, ppp_len)
-}
-
-/// The initial contents of the PPP tables: each entry's Ball-Larus id (its
-/// count starts at zero).
-fn ppp_segments(layout: &CounterLayout, planned: &Planned<'_>) -> Vec<(u32, Vec<u8>)> {
-    let mut segments = Vec::new();
-    for (f, p) in planned {
-        let (Some(table), Some(fl)) = (&p.ppp, layout.function(f.func_index)) else {
-            continue;
-        };
-        let mut bytes = Vec::with_capacity(16 * table.expected.len());
-        for &bl in &table.expected {
-            bytes.extend_from_slice(&bl.to_le_bytes());
-            bytes.extend_from_slice(&0u64.to_le_bytes());
-        }
-        segments.push((fl.ppp_offset, bytes));
-    }
-    segments
 }
 
 /// What a plan uses, learnt while checking it.
@@ -370,50 +277,3 @@ fn check_ppp(plan: &FunctionPlan, action: &Action) -> Option<String> {
 
 /// Where a rewritten body's original blocks begin, relative to the body.
 type BlockMarks = Vec<(u32, NodeId)>;
-/// A body's new bytes, and its block marks when it was instrumented.
-type RewrittenBody = (Vec<u8>, Option<BlockMarks>);
-
-/// Rewrites every body (planned ones instrumented, the others copied with
-/// their function indices shifted), on up to `available_parallelism` threads.
-fn rewrite_bodies(
-    ctx: &ModuleCtx<'_>,
-    info: &ModuleInfo,
-    plans: &[Option<FunctionPlan>],
-    uses: &[PlanUse],
-    layout: &CounterLayout,
-    template: &Lowerer,
-) -> Result<Vec<RewrittenBody>> {
-    let one = |i: usize| -> Result<RewrittenBody> {
-        let body = &ctx.scan.bodies[i];
-        let mut out = Vec::new();
-        let mut marks = None;
-        match (&info.functions[i], &plans[i]) {
-            (Ok(fcfg), Some(plan)) => {
-                let fl = layout
-                    .function(fcfg.func_index)
-                    .ok_or_else(|| WasmError::BadPlan {
-                        func_index: fcfg.func_index,
-                        reason: "missing from the layout".into(),
-                    })?;
-                let lower = Lowerer {
-                    regs: Vec::new(),
-                    paths: plan.paths,
-                    paths_offset: fl.paths_offset,
-                    slots_offset: fl.slots_offset,
-                    ppp_offset: fl.ppp_offset,
-                    ppp_min: plan.ppp.as_ref().map_or(0, |t| t.min),
-                    ppp_len: fl.ppp_len,
-                    func_index: fcfg.func_index,
-                    ..*template
-                };
-                marks = Some(body::rewrite_body(
-                    ctx, fcfg, plan, uses[i], lower, body, &mut out,
-                )?);
-            }
-            _ => body::copy_body(ctx, body, &mut out)?,
-        }
-        Ok((out, marks))
-    };
-    let sizes: Vec<usize> = ctx.scan.bodies.iter().map(|b| b.range().len()).collect();
-    crate::par::map_chunked(&sizes, one)
-}

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use pathprof_graph::{Cfg, EdgeId};
-use pathprof_techniques::{Action, FunctionPlan, PathTable, Width};
+use pathprof_techniques::{Action, EdgeActions, FunctionPlan, PathTable, Width};
 use pathprof_wasm::{analyze, EdgeKind, FunctionCfg, ModuleInfo};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -224,9 +224,9 @@ pub fn plans_with(
 /// `Trace { edge: e }` on every edge.
 pub fn trace_plan(c: &FunctionCfg) -> FunctionPlan {
     let mut p = FunctionPlan::empty(c.cfg.num_edges());
-    for (e, a) in p.edges.iter_mut().enumerate() {
+    p.edges = EdgeActions::from_fn(c.cfg.num_edges(), |e, a| {
         a.push(Action::Trace { edge: e as u32 });
-    }
+    });
     p
 }
 
@@ -234,9 +234,9 @@ pub fn trace_plan(c: &FunctionCfg) -> FunctionPlan {
 pub fn slot_plan(c: &FunctionCfg) -> FunctionPlan {
     let mut p = FunctionPlan::empty(c.cfg.num_edges());
     p.slots = c.cfg.num_edges() as u32;
-    for (e, a) in p.edges.iter_mut().enumerate() {
+    p.edges = EdgeActions::from_fn(c.cfg.num_edges(), |e, a| {
         a.push(Action::CountSlot { index: e as u32 });
-    }
+    });
     p
 }
 
@@ -256,7 +256,7 @@ pub fn length_plan(
     let mut p = FunctionPlan::empty(c.cfg.num_edges());
     p.registers = vec![width];
     p.paths = paths;
-    for (e, a) in p.edges.iter_mut().enumerate() {
+    p.edges = EdgeActions::from_fn(c.cfg.num_edges(), |e, a| {
         let (src, dst) = c.cfg.edge(EdgeId::new(e));
         if src == Cfg::ENTRY {
             a.push(Action::Set {
@@ -268,7 +268,7 @@ pub fn length_plan(
         if dst == Cfg::EXIT {
             a.push(Action::CountPath { reg: 0, offset });
         }
-    }
+    });
     p
 }
 

@@ -1,0 +1,309 @@
+//! The rewriter one function at a time.
+//!
+//! [`Instrumenter`] takes the defined functions in order, each with its plan
+//! or none, rewrites its body at once and keeps only the new bytes: a caller
+//! that builds, plans and hands over one function at a time never holds more
+//! than one function's CFG and plan. What a function's rewrite needs of the
+//! others is settled by the functions before it: its counters follow theirs
+//! in the layout, and a new type gets the next index when first needed (the
+//! hash helper's type when the first function with a hash table comes). The
+//! type section and the helper are written last, when the module is
+//! assembled, so nothing is needed up front but whether a trace import
+//! shifts the function indices.
+
+use super::assemble::{reencode_error, splice_code, Assembler, CodeEntries};
+use super::body::{self, ModuleCtx};
+use super::layout::{FunctionLayout, LayoutBuilder};
+use super::lower::{self, Lowerer};
+use super::types::NewTypes;
+use super::{check_plan, layout_entry, BlockMarks, CodeMap, Instrumented, PlanUse};
+use crate::cfg::FunctionCfg;
+use crate::error::{Result, WasmError};
+use crate::module::{self, ModuleScan};
+use pathprof_techniques::{FunctionPlan, PathTable};
+use wasm_encoder::reencode::Reencode;
+use wasmparser::ValType;
+
+/// A module scanned once, whose functions are built one at a time, from
+/// any thread.
+pub struct Scanned<'a> {
+    bytes: &'a [u8],
+    scan: ModuleScan<'a>,
+}
+
+impl<'a> Scanned<'a> {
+    /// Scans the module `bytes`, which must be valid.
+    pub fn new(bytes: &'a [u8]) -> Result<Self> {
+        Ok(Scanned {
+            bytes,
+            scan: ModuleScan::new(bytes)?,
+        })
+    }
+
+    /// Validates the module `bytes` and scans it.
+    pub fn validated(bytes: &'a [u8]) -> Result<Self> {
+        module::validate(bytes)?;
+        Scanned::new(bytes)
+    }
+
+    /// Number of defined functions.
+    pub fn num_functions(&self) -> usize {
+        self.scan.bodies.len()
+    }
+
+    /// Bytes of each defined function's body in the module.
+    pub fn body_sizes(&self) -> Vec<usize> {
+        self.scan.bodies.iter().map(|b| b.range().len()).collect()
+    }
+
+    /// Builds the CFG of defined function `i` (as [`crate::analyze`] does).
+    pub fn build(&self, i: usize) -> Result<std::result::Result<FunctionCfg, crate::Unsupported>> {
+        crate::cfg::build_function(&self.scan, i)
+    }
+
+    pub(crate) fn num_imported_funcs(&self) -> u32 {
+        self.scan.num_imported_funcs
+    }
+}
+
+/// A module being instrumented, function by function.
+pub struct Instrumenter<'a> {
+    bytes: &'a [u8],
+    scan: &'a ModuleScan<'a>,
+    /// 1 when the trace import is added before the defined functions.
+    shift: u32,
+    types: NewTypes,
+    trace_ty: Option<u32>,
+    helper_ty: Option<u32>,
+    layout: LayoutBuilder,
+    /// The PPP tables' initial contents, in function order.
+    ppp_segments: Vec<(u32, Vec<u8>)>,
+    /// Per defined function taken so far: its new body, and where its
+    /// original blocks begin in it when it was instrumented.
+    code: CodeEntries,
+    marks: Vec<Option<BlockMarks>>,
+    /// The body being rewritten, reused from one function to the next.
+    scratch: Vec<u8>,
+}
+
+/// What a function's rewrite needs beyond its CFG and plan, settled in
+/// function order by [`Instrumenter::prepare`].
+pub(crate) struct Prepared {
+    uses: PlanUse,
+    layout: FunctionLayout,
+}
+
+impl<'a> Instrumenter<'a> {
+    /// An instrumenter for `module`. `traces`: whether some plan will
+    /// trace, which adds the trace import.
+    pub fn new(module: &'a Scanned<'a>, traces: bool) -> Result<Self> {
+        let scan = &module.scan;
+        if let Some(name) = scan.reserved_clash.clone() {
+            return Err(WasmError::ReservedName { name });
+        }
+        let mut types = NewTypes::new(scan.num_types);
+        let trace_ty = traces.then(|| types.intern(&[ValType::I32, ValType::I32], &[]));
+        Ok(Instrumenter {
+            bytes: module.bytes,
+            shift: u32::from(traces),
+            types,
+            trace_ty,
+            helper_ty: None,
+            layout: LayoutBuilder::new(),
+            ppp_segments: Vec::new(),
+            code: CodeEntries::default(),
+            marks: Vec::with_capacity(scan.bodies.len()),
+            scratch: Vec::new(),
+            scan,
+        })
+    }
+
+    /// Number of defined functions.
+    pub fn num_functions(&self) -> usize {
+        self.scan.bodies.len()
+    }
+
+    /// Takes the next defined function: rewrites it by `planned` (its CFG
+    /// and plan), or copies it when `None`.
+    pub fn function(&mut self, planned: Option<(&FunctionCfg, &FunctionPlan)>) -> Result<()> {
+        let i = self.code.len();
+        let mut body = std::mem::take(&mut self.scratch);
+        body.clear();
+        let marks = match planned {
+            Some((fcfg, plan)) => {
+                let uses = check_plan(fcfg, plan)?;
+                let prepared = self.prepare(fcfg, plan, uses)?;
+                Some(self.rewrite(i, fcfg, plan, &prepared, &mut body)?)
+            }
+            None => {
+                self.copy(i, &mut body)?;
+                None
+            }
+        };
+        self.code.push(&body);
+        self.marks.push(marks);
+        self.scratch = body;
+        Ok(())
+    }
+
+    /// Settles what the next planned function's rewrite needs: its types,
+    /// its counters and its PPP table's contents. Functions must be prepared
+    /// in order.
+    pub(crate) fn prepare(
+        &mut self,
+        fcfg: &FunctionCfg,
+        plan: &FunctionPlan,
+        uses: PlanUse,
+    ) -> Result<Prepared> {
+        if uses.traces && self.trace_ty.is_none() {
+            return Err(WasmError::BadPlan {
+                func_index: fcfg.func_index,
+                reason: "traces, but the module was not set up with the trace import".into(),
+            });
+        }
+        if matches!(plan.paths, PathTable::Hash { .. }) && self.helper_ty.is_none() {
+            self.helper_ty = Some(self.types.intern(&[ValType::I32, ValType::I64], &[]));
+        }
+        self.types.add_function(self.scan, fcfg, plan);
+        let layout = self.layout.push(layout_entry(fcfg, plan))?.clone();
+        if let Some(table) = &plan.ppp {
+            // Each entry's Ball-Larus id; its count starts at zero.
+            let mut bytes = Vec::with_capacity(16 * table.expected.len());
+            for &bl in &table.expected {
+                bytes.extend_from_slice(&bl.to_le_bytes());
+                bytes.extend_from_slice(&0u64.to_le_bytes());
+            }
+            self.ppp_segments.push((layout.ppp_offset, bytes));
+        }
+        Ok(Prepared { uses, layout })
+    }
+
+    fn ctx(&self) -> ModuleCtx<'_> {
+        ModuleCtx {
+            bytes: self.bytes,
+            scan: self.scan,
+            shift: self.shift,
+            types: &self.types,
+        }
+    }
+
+    /// Rewrites the body of defined function `i`, prepared, into `out`;
+    /// returns where its original blocks begin in it.
+    pub(crate) fn rewrite(
+        &self,
+        i: usize,
+        fcfg: &FunctionCfg,
+        plan: &FunctionPlan,
+        prepared: &Prepared,
+        out: &mut Vec<u8>,
+    ) -> Result<BlockMarks> {
+        let fl = &prepared.layout;
+        let lower = Lowerer {
+            regs: Vec::new(),
+            scratch: 0,
+            memory: self.scan.num_memories,
+            paths: plan.paths,
+            paths_offset: fl.paths_offset,
+            slots_offset: fl.slots_offset,
+            ppp_offset: fl.ppp_offset,
+            ppp_min: plan.ppp.as_ref().map_or(0, |t| t.min),
+            ppp_len: fl.ppp_len,
+            hash_helper: self.scan.num_imported_funcs + self.shift + self.num_functions() as u32,
+            trace: self.scan.num_imported_funcs,
+            func_index: fcfg.func_index,
+        };
+        let body = &self.scan.bodies[i];
+        body::rewrite_body(&self.ctx(), fcfg, plan, prepared.uses, lower, body, out)
+    }
+
+    /// Copies defined function `i` into `out`, with its function indices
+    /// shifted.
+    pub(crate) fn copy(&self, i: usize, out: &mut Vec<u8>) -> Result<()> {
+        body::copy_body(&self.ctx(), &self.scan.bodies[i], out)
+    }
+
+    /// Sets every body at once (for a caller that rewrote them in parallel).
+    pub(crate) fn set_bodies(&mut self, rewritten: Vec<(Vec<u8>, Option<BlockMarks>)>) {
+        for (body, marks) in rewritten {
+            self.code.push(&body);
+            self.marks.push(marks);
+        }
+    }
+
+    /// Assembles the module once every function was taken, appends
+    /// `custom_sections`, and validates the result.
+    pub fn finish(self, custom_sections: &[(&str, &[u8])]) -> Result<Instrumented> {
+        if self.code.len() != self.num_functions() {
+            return Err(WasmError::PlanCount {
+                expected: self.num_functions(),
+                got: self.code.len(),
+            });
+        }
+        let layout = self.layout.finish()?;
+        let mut segments = layout.init_segments();
+        segments.extend(self.ppp_segments);
+        let memory = self.scan.num_memories;
+        let mut asm = Assembler {
+            scan: self.scan,
+            shift: self.shift,
+            types: &self.types,
+            trace_ty: self.trace_ty,
+            helper_ty: self.helper_ty,
+            memory,
+            pages: layout.pages(),
+            segments,
+            custom_sections,
+            code_at: None,
+        };
+        let mut module = wasm_encoder::Module::new();
+        asm.parse_core_module(&mut module, wasmparser::Parser::new(0), self.bytes)
+            .map_err(reencode_error)?;
+        let module = module.finish();
+        let (out, body_starts) = match asm.code_at {
+            Some(at) => splice_code(
+                &module,
+                at,
+                self.code,
+                asm.helper_ty.map(|_| lower::hash_helper_body(memory)),
+            )?,
+            None => (module, Vec::new()),
+        };
+        let num_imported = self.scan.num_imported_funcs;
+        let code_map = code_map(self.marks, &body_starts, num_imported);
+        wasmparser::Validator::new_with_features(module::features())
+            .validate_all(&out)
+            .map_err(|e| WasmError::InvalidOutput {
+                offset: e.offset(),
+                message: e.message().to_string(),
+            })?;
+        Ok(Instrumented {
+            bytes: out,
+            layout,
+            code_map,
+        })
+    }
+}
+
+/// The code maps of the instrumented functions: their block marks moved to
+/// where their bodies begin in the module.
+fn code_map(
+    marks: Vec<Option<BlockMarks>>,
+    body_starts: &[usize],
+    num_imported: u32,
+) -> Vec<CodeMap> {
+    marks
+        .into_iter()
+        .zip(body_starts)
+        .enumerate()
+        .filter_map(|(i, (m, &base))| {
+            let blocks = m?
+                .into_iter()
+                .map(|(rel, n)| (base as u32 + rel, n))
+                .collect();
+            Some(CodeMap {
+                func_index: num_imported + i as u32,
+                blocks,
+            })
+        })
+        .collect()
+}
