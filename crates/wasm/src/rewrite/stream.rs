@@ -46,11 +46,6 @@ impl<'a> Scanned<'a> {
         Scanned::new(bytes)
     }
 
-    /// Number of defined functions.
-    pub fn num_functions(&self) -> usize {
-        self.scan.bodies.len()
-    }
-
     /// Bytes of each defined function's body in the module.
     pub fn body_sizes(&self) -> Vec<usize> {
         self.scan.bodies.iter().map(|b| b.range().len()).collect()
