@@ -26,12 +26,26 @@ pub enum Technique {
     Trace,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     pub ball_larus: ball_larus::Options,
     /// A prior profile whose counts weight the spanning trees.
     pub weights: Option<Profile>,
     pub ppp: PppOptions,
+    /// Largest innermost loop (bytes of code) whose first iteration is
+    /// emitted apart, so later ones count at constant addresses; 0: none.
+    pub peel_max_bytes: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            ball_larus: Default::default(),
+            weights: None,
+            ppp: Default::default(),
+            peel_max_bytes: pathprof_wasm::PEEL_MAX_BYTES,
+        }
+    }
 }
 
 /// What [`Technique::Ppp`] needs beyond Ball-Larus' options.
@@ -95,6 +109,7 @@ fn instrument_streaming(
 ) -> Result<Instrumented> {
     let scanned = pathprof_wasm::Scanned::validated(module)?;
     let mut inst = pathprof_wasm::Instrumenter::new(&scanned, false)?;
+    inst.set_peel_max_bytes(opts.peel_max_bytes);
     let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
     // Built and planned ahead on worker threads (when the module is large
     // enough), recorded and rewritten here in function order.

@@ -130,6 +130,9 @@ struct Tuning {
     /// Entries of each function's hash table (a power of two).
     #[arg(long, value_name = "N", default_value_t = ball_larus::Options::default().hash_capacity)]
     hash_capacity: u32,
+    /// Peel innermost loops of up to N bytes of code, so that their later iterations count paths at constant addresses (0: none; path and PPP modes).
+    #[arg(long, value_name = "N", default_value_t = pathprof_wasm::PEEL_MAX_BYTES)]
+    peel_max_bytes: u32,
 }
 
 #[derive(Args)]
@@ -296,6 +299,7 @@ fn options(t: &Tuning, module_hash: Option<&str>) -> Result<driver::Options> {
         ball_larus,
         weights,
         ppp: Default::default(),
+        peel_max_bytes: t.peel_max_bytes,
     })
 }
 

@@ -306,3 +306,28 @@ fn weights_from_a_prior_profile_keep_counts_exact() {
         );
     }
 }
+
+/// The fixture of peeled loops is peeled: its path-mode module with peeling
+/// differs from, and is larger than, the one without (the counts of both
+/// equal the trace's, `wat_fixtures_counts_equal_trace`).
+#[test]
+fn peeled_loops_fixture_is_peeled() {
+    let path = programs::root().join("tests/fixtures/wat/peeled_loops.wat");
+    let module = pathprof::input::read_module(&path).unwrap();
+    let peeled = driver::instrument(&module, Technique::Path, &driver::Options::default()).unwrap();
+    let plain = driver::instrument(
+        &module,
+        Technique::Path,
+        &driver::Options {
+            peel_max_bytes: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        peeled.bytes.len() > plain.bytes.len(),
+        "peeling left the fixture as it was ({} against {} bytes)",
+        peeled.bytes.len(),
+        plain.bytes.len()
+    );
+}

@@ -4,10 +4,12 @@
 //!
 //! - [`ball_larus`]: acyclic intraprocedural path profiling (Ball & Larus 1996).
 //! - [`edge`]: edge profiling on spanning-tree chords (QPT2), the baseline.
+//! - [`peel`]: constant-address path ends in the loop proper of a peeled loop.
 //! - [`trace`]: the test oracle's every-edge trace.
 
 pub mod ball_larus;
 pub mod edge;
+pub mod peel;
 pub mod plan;
 pub mod ppp;
 pub mod trace;

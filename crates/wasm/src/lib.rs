@@ -27,5 +27,5 @@ pub use error::{Result, WasmError};
 pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX};
 pub use rewrite::{
     counter_layout, instrument, read_counters, CodeMap, CounterLayout, FunctionLayout,
-    Instrumented, Instrumenter, Scanned, COUNTERS_EXPORT,
+    Instrumented, Instrumenter, Scanned, COUNTERS_EXPORT, PEEL_MAX_BYTES,
 };

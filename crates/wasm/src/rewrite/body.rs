@@ -27,13 +27,14 @@
 //! branch depth is O(1): `height - 1 - index`.
 
 use super::lower::Lowerer;
+use super::peel::{self, Peel};
 use super::types::{self, NewTypes, PadKey};
 use crate::cfg::site::{Construct, Phase, Site, SiteKind};
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
 use pathprof_graph::{EdgeId, NodeId};
-use pathprof_techniques::{FunctionPlan, PathTable};
+use pathprof_techniques::{Action, FunctionPlan, PathTable};
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{BlockType, Encode, InstructionSink};
 use wasmparser::{FunctionBody, Operator};
@@ -49,6 +50,8 @@ pub(crate) struct ModuleCtx<'a> {
     /// Added to every defined function's index (1 when the trace import is added).
     pub shift: u32,
     pub types: &'a NewTypes,
+    /// Largest loop, in bytes of code, that is peeled (0: none); see `peel`.
+    pub peel_max_bytes: u32,
 }
 
 impl ModuleCtx<'_> {
@@ -164,6 +167,26 @@ struct Rewriter<'a, 'o> {
     next_block: usize,
     /// Where each block's first instruction landed, relative to the body.
     marks: Vec<(u32, NodeId)>,
+    /// The loops to peel, in code order, and the next one to come.
+    peels: Vec<Peel>,
+    next_peel: usize,
+    /// The peeled loop being emitted.
+    peeling: Option<Peeling<'a>>,
+}
+
+/// A peeled loop being emitted: its first copy (`proper` false) or the loop
+/// proper.
+struct Peeling<'a> {
+    proper: bool,
+    /// Emitted label index of the first copy's `$again`.
+    again: u32,
+    /// Where the body begins: the reader, the site and block cursors, and
+    /// the `loop` instruction with its open site.
+    ops: wasmparser::OperatorsReader<'a>,
+    cursor: usize,
+    next_block: usize,
+    raw: (usize, usize),
+    open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
 }
 
 /// Rewrites the body of one planned function into `out`. `lower` comes with
@@ -224,6 +247,15 @@ pub(crate) fn rewrite_body(
         wasm_encoder::ValType::I32.encode(out);
     }
 
+    let starts = block_starts(fcfg);
+    let peels = peel::plan_peels(
+        ctx.bytes,
+        range.end,
+        fcfg,
+        plan,
+        &starts,
+        ctx.peel_max_bytes,
+    );
     let mut rw = Rewriter {
         ctx,
         fcfg,
@@ -238,9 +270,12 @@ pub(crate) fn rewrite_body(
         depths: Vec::new(),
         catches: Vec::new(),
         run: (ops_start, ops_start),
-        block_starts: block_starts(fcfg),
+        block_starts: starts,
         next_block: 0,
         marks: Vec::new(),
+        peels,
+        next_peel: 0,
+        peeling: None,
     };
     let ops = body.get_operators_reader().map_err(read_err)?;
     rw.run(ops)?;
@@ -263,16 +298,28 @@ fn block_starts(fcfg: &FunctionCfg) -> Vec<(u32, NodeId)> {
     starts
 }
 
-impl Rewriter<'_, '_> {
+impl<'a> Rewriter<'a, '_> {
+    /// Edge `e`'s actions where the code being emitted is: the plan's, or
+    /// the loop proper's of a peeled loop.
+    fn actions(&self, e: EdgeId) -> &[Action] {
+        if let Some(Peeling { proper: true, .. }) = self.peeling {
+            if let Some(a) = self.peels[self.next_peel].proper.get(e) {
+                return a;
+            }
+        }
+        &self.plan.edges[e.index()]
+    }
+
     fn has_code(&self, e: EdgeId) -> bool {
-        !self.plan.edges[e.index()].is_empty()
+        !self.actions(e).is_empty()
     }
 
     fn code(&mut self, e: EdgeId) {
-        let actions = &self.plan.edges[e.index()];
-        if !actions.is_empty() {
+        if self.has_code(e) {
             self.flush();
-            self.lower.emit(self.out, actions);
+            let mut out = std::mem::take(self.out);
+            self.lower.emit(&mut out, self.actions(e));
+            *self.out = out;
         }
     }
 
@@ -328,7 +375,7 @@ impl Rewriter<'_, '_> {
             .map(BlockType::FunctionType)
     }
 
-    fn run(&mut self, mut ops: wasmparser::OperatorsReader<'_>) -> Result<()> {
+    fn run(&mut self, mut ops: wasmparser::OperatorsReader<'a>) -> Result<()> {
         let sites: &[Site] = &self.fcfg.sites;
         let mut cursor = 0;
         // The function's own label and its pads.
@@ -419,7 +466,17 @@ impl Rewriter<'_, '_> {
                 }
                 cursor += 1;
             }
-            self.instruction(&op, raw, open)?;
+            let peel_here = matches!(op, Operator::Loop { .. })
+                && self.peeling.is_none()
+                && self
+                    .peels
+                    .get(self.next_peel)
+                    .is_some_and(|p| p.at as usize == start);
+            if peel_here {
+                self.open_first_copy(open);
+            } else {
+                self.instruction(&op, raw, open)?;
+            }
             for f in self.marked.drain(..) {
                 self.frames[f as usize].retarget = NONE;
             }
@@ -428,6 +485,26 @@ impl Rewriter<'_, '_> {
                     self.code(e);
                 }
                 cursor += 1;
+            }
+            if peel_here {
+                self.peeling = Some(Peeling {
+                    proper: false,
+                    again: self.frames.last().map_or(0, |f| f.label),
+                    ops: ops.clone(),
+                    cursor,
+                    next_block: self.next_block,
+                    raw: (start, ops.original_position()),
+                    open,
+                });
+            } else if matches!(op, Operator::End)
+                && self
+                    .peels
+                    .get(self.next_peel)
+                    .is_some_and(|p| p.end as usize == start)
+            {
+                if let Some(rewind) = self.end_of_peeled_copy()? {
+                    (ops, cursor) = rewind;
+                }
             }
         }
         self.flush();
@@ -443,6 +520,36 @@ impl Rewriter<'_, '_> {
         Ok(())
     }
 
+    /// At a peeled loop's `loop`: `block $after`, then the loop opened as
+    /// the block `$again` for its first copy.
+    fn open_first_copy(&mut self, open: Option<(Construct, wasmparser::BlockType, u32, u32)>) {
+        self.sink().block(BlockType::Empty);
+        self.height += 1;
+        self.open_loop(None, wasmparser::BlockType::Empty, open);
+    }
+
+    /// At a peeled loop's `end`, just emitted. After the first copy: opens
+    /// the loop proper and returns where its body begins (the reader and
+    /// the site cursor); after the loop proper: closes `$after`.
+    fn end_of_peeled_copy(&mut self) -> Result<Option<(wasmparser::OperatorsReader<'a>, usize)>> {
+        let Some(p) = self.peeling.as_mut() else {
+            return Ok(None);
+        };
+        if p.proper {
+            self.peeling = None;
+            self.next_peel += 1;
+            self.sink().end();
+            self.height -= 1;
+            return Ok(None);
+        }
+        p.proper = true;
+        let (ops, cursor, raw, open) = (p.ops.clone(), p.cursor, p.raw, p.open);
+        self.next_block = p.next_block;
+        let raw = &self.ctx.bytes[raw.0..raw.1];
+        self.open_loop(Some(raw), wasmparser::BlockType::Empty, open);
+        Ok(Some((ops, cursor)))
+    }
+
     fn instruction(
         &mut self,
         op: &Operator<'_>,
@@ -456,7 +563,10 @@ impl Rewriter<'_, '_> {
             Operator::TryTable { ref try_table } => {
                 self.open_forward(raw, try_table.ty, open, Some(try_table))
             }
-            Operator::Loop { blockty } => self.open_loop(raw, blockty, open),
+            Operator::Loop { blockty } => {
+                self.open_loop(Some(raw), blockty, open);
+                Ok(())
+            }
             Operator::End => self.close(raw),
             Operator::Br { relative_depth } => self.branch(raw, relative_depth, |s, d| {
                 s.br(d);
@@ -612,15 +722,21 @@ impl Rewriter<'_, '_> {
         })
     }
 
-    /// loop: pads wrap the body from inside.
+    /// loop: pads wrap the body from inside. Without `raw`, the loop label
+    /// is a `block` (a peeled loop's first copy).
     fn open_loop(
         &mut self,
-        raw: &[u8],
+        raw: Option<&[u8]>,
         blockty: wasmparser::BlockType,
         open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
-    ) -> Result<()> {
+    ) {
         let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
-        self.copy(raw);
+        match raw {
+            Some(raw) => self.copy(raw),
+            None => {
+                self.sink().block(BlockType::Empty);
+            }
+        }
         let label = self.height;
         self.height += 1;
         if pads.1 > 0 {
@@ -640,7 +756,21 @@ impl Rewriter<'_, '_> {
             pads,
             retarget: NONE,
         });
-        Ok(())
+    }
+
+    /// Before the `end` of a peeled loop's first copy: leave `$after`, as
+    /// falling off the loop does, rather than fall into the loop proper.
+    fn leave_first_copy(&mut self, frame: &Frame) {
+        if let Some(Peeling {
+            proper: false,
+            again,
+            ..
+        }) = self.peeling
+        {
+            if frame.kind == Kind::Loop && frame.label == again {
+                self.sink().br(1);
+            }
+        }
     }
 
     /// `end`: closes the frame and emits its pads.
@@ -650,6 +780,7 @@ impl Rewriter<'_, '_> {
         };
         let (start, k) = frame.pads;
         if k == 0 {
+            self.leave_first_copy(&frame);
             self.copy(raw);
             self.height = frame.label;
             return Ok(());
@@ -676,6 +807,7 @@ impl Rewriter<'_, '_> {
         }
         self.sink().end(); // $after or $exit
         if frame.kind != Kind::Forward {
+            self.leave_first_copy(&frame);
             self.copy(raw);
         }
         self.height = if frame.kind == Kind::Forward {

@@ -87,10 +87,8 @@ impl Lowerer {
                 }
                 Action::CountPath { reg, offset } => self.count_path(&mut sink, reg, offset),
                 Action::CountPathConst { path } => match self.paths {
-                    PathTable::Hash { .. } => {
-                        sink.i32_const(self.paths_offset as i32)
-                            .i64_const(path as i64)
-                            .call(self.hash_helper);
+                    PathTable::Hash { capacity } => {
+                        self.hash_count_const(&mut sink, capacity, path)
                     }
                     // `path < len` was checked, so the address fits in 32 bits.
                     _ => self.bump_const(&mut sink, u64::from(self.paths_offset) + 8 * path),
@@ -245,6 +243,33 @@ impl Lowerer {
         sink.i32_const(self.paths_offset as i32);
         self.push_bl_id(sink, reg, offset);
         sink.call(self.hash_helper);
+        sink.end();
+    }
+
+    /// `count[path]++` in a hash table for a path known statically: its home
+    /// entry's address is a constant, so the inline probe is a compare and
+    /// an increment; the helper is called when another key holds the entry.
+    fn hash_count_const(&self, sink: &mut InstructionSink<'_>, capacity: u32, path: u64) {
+        let k = path.wrapping_add(1);
+        if k == 0 {
+            // The one key the table cannot hold: the helper counts it lost.
+            sink.i32_const(self.paths_offset as i32)
+                .i64_const(path as i64)
+                .call(self.hash_helper);
+            return;
+        }
+        let home = (k.wrapping_mul(HASH_GOLDEN) >> 32) as u32 & (capacity - 1);
+        let entry = u64::from(self.paths_offset) + HASH_HEADER_BYTES + 16 * u64::from(home);
+        sink.i32_const(0)
+            .i64_load(mem64(self.memory, entry))
+            .i64_const(k as i64)
+            .i64_eq();
+        sink.if_(BlockType::Empty);
+        self.bump_const(sink, entry + 8);
+        sink.else_();
+        sink.i32_const(self.paths_offset as i32)
+            .i64_const(path as i64)
+            .call(self.hash_helper);
         sink.end();
     }
 

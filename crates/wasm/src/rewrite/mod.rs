@@ -29,6 +29,7 @@ mod assemble;
 mod body;
 pub mod layout;
 mod lower;
+pub(crate) mod peel;
 mod stream;
 mod types;
 
@@ -37,6 +38,7 @@ pub use layout::{
     MAX_PROBES,
 };
 
+pub use peel::PEEL_MAX_BYTES;
 pub use stream::{Instrumenter, Scanned};
 
 use crate::cfg::{FunctionCfg, ModuleInfo};

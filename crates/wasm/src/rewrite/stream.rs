@@ -79,6 +79,8 @@ pub struct Instrumenter<'a> {
     marks: Vec<Option<BlockMarks>>,
     /// The body being rewritten, reused from one function to the next.
     scratch: Vec<u8>,
+    /// See [`Instrumenter::set_peel_max_bytes`].
+    peel_max_bytes: u32,
 }
 
 /// What a function's rewrite needs beyond its CFG and plan, settled in
@@ -109,8 +111,17 @@ impl<'a> Instrumenter<'a> {
             code: CodeEntries::default(),
             marks: Vec::with_capacity(scan.bodies.len()),
             scratch: Vec::new(),
+            peel_max_bytes: super::peel::PEEL_MAX_BYTES,
             scan,
         })
+    }
+
+    /// Peels innermost loops of up to `max_bytes` bytes of code so that
+    /// their later iterations count their paths at constant addresses
+    /// (`pathprof_techniques::peel`); 0 peels none. The counts are the same
+    /// either way.
+    pub fn set_peel_max_bytes(&mut self, max_bytes: u32) {
+        self.peel_max_bytes = max_bytes;
     }
 
     /// Number of defined functions.
@@ -179,6 +190,7 @@ impl<'a> Instrumenter<'a> {
             scan: self.scan,
             shift: self.shift,
             types: &self.types,
+            peel_max_bytes: self.peel_max_bytes,
         }
     }
 
