@@ -40,6 +40,8 @@ pub(crate) struct Built {
     pub func_pads: (u32, u32),
     /// Indices in `sites` of the `Open` sites whose label has taken edges.
     pub padded_opens: Vec<u32>,
+    /// Module offsets of the instructions the rewriter must decode.
+    pub controls: Vec<u32>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -96,6 +98,7 @@ struct Builder {
     sites: Vec<Site>,
     pad_edges: Vec<EdgeId>,
     padded_opens: Vec<u32>,
+    controls: Vec<u32>,
     frames: Vec<Frame>,
     /// The block being filled, NONE in unreachable code.
     cur: u32,
@@ -121,6 +124,7 @@ pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
         sites: Vec::with_capacity(guess),
         pad_edges: Vec::new(),
         padded_opens: Vec::new(),
+        controls: Vec::with_capacity(guess / 2),
         frames: Vec::with_capacity(16),
         cur: NONE,
         cur_plain: true,
@@ -153,6 +157,7 @@ pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
         pad_edges: b.pad_edges,
         func_pads,
         padded_opens: b.padded_opens,
+        controls: b.controls,
     })
 }
 
@@ -380,6 +385,9 @@ impl Builder {
         op: Operator<'_>,
     ) -> Result<Option<(u32, u32)>, BuildError> {
         let live = self.cur != NONE;
+        if decoded_by_rewriter(&op) {
+            self.controls.push(offset as u32);
+        }
         match op {
             Operator::Block { blockty } => {
                 self.count_plain(offset, end);
@@ -584,6 +592,29 @@ impl Builder {
         }
         Ok(None)
     }
+}
+
+/// Whether the rewriter must decode `op`, reachable or not: it opens or
+/// closes a label (whose emitted index moves when pads are inserted),
+/// branches to one (whose depth may change), or is an `else` (after which
+/// an arm's code may go). Everything else is copied as bytes.
+fn decoded_by_rewriter(op: &Operator<'_>) -> bool {
+    matches!(
+        op,
+        Operator::Block { .. }
+            | Operator::Loop { .. }
+            | Operator::If { .. }
+            | Operator::Else
+            | Operator::TryTable { .. }
+            | Operator::End
+            | Operator::Br { .. }
+            | Operator::BrIf { .. }
+            | Operator::BrTable { .. }
+            | Operator::BrOnNull { .. }
+            | Operator::BrOnNonNull { .. }
+            | Operator::BrOnCast { .. }
+            | Operator::BrOnCastFail { .. }
+    )
 }
 
 /// Instructions that transfer control in ways the builder does not model.

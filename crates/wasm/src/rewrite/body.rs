@@ -5,6 +5,12 @@
 //! to a pad), and function references when an import was added. Edge code is
 //! inserted where the builder's sites say.
 //!
+//! Only what may change is decoded: the builder lists the offsets of every
+//! label opener, `else`, `end` and branch (`FunctionCfg::controls`), and
+//! the bytes between them, most of the body, are copied without being read.
+//! When an import shifts the function indices, calls and `ref.func` change
+//! too and every instruction is decoded.
+//!
 //! # Landing pads (label interposition)
 //! A taken conditional edge that carries code (br_if, br_table entry,
 //! br_on_*, catch clause, conditional branch to the function's label) is
@@ -34,9 +40,12 @@ use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
 use pathprof_graph::{EdgeId, NodeId};
 use pathprof_techniques::{FunctionPlan, PathTable};
+use std::ops::Range;
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{BlockType, Encode, InstructionSink};
-use wasmparser::{FunctionBody, Operator};
+use wasmparser::{
+    BinaryReader, FunctionBody, Operator, OperatorsReader, OperatorsReaderAllocations,
+};
 
 const NONE: u32 = u32::MAX;
 /// wasmparser's limit on the locals of one function.
@@ -116,6 +125,84 @@ fn encode_shifted(op: &Operator<'_>, f: u32, out: &mut Vec<u8>) {
         _ => sink.ref_func(f),
     };
 }
+
+/// What an `Open` site says of the construct it opens: its kind, block
+/// type, and range of pad edges.
+type Open = (Construct, wasmparser::BlockType, u32, u32);
+
+/// The instructions of a body the rewriter decodes.
+enum Source<'a> {
+    /// All of them, in order.
+    Every(OperatorsReader<'a>),
+    /// Those at the offsets the builder listed (`FunctionCfg::controls`);
+    /// the bytes between them are copied without being read.
+    Listed {
+        bytes: &'a [u8],
+        offsets: &'a [u32],
+        next: usize,
+        /// Where the body ends in `bytes`.
+        end: usize,
+        /// The frame stack of the reader of one instruction, reused.
+        allocs: Option<OperatorsReaderAllocations>,
+    },
+}
+
+impl<'a> Source<'a> {
+    fn listed(bytes: &'a [u8], offsets: &'a [u32], end: usize) -> Self {
+        Source::Listed {
+            bytes,
+            offsets,
+            next: 0,
+            end,
+            allocs: Some(OperatorsReaderAllocations::default()),
+        }
+    }
+
+    /// Offset of the next instruction to decode.
+    fn next(&self) -> Option<usize> {
+        match self {
+            Source::Every(ops) => (!ops.eof()).then(|| ops.original_position()),
+            Source::Listed { offsets, next, .. } => offsets.get(*next).map(|&o| o as usize),
+        }
+    }
+
+    /// The instruction at `start` and where it ends, when it is one to
+    /// decode.
+    fn read(&mut self, start: usize) -> Result<Option<(Operator<'a>, usize)>> {
+        if self.next() != Some(start) {
+            return Ok(None);
+        }
+        match self {
+            Source::Every(ops) => {
+                let op = ops.read().map_err(read_err)?;
+                Ok(Some((op, ops.original_position())))
+            }
+            Source::Listed {
+                bytes,
+                next,
+                end,
+                allocs,
+                ..
+            } => {
+                *next += 1;
+                // A reader of this instruction alone has no `if` frame
+                // open, so it would reject `else`, which has no immediates.
+                if bytes[start] == ELSE_OPCODE {
+                    return Ok(Some((Operator::Else, start + 1)));
+                }
+                let reader = BinaryReader::new(&bytes[start..*end], start);
+                let mut ops =
+                    OperatorsReader::new_with_allocs(reader, allocs.take().unwrap_or_default());
+                let op = ops.read().map_err(read_err)?;
+                let at = ops.original_position();
+                *allocs = Some(ops.into_allocations());
+                Ok(Some((op, at)))
+            }
+        }
+    }
+}
+
+const ELSE_OPCODE: u8 = 0x05;
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Kind {
@@ -242,8 +329,13 @@ pub(crate) fn rewrite_body(
         next_block: 0,
         marks: Vec::new(),
     };
-    let ops = body.get_operators_reader().map_err(read_err)?;
-    rw.run(ops)?;
+    let source = if ctx.shift == 0 {
+        Source::listed(ctx.bytes, &fcfg.controls, range.end)
+    } else {
+        // Calls and `ref.func` change too: every instruction is decoded.
+        Source::Every(body.get_operators_reader().map_err(read_err)?)
+    };
+    rw.run(source, ops_start..range.end)?;
     Ok(rw.marks)
 }
 
@@ -284,11 +376,19 @@ impl Rewriter<'_, '_> {
     /// Keeps an instruction unchanged; runs of them are copied at once.
     fn copy(&mut self, raw: &[u8]) {
         let start = raw.as_ptr() as usize - self.ctx.bytes.as_ptr() as usize;
+        self.keep(start, start + raw.len());
+    }
+
+    /// Keeps the module bytes `start..end` unchanged.
+    fn keep(&mut self, start: usize, end: usize) {
+        if start == end {
+            return;
+        }
         if start != self.run.1 {
             self.flush();
             self.run = (start, start);
         }
-        self.run.1 = start + raw.len();
+        self.run.1 = end;
     }
 
     fn flush(&mut self) {
@@ -328,10 +428,9 @@ impl Rewriter<'_, '_> {
             .map(BlockType::FunctionType)
     }
 
-    fn run(&mut self, mut ops: wasmparser::OperatorsReader<'_>) -> Result<()> {
-        let sites: &[Site] = &self.fcfg.sites;
-        let mut cursor = 0;
-        // The function's own label and its pads.
+    /// Opens the function's own label and, when taken edges to it carry
+    /// code, its pads.
+    fn open_function(&mut self) {
         let pads = self.activate(self.fcfg.func_pads.0, self.fcfg.func_pads.1);
         self.frames.push(Frame {
             kind: Kind::Function,
@@ -341,44 +440,65 @@ impl Rewriter<'_, '_> {
             retarget: NONE,
         });
         self.height = 1;
-        if pads.1 > 0 {
-            let ty = self
-                .ctx
-                .scan
-                .func_types
-                .get(self.fcfg.func_index as usize)
-                .copied()
-                .unwrap_or(0);
-            let results = self
-                .ctx
-                .scan
-                .types
-                .get(ty as usize)
-                .and_then(Option::as_ref)
-                .map(|s| &s.results[..]);
-            let bt = match results {
-                None | Some([]) => BlockType::Empty,
-                Some([t]) => BlockType::Result(types::val_type(*t)),
-                Some(_) => self
-                    .pad_type(types::func_pad_key(self.ctx.scan, ty))
-                    .unwrap_or(BlockType::Empty),
-            };
-            for _ in 0..=pads.1 {
-                self.sink().block(bt);
-            }
-            self.height += pads.1 + 1;
+        if pads.1 == 0 {
+            return;
         }
-        while !ops.eof() {
-            let start = ops.original_position();
-            let op = ops.read().map_err(read_err)?;
-            let raw = &self.ctx.bytes[start..ops.original_position()];
-            let at = |cursor: usize, phase: Phase| {
-                sites
-                    .get(cursor)
-                    .filter(|s| s.offset as usize == start && s.kind.phase() == phase)
-                    .copied()
-            };
-            while let Some(site) = at(cursor, Phase::Before) {
+        let ty = self
+            .ctx
+            .scan
+            .func_types
+            .get(self.fcfg.func_index as usize)
+            .copied()
+            .unwrap_or(0);
+        let results = self
+            .ctx
+            .scan
+            .types
+            .get(ty as usize)
+            .and_then(Option::as_ref)
+            .map(|s| &s.results[..]);
+        let bt = match results {
+            None | Some([]) => BlockType::Empty,
+            Some([t]) => BlockType::Result(types::val_type(*t)),
+            Some(_) => self
+                .pad_type(types::func_pad_key(self.ctx.scan, ty))
+                .unwrap_or(BlockType::Empty),
+        };
+        for _ in 0..=pads.1 {
+            self.sink().block(bt);
+        }
+        self.height += pads.1 + 1;
+    }
+
+    /// The site at `cursor` if it is at `offset` in `phase`.
+    fn site_at(&self, cursor: usize, offset: usize, phase: Phase) -> Option<Site> {
+        self.fcfg
+            .sites
+            .get(cursor)
+            .filter(|s| s.offset as usize == offset && s.kind.phase() == phase)
+            .copied()
+    }
+
+    /// The next offset where something happens: a site, the start of a
+    /// block, or an instruction to decode.
+    fn next_event(&self, source: &Source<'_>, cursor: usize) -> Option<usize> {
+        let site = self.fcfg.sites.get(cursor).map(|s| s.offset as usize);
+        let block = self.block_starts.get(self.next_block).map(|b| b.0 as usize);
+        [site, block, source.next()].into_iter().flatten().min()
+    }
+
+    /// One pass over the body: the bytes between events are kept as they
+    /// are, sites and block marks are applied at their offsets, and the
+    /// instructions the source decodes are rewritten.
+    fn run(&mut self, mut source: Source<'_>, ops: Range<usize>) -> Result<()> {
+        let mut cursor = 0;
+        self.open_function();
+        // Everything before `pos` is copied or rewritten.
+        let mut pos = ops.start;
+        while let Some(start) = self.next_event(&source, cursor) {
+            self.keep(pos, start);
+            pos = start;
+            while let Some(site) = self.site_at(cursor, start, Phase::Before) {
                 match site.kind {
                     SiteKind::Before(e) => self.code(e),
                     SiteKind::SynthElse(e) if self.has_code(e) => {
@@ -389,48 +509,30 @@ impl Rewriter<'_, '_> {
                 }
                 cursor += 1;
             }
-            while self
-                .block_starts
-                .get(self.next_block)
-                .is_some_and(|&(o, _)| o as usize == start)
-            {
-                self.flush();
-                self.marks
-                    .push((self.out.len() as u32, self.block_starts[self.next_block].1));
-                self.next_block += 1;
-            }
-            let mut open = None;
-            while let Some(site) = at(cursor, Phase::At) {
-                match site.kind {
-                    SiteKind::Taken { edge, frame } if self.has_code(edge) => {
-                        let f = &mut self.frames[frame as usize];
-                        f.retarget = f.pad_base + self.pad_number[edge.index()];
-                        self.marked.push(frame);
-                    }
-                    SiteKind::Open {
-                        construct,
-                        blockty,
-                        pads_start,
-                        pads_len,
-                    } => {
-                        open = Some((construct, blockty, pads_start, pads_len));
-                    }
-                    _ => {}
+            self.mark_blocks(start);
+            let Some((op, end)) = source.read(start)? else {
+                if self.next_event(&source, cursor) == Some(start) {
+                    break; // an At or After site on an instruction not decoded
                 }
-                cursor += 1;
-            }
-            self.instruction(&op, raw, open)?;
+                continue;
+            };
+            pos = end;
+            let open = self.take_at_sites(&mut cursor, start);
+            let bytes = self.ctx.bytes;
+            self.instruction(&op, &bytes[start..end], open)?;
             for f in self.marked.drain(..) {
                 self.frames[f as usize].retarget = NONE;
             }
-            while let Some(site) = at(cursor, Phase::After) {
+            while let Some(site) = self.site_at(cursor, start, Phase::After) {
                 if let SiteKind::After(e) = site.kind {
                     self.code(e);
                 }
                 cursor += 1;
             }
         }
+        self.keep(pos, ops.end);
         self.flush();
+        let sites = &self.fcfg.sites;
         if cursor != sites.len() {
             return Err(WasmError::InvalidOutput {
                 offset: sites[cursor].offset as usize,
@@ -443,12 +545,45 @@ impl Rewriter<'_, '_> {
         Ok(())
     }
 
-    fn instruction(
-        &mut self,
-        op: &Operator<'_>,
-        raw: &[u8],
-        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
-    ) -> Result<()> {
+    /// Records where the blocks that begin at `start` land in the output.
+    fn mark_blocks(&mut self, start: usize) {
+        while let Some(&(o, node)) = self.block_starts.get(self.next_block) {
+            if o as usize != start {
+                break;
+            }
+            self.flush();
+            self.marks.push((self.out.len() as u32, node));
+            self.next_block += 1;
+        }
+    }
+
+    /// Applies the sites that change the instruction at `start`: taken
+    /// branches retargeted to pads; returns the construct it opens, if any.
+    fn take_at_sites(&mut self, cursor: &mut usize, start: usize) -> Option<Open> {
+        let mut open = None;
+        while let Some(site) = self.site_at(*cursor, start, Phase::At) {
+            match site.kind {
+                SiteKind::Taken { edge, frame } if self.has_code(edge) => {
+                    let f = &mut self.frames[frame as usize];
+                    f.retarget = f.pad_base + self.pad_number[edge.index()];
+                    self.marked.push(frame);
+                }
+                SiteKind::Open {
+                    construct,
+                    blockty,
+                    pads_start,
+                    pads_len,
+                } => {
+                    open = Some((construct, blockty, pads_start, pads_len));
+                }
+                _ => {}
+            }
+            *cursor += 1;
+        }
+        open
+    }
+
+    fn instruction(&mut self, op: &Operator<'_>, raw: &[u8], open: Option<Open>) -> Result<()> {
         match *op {
             Operator::Block { blockty } | Operator::If { blockty } => {
                 self.open_forward(raw, blockty, open, None)
@@ -542,7 +677,7 @@ impl Rewriter<'_, '_> {
         &mut self,
         raw: &[u8],
         blockty: wasmparser::BlockType,
-        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
+        open: Option<Open>,
         try_table: Option<&wasmparser::TryTable>,
     ) -> Result<()> {
         let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
@@ -617,7 +752,7 @@ impl Rewriter<'_, '_> {
         &mut self,
         raw: &[u8],
         blockty: wasmparser::BlockType,
-        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
+        open: Option<Open>,
     ) -> Result<()> {
         let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
         self.copy(raw);
