@@ -32,6 +32,24 @@ pub struct Options {
     /// A prior profile whose counts weight the spanning trees.
     pub weights: Option<Profile>,
     pub ppp: PppOptions,
+    /// Validate the instrumented module before returning it. Debug builds
+    /// always do; a release build need not: an engine validates the module
+    /// when it compiles it (`pathprof run` does at once), and the test
+    /// suites run every module they instrument (the spec testsuite in path,
+    /// edge and PPP modes, wasm-smith modules, the C programs), which
+    /// validates it. Validating is about a sixth of the instrumenter's time.
+    pub validate_output: bool,
+}
+
+impl Options {
+    /// Whether the rewriter validates what it produces.
+    fn output_check(&self) -> pathprof_wasm::OutputCheck {
+        if self.validate_output || cfg!(debug_assertions) {
+            pathprof_wasm::OutputCheck::Validate
+        } else {
+            pathprof_wasm::OutputCheck::Trust
+        }
+    }
 }
 
 /// What [`Technique::Ppp`] needs beyond Ball-Larus' options.
@@ -95,6 +113,7 @@ fn instrument_streaming(
 ) -> Result<Instrumented> {
     let scanned = pathprof_wasm::Scanned::validated(module)?;
     let mut inst = pathprof_wasm::Instrumenter::new(&scanned, false)?;
+    inst.set_output_check(opts.output_check());
     let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
     // Built and planned ahead on worker threads (when the module is large
     // enough), recorded and rewritten here in function order.
@@ -137,7 +156,7 @@ pub fn instrument_analyzed(
         plans.push(slot.ok().map(|(_, p)| compact(p.plan)));
     }
     rec.planned_all();
-    let out = pathprof_wasm::instrument(module, info, &plans, &[])?;
+    let out = pathprof_wasm::instrument_checked(module, info, &plans, &[], opts.output_check())?;
     drop(plans);
     rec.finish(out)
 }

@@ -173,6 +173,10 @@ struct InstrumentArgs {
     tuning: Tuning,
     #[command(flatten)]
     ppp: PppArgs,
+    /// Validate the instrumented module before writing it (debug builds
+    /// always do; an engine validates it anyway when it compiles it).
+    #[arg(long)]
+    validate_output: bool,
 }
 
 #[derive(Args)]
@@ -296,6 +300,7 @@ fn options(t: &Tuning, module_hash: Option<&str>) -> Result<driver::Options> {
         ball_larus,
         weights,
         ppp: Default::default(),
+        validate_output: false,
     })
 }
 
@@ -344,6 +349,7 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
         InstrumentMode::Ppp => Technique::Ppp,
     };
     ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
+    opts.validate_output = a.validate_output;
     write_instrumented(&a.program, &module, technique, &opts, &a.output)
 }
 
