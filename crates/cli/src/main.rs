@@ -274,12 +274,14 @@ fn dispatch(command: Command) -> Result<ExitCode> {
     }
 }
 
-fn options(t: &Tuning, module_hash: Option<&str>) -> Result<driver::Options> {
+/// The driver's options; `module`, when given, is the module the weights
+/// profile must be of (hashed only when there is one).
+fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
     let weights = match &t.weights {
         Some(p) => {
             let profile = Profile::read(p)?;
-            if let Some(h) = module_hash {
-                profile.check_module(p, h)?;
+            if let Some(m) = module {
+                profile.check_module(p, &pathprof_wasm::module_hash(m))?;
             }
             Some(profile)
         }
@@ -306,14 +308,13 @@ fn options(t: &Tuning, module_hash: Option<&str>) -> Result<driver::Options> {
 
 fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     let module = pathprof::input::read_module(&a.program)?;
-    let hash = pathprof_wasm::module_hash(&module);
     let technique = match a.mode {
         RunMode::Path => Some(Technique::Path),
         RunMode::Edge => Some(Technique::Edge),
         RunMode::Ppp => Some(Technique::Ppp),
         RunMode::None => None,
     };
-    let mut options = options(&a.tuning, Some(&hash))?;
+    let mut options = options(&a.tuning, Some(&module))?;
     ppp_options(&a.program, &module, technique, &a.ppp, &mut options)?;
     let mut dirs = Vec::new();
     for d in &a.dir {
@@ -342,7 +343,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
 
 fn instrument(a: InstrumentArgs) -> Result<()> {
     let module = pathprof::input::read_module(&a.program)?;
-    let mut opts = options(&a.tuning, Some(&pathprof_wasm::module_hash(&module)))?;
+    let mut opts = options(&a.tuning, Some(&module))?;
     let technique = match a.mode {
         InstrumentMode::Path => Technique::Path,
         InstrumentMode::Edge => Technique::Edge,
@@ -404,7 +405,7 @@ fn ppp_options(
 
 fn residual(a: ResidualArgs) -> Result<()> {
     let module = pathprof::input::read_module(&a.program)?;
-    let mut opts = options(&a.tuning, Some(&pathprof_wasm::module_hash(&module)))?;
+    let mut opts = options(&a.tuning, Some(&module))?;
     let ppp = PppArgs {
         interesting: a.tested.clone(),
         uninteresting: a.uninteresting,
