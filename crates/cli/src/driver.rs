@@ -222,15 +222,23 @@ impl<'a> Recorder<'a> {
     }
 }
 
-/// Appends a custom section to a complete module.
-fn append_custom_section(module: &mut Vec<u8>, name: &str, data: &[u8]) {
+/// Appends a custom section whose contents are `parts`, one after the
+/// other, to a complete module, growing it by exactly the section's size:
+/// a module grown by doubling would hold up to twice its size, the largest
+/// block of the instrumenter's peak memory.
+fn append_custom_section(module: &mut Vec<u8>, name: &str, parts: &[Vec<u8>]) {
     use wasm_encoder::Encode;
-    let section = wasm_encoder::CustomSection {
-        name: name.into(),
-        data: data.into(),
-    };
-    module.push(0); // custom section id
-    section.encode(module);
+    let mut head = vec![0]; // custom section id
+    let mut name_bytes = Vec::new();
+    name.encode(&mut name_bytes);
+    let content = name_bytes.len() + parts.iter().map(Vec::len).sum::<usize>();
+    content.encode(&mut head);
+    head.extend_from_slice(&name_bytes);
+    module.reserve_exact(head.len() + content);
+    module.extend_from_slice(&head);
+    for part in parts {
+        module.extend_from_slice(part);
+    }
 }
 
 fn display_name(func_index: u32, name: &Option<String>) -> String {

@@ -311,6 +311,7 @@ pub(crate) fn rewrite_body(
         wasm_encoder::ValType::I32.encode(out);
     }
 
+    let block_starts = block_starts(fcfg);
     let mut rw = Rewriter {
         ctx,
         fcfg,
@@ -325,9 +326,10 @@ pub(crate) fn rewrite_body(
         depths: Vec::new(),
         catches: Vec::new(),
         run: (ops_start, ops_start),
-        block_starts: block_starts(fcfg),
         next_block: 0,
-        marks: Vec::new(),
+        // One mark per block start, kept until the module is assembled.
+        marks: Vec::with_capacity(block_starts.len()),
+        block_starts,
     };
     let source = if ctx.shift == 0 {
         Source::listed(ctx.bytes, &fcfg.controls, range.end)
