@@ -35,6 +35,13 @@ pub struct Options {
     /// Largest innermost loop (bytes of code) whose first iteration is
     /// emitted apart, so later ones count at constant addresses; 0: none.
     pub peel_max_bytes: u32,
+    /// Validate the instrumented module before returning it. Debug builds
+    /// always do; a release build need not: an engine validates the module
+    /// when it compiles it (`pathprof run` does at once), and the test
+    /// suites run every module they instrument (the spec testsuite in path,
+    /// edge and PPP modes, wasm-smith modules, the C programs), which
+    /// validates it. Validating is about a sixth of the instrumenter's time.
+    pub validate_output: bool,
 }
 
 impl Default for Options {
@@ -44,6 +51,18 @@ impl Default for Options {
             weights: None,
             ppp: Default::default(),
             peel_max_bytes: pathprof_wasm::PEEL_MAX_BYTES,
+            validate_output: false,
+        }
+    }
+}
+
+impl Options {
+    /// Whether the rewriter validates what it produces.
+    fn output_check(&self) -> pathprof_wasm::OutputCheck {
+        if self.validate_output || cfg!(debug_assertions) {
+            pathprof_wasm::OutputCheck::Validate
+        } else {
+            pathprof_wasm::OutputCheck::Trust
         }
     }
 }
@@ -110,6 +129,7 @@ fn instrument_streaming(
     let scanned = pathprof_wasm::Scanned::validated(module)?;
     let mut inst = pathprof_wasm::Instrumenter::new(&scanned, false)?;
     inst.set_peel_max_bytes(opts.peel_max_bytes);
+    inst.set_output_check(opts.output_check());
     let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
     // Built and planned ahead on worker threads (when the module is large
     // enough), recorded and rewritten here in function order.
@@ -152,7 +172,7 @@ pub fn instrument_analyzed(
         plans.push(slot.ok().map(|(_, p)| compact(p.plan)));
     }
     rec.planned_all();
-    let out = pathprof_wasm::instrument(module, info, &plans, &[])?;
+    let out = pathprof_wasm::instrument_checked(module, info, &plans, &[], opts.output_check())?;
     drop(plans);
     rec.finish(out)
 }
@@ -218,15 +238,23 @@ impl<'a> Recorder<'a> {
     }
 }
 
-/// Appends a custom section to a complete module.
-fn append_custom_section(module: &mut Vec<u8>, name: &str, data: &[u8]) {
+/// Appends a custom section whose contents are `parts`, one after the
+/// other, to a complete module, growing it by exactly the section's size:
+/// a module grown by doubling would hold up to twice its size, the largest
+/// block of the instrumenter's peak memory.
+fn append_custom_section(module: &mut Vec<u8>, name: &str, parts: &[Vec<u8>]) {
     use wasm_encoder::Encode;
-    let section = wasm_encoder::CustomSection {
-        name: name.into(),
-        data: data.into(),
-    };
-    module.push(0); // custom section id
-    section.encode(module);
+    let mut head = vec![0]; // custom section id
+    let mut name_bytes = Vec::new();
+    name.encode(&mut name_bytes);
+    let content = name_bytes.len() + parts.iter().map(Vec::len).sum::<usize>();
+    content.encode(&mut head);
+    head.extend_from_slice(&name_bytes);
+    module.reserve_exact(head.len() + content);
+    module.extend_from_slice(&head);
+    for part in parts {
+        module.extend_from_slice(part);
+    }
 }
 
 fn display_name(func_index: u32, name: &Option<String>) -> String {

@@ -176,6 +176,10 @@ struct InstrumentArgs {
     tuning: Tuning,
     #[command(flatten)]
     ppp: PppArgs,
+    /// Validate the instrumented module before writing it (debug builds
+    /// always do; an engine validates it anyway when it compiles it).
+    #[arg(long)]
+    validate_output: bool,
 }
 
 #[derive(Args)]
@@ -273,12 +277,14 @@ fn dispatch(command: Command) -> Result<ExitCode> {
     }
 }
 
-fn options(t: &Tuning, module_hash: Option<&str>) -> Result<driver::Options> {
+/// The driver's options; `module`, when given, is the module the weights
+/// profile must be of (hashed only when there is one).
+fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
     let weights = match &t.weights {
         Some(p) => {
             let profile = Profile::read(p)?;
-            if let Some(h) = module_hash {
-                profile.check_module(p, h)?;
+            if let Some(m) = module {
+                profile.check_module(p, &pathprof_wasm::module_hash(m))?;
             }
             Some(profile)
         }
@@ -300,19 +306,19 @@ fn options(t: &Tuning, module_hash: Option<&str>) -> Result<driver::Options> {
         weights,
         ppp: Default::default(),
         peel_max_bytes: t.peel_max_bytes,
+        validate_output: false,
     })
 }
 
 fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     let module = pathprof::input::read_module(&a.program)?;
-    let hash = pathprof_wasm::module_hash(&module);
     let technique = match a.mode {
         RunMode::Path => Some(Technique::Path),
         RunMode::Edge => Some(Technique::Edge),
         RunMode::Ppp => Some(Technique::Ppp),
         RunMode::None => None,
     };
-    let mut options = options(&a.tuning, Some(&hash))?;
+    let mut options = options(&a.tuning, Some(&module))?;
     ppp_options(&a.program, &module, technique, &a.ppp, &mut options)?;
     let mut dirs = Vec::new();
     for d in &a.dir {
@@ -341,13 +347,14 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
 
 fn instrument(a: InstrumentArgs) -> Result<()> {
     let module = pathprof::input::read_module(&a.program)?;
-    let mut opts = options(&a.tuning, Some(&pathprof_wasm::module_hash(&module)))?;
+    let mut opts = options(&a.tuning, Some(&module))?;
     let technique = match a.mode {
         InstrumentMode::Path => Technique::Path,
         InstrumentMode::Edge => Technique::Edge,
         InstrumentMode::Ppp => Technique::Ppp,
     };
     ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
+    opts.validate_output = a.validate_output;
     write_instrumented(&a.program, &module, technique, &opts, &a.output)
 }
 
@@ -402,7 +409,7 @@ fn ppp_options(
 
 fn residual(a: ResidualArgs) -> Result<()> {
     let module = pathprof::input::read_module(&a.program)?;
-    let mut opts = options(&a.tuning, Some(&pathprof_wasm::module_hash(&module)))?;
+    let mut opts = options(&a.tuning, Some(&module))?;
     let ppp = PppArgs {
         interesting: a.tested.clone(),
         uninteresting: a.uninteresting,

@@ -226,6 +226,22 @@ fn report_and_merge_refuse_bad_profiles() {
 /// `instrument` + a host of one's own + `collect` gives the profile that
 /// `run --invoke` gives on the embedded engine.
 #[test]
+fn validating_the_output_changes_nothing_but_the_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let wat = wat_fixture("loops.wat");
+    let plain = dir.path().join("plain.wasm").display().to_string();
+    let checked = dir.path().join("checked.wasm").display().to_string();
+    let o = pathprof(&["instrument", &wat, "-o", &plain]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = pathprof(&["instrument", "--validate-output", &wat, "-o", &checked]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&plain).unwrap(),
+        std::fs::read(&checked).unwrap()
+    );
+}
+
+#[test]
 fn instrument_then_collect_equals_run_invoke() {
     let dir = tempfile::tempdir().unwrap();
     let wat = wat_fixture("loops.wat");

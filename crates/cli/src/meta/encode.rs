@@ -149,8 +149,10 @@ impl Encoder {
             .push((u.func_index, u.name.clone(), u.reason.clone()));
     }
 
-    /// The whole section, given what the rewriter chose.
-    pub fn finish(self, layout: &CounterLayout, code_map: &[CodeMap]) -> Vec<u8> {
+    /// The whole section's contents, given what the rewriter chose, in
+    /// three pieces to be written one after the other (joining them would
+    /// copy the per-function records, the bulk of the section, once more).
+    pub fn finish(self, layout: &CounterLayout, code_map: &[CodeMap]) -> [Vec<u8>; 3] {
         let mut head = Writer::default();
         head.buf.extend_from_slice(MAGIC);
         head.u32(META_VERSION);
@@ -175,11 +177,7 @@ impl Encoder {
         }
         write_layout(&mut tail, layout);
         write_code_map(&mut tail, code_map);
-        let mut out = head.buf;
-        out.reserve_exact(self.body.buf.len() + tail.buf.len());
-        out.extend_from_slice(&self.body.buf);
-        out.extend_from_slice(&tail.buf);
-        out
+        [head.buf, self.body.buf, tail.buf]
     }
 }
 

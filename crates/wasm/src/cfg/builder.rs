@@ -11,7 +11,10 @@
 use super::site::{Construct, Site, SiteKind};
 use super::{BlockInfo, EdgeKind};
 use pathprof_graph::{Cfg, EdgeId, NodeId};
-use wasmparser::{BlockType, FunctionBody, Operator};
+use wasmparser::{
+    BlockType, BrTable, Catch, FunctionBody, RefType, ResumeTable, TryTable, VisitOperator,
+    VisitSimdOperator,
+};
 
 const NONE: u32 = u32::MAX;
 
@@ -40,6 +43,8 @@ pub(crate) struct Built {
     pub func_pads: (u32, u32),
     /// Indices in `sites` of the `Open` sites whose label has taken edges.
     pub padded_opens: Vec<u32>,
+    /// Module offsets of the instructions the rewriter must decode.
+    pub controls: Vec<u32>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -96,6 +101,7 @@ struct Builder {
     sites: Vec<Site>,
     pad_edges: Vec<EdgeId>,
     padded_opens: Vec<u32>,
+    controls: Vec<u32>,
     frames: Vec<Frame>,
     /// The block being filled, NONE in unreachable code.
     cur: u32,
@@ -105,6 +111,14 @@ struct Builder {
     /// Distinct frames of one br_table or try_table.
     scratch: Vec<u32>,
     stamp: u32,
+    /// Module offset of the instruction being visited.
+    at: usize,
+    /// The block that counted the instruction being visited (NONE if
+    /// none did): its end moves past the instruction once it is read.
+    counted: u32,
+    /// Range in `pad_edges` of the taken edges to the function's own
+    /// label, known at the function's `end`.
+    func_pads: (u32, u32),
 }
 
 /// Builds the CFG of one function body.
@@ -121,11 +135,15 @@ pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
         sites: Vec::with_capacity(guess),
         pad_edges: Vec::new(),
         padded_opens: Vec::new(),
+        controls: Vec::with_capacity(guess / 2),
         frames: Vec::with_capacity(16),
         cur: NONE,
         cur_plain: true,
         scratch: Vec::new(),
         stamp: 0,
+        at: 0,
+        counted: NONE,
+        func_pads: (0, 0),
     };
     b.blocks.push(None); // ENTRY
     b.blocks.push(None); // EXIT
@@ -135,14 +153,10 @@ pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
     b.cur = first;
     b.cur_plain = true;
     b.frames.push(Frame::new(FrameKind::Function, NONE, NONE));
-    let mut func_pads = (0, 0);
     while !ops.eof() {
-        let offset = ops.original_position();
-        let op = ops.read()?;
-        let end = ops.original_position();
-        if let Some(pads) = b.op(offset, end, op)? {
-            func_pads = pads;
-        }
+        b.at = ops.original_position();
+        ops.visit_operator(&mut b)??;
+        b.counted_ends_at(ops.original_position());
     }
     let cfg = Cfg::from_edges(b.blocks.len(), &b.edges);
     Ok(Built {
@@ -151,8 +165,9 @@ pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
         edge_kinds: b.kinds,
         sites: b.sites,
         pad_edges: b.pad_edges,
-        func_pads,
+        func_pads: b.func_pads,
         padded_opens: b.padded_opens,
+        controls: b.controls,
     })
 }
 
@@ -202,22 +217,30 @@ impl Builder {
         self.frames[frame].head = e.index() as u32;
     }
 
-    /// Records that the current block executes the instruction `[offset, end)`.
-    fn count(&mut self, offset: usize, end: usize) {
+    /// Records that the current block executes the instruction being visited.
+    fn count(&mut self) {
         self.cur_plain = false;
-        self.count_plain(offset, end);
+        self.count_plain();
     }
 
     /// `count` for an instruction that does nothing at run time (a block or
     /// loop opener): the block stays mergeable with a following loop header.
-    fn count_plain(&mut self, offset: usize, end: usize) {
+    fn count_plain(&mut self) {
         if let Some(Some(info)) = self.blocks.get_mut(self.cur as usize) {
             if info.instrs == 0 {
-                info.offset = offset as u32;
+                info.offset = self.at as u32;
             }
             info.instrs += 1;
+            self.counted = self.cur;
+        }
+    }
+
+    /// The instruction just visited ends at `end`.
+    fn counted_ends_at(&mut self, end: usize) {
+        if let Some(Some(info)) = self.blocks.get_mut(self.counted as usize) {
             info.end = end as u32;
         }
+        self.counted = NONE;
     }
 
     /// The frame a relative branch depth names.
@@ -371,236 +394,393 @@ impl Builder {
         self.cur = join;
         self.cur_plain = true;
     }
+}
 
-    /// Handles one instruction; returns the function's pad range at its end.
-    fn op(
-        &mut self,
-        offset: usize,
-        end: usize,
-        op: Operator<'_>,
-    ) -> Result<Option<(u32, u32)>, BuildError> {
-        let live = self.cur != NONE;
-        match op {
-            Operator::Block { blockty } => {
-                self.count_plain(offset, end);
-                self.open(offset, FrameKind::Block, NONE, blockty, live);
+/// A `visit_*` method for every operator of wasmparser's list that has no
+/// case of its own above: the current block runs it ([`Builder::plain`]).
+macro_rules! visit_plain {
+    ($( @$proposal:ident $op:ident $({ $($arg:ident: $argty:ty),* })? => $visit:ident ($($ann:tt)*))*) => {
+        $( visit_plain_one!($visit $( $($arg: $argty),* )?); )*
+    };
+}
+
+/// One method of [`visit_plain`], or none for the operators with a case
+/// of their own.
+macro_rules! visit_plain_one {
+    (visit_block $($rest:tt)*) => {};
+    (visit_loop $($rest:tt)*) => {};
+    (visit_if $($rest:tt)*) => {};
+    (visit_else $($rest:tt)*) => {};
+    (visit_try_table $($rest:tt)*) => {};
+    (visit_end $($rest:tt)*) => {};
+    (visit_br $($rest:tt)*) => {};
+    (visit_br_if $($rest:tt)*) => {};
+    (visit_br_on_null $($rest:tt)*) => {};
+    (visit_br_on_non_null $($rest:tt)*) => {};
+    (visit_br_on_cast $($rest:tt)*) => {};
+    (visit_br_on_cast_fail $($rest:tt)*) => {};
+    (visit_br_table $($rest:tt)*) => {};
+    (visit_return $($rest:tt)*) => {};
+    (visit_unreachable $($rest:tt)*) => {};
+    (visit_return_call $($rest:tt)*) => {};
+    (visit_return_call_indirect $($rest:tt)*) => {};
+    (visit_return_call_ref $($rest:tt)*) => {};
+    (visit_throw $($rest:tt)*) => {};
+    (visit_throw_ref $($rest:tt)*) => {};
+    (visit_try $($rest:tt)*) => {};
+    (visit_catch $($rest:tt)*) => {};
+    (visit_catch_all $($rest:tt)*) => {};
+    (visit_delegate $($rest:tt)*) => {};
+    (visit_rethrow $($rest:tt)*) => {};
+    (visit_resume $($rest:tt)*) => {};
+    (visit_resume_throw $($rest:tt)*) => {};
+    (visit_resume_throw_ref $($rest:tt)*) => {};
+    (visit_suspend $($rest:tt)*) => {};
+    (visit_switch $($rest:tt)*) => {};
+    (visit_br_on_cast_desc_eq $($rest:tt)*) => {};
+    (visit_br_on_cast_desc_eq_fail $($rest:tt)*) => {};
+    ($visit:ident $($arg:ident: $argty:ty),*) => {
+        fn $visit(&mut self $(, $arg: $argty)*) -> Visit {
+            $( let _ = $arg; )*
+            self.plain()
+        }
+    };
+}
+
+impl Builder {
+    fn live(&self) -> bool {
+        self.cur != NONE
+    }
+
+    /// An instruction the rewriter decodes (`Built::controls`).
+    fn control(&mut self) {
+        self.controls.push(self.at as u32);
+    }
+
+    /// Any instruction without a case of its own: the current block runs it.
+    fn plain(&mut self) -> Visit {
+        if self.live() {
+            self.count();
+        }
+        Ok(())
+    }
+
+    fn refuse(&self, what: &str) -> Visit {
+        Err(unsupported(what, self.at))
+    }
+
+    /// br_if and br_on_*: both sides of a conditional branch.
+    fn branch_if(&mut self, depth: u32, kind: EdgeKind) -> Visit {
+        self.control();
+        if self.live() {
+            self.count();
+            self.conditional(self.at, depth, kind);
+        }
+        Ok(())
+    }
+
+    /// return, unreachable, tail calls, throw: an edge to EXIT.
+    fn leave(&mut self, kind: EdgeKind) -> Visit {
+        if self.live() {
+            self.count();
+            self.exit(self.at, kind);
+        }
+        Ok(())
+    }
+
+    /// `end` of the function's own frame.
+    fn close_function(&mut self, frame: Frame) {
+        let offset = self.at;
+        if self.live() {
+            let e = self.edge(self.cur, Cfg::EXIT.index() as u32, EdgeKind::Fallthrough);
+            self.site(offset, SiteKind::Before(e));
+            self.cur = NONE;
+        }
+        self.func_pads = self.close_list(frame.head, NONE);
+    }
+
+    /// The catch clauses of a try_table: one `Catch` edge per target label,
+    /// shared by every clause that names it.
+    fn catches(&mut self, try_table: &TryTable) {
+        self.stamp += 1;
+        for catch in &try_table.catches {
+            let label = match *catch {
+                Catch::One { label, .. }
+                | Catch::OneRef { label, .. }
+                | Catch::All { label }
+                | Catch::AllRef { label } => label,
+            };
+            let frame = self.frame_at(label);
+            if self.frames[frame].stamp == self.stamp {
+                continue;
             }
-            Operator::Loop { blockty } => {
-                let header = if !live {
-                    NONE
-                } else if self.cur_plain {
-                    // Nothing but block/loop openers ran in the current block:
-                    // it becomes the header, and all code of its incoming
-                    // edges is already placed before this `loop`.
-                    self.count_plain(offset, end);
-                    self.cur
-                } else {
-                    self.count(offset, end);
-                    let h = self.node();
-                    let e = self.edge(self.cur, h, EdgeKind::Fallthrough);
-                    self.site(offset, SiteKind::Before(e));
-                    self.cur = h;
-                    self.cur_plain = true;
-                    h
-                };
-                self.open(offset, FrameKind::Loop, header, blockty, live);
-            }
-            Operator::If { blockty } => {
-                self.count(offset, end);
-                let cond = self.cur;
-                self.open(offset, FrameKind::If, cond, blockty, live);
-                if live {
-                    let t = self.node();
-                    let e = self.edge(cond, t, EdgeKind::IfThen);
-                    self.site(offset, SiteKind::After(e));
-                    self.cur = t;
-                    self.cur_plain = true;
-                }
-            }
-            Operator::Else => {
-                self.count(offset, end);
-                let top = self.frames.len() - 1;
-                if live {
-                    let e = self.edge(self.cur, NONE, EdgeKind::Fallthrough);
-                    self.link(top, e);
-                    self.site(offset, SiteKind::Before(e));
-                }
-                let frame = &mut self.frames[top];
-                frame.else_seen = true;
-                let cond = frame.node;
-                self.cur = NONE;
-                if cond != NONE {
-                    let n = self.node();
-                    let e = self.edge(cond, n, EdgeKind::IfElse);
-                    self.site(offset, SiteKind::After(e));
-                    self.cur = n;
-                    self.cur_plain = true;
-                }
-            }
-            Operator::TryTable { try_table } => {
-                self.count(offset, end);
-                if live {
-                    self.stamp += 1;
-                    for catch in &try_table.catches {
-                        let label = match *catch {
-                            wasmparser::Catch::One { label, .. }
-                            | wasmparser::Catch::OneRef { label, .. }
-                            | wasmparser::Catch::All { label }
-                            | wasmparser::Catch::AllRef { label } => label,
-                        };
-                        let frame = self.frame_at(label);
-                        if self.frames[frame].stamp == self.stamp {
-                            continue;
-                        }
-                        self.frames[frame].stamp = self.stamp;
-                        let shared = self.frames[frame].catch_edge;
-                        if shared == NONE {
-                            let e = self.taken(offset, 0, frame, EdgeKind::Catch);
-                            self.frames[frame].catch_edge = e.index() as u32;
-                        } else {
-                            let edge = EdgeId::new(shared as usize);
-                            self.site(
-                                offset,
-                                SiteKind::Taken {
-                                    edge,
-                                    frame: frame as u32,
-                                },
-                            );
-                        }
-                    }
-                }
-                self.open(offset, FrameKind::TryTable, NONE, try_table.ty, live);
-            }
-            Operator::End => {
-                self.count(offset, end);
-                let Some(frame) = self.frames.pop() else {
-                    return Ok(None); // unreachable on a validated body
-                };
-                match frame.kind {
-                    FrameKind::Function => {
-                        if live {
-                            let e = self.edge(
-                                self.cur,
-                                Cfg::EXIT.index() as u32,
-                                EdgeKind::Fallthrough,
-                            );
-                            self.site(offset, SiteKind::Before(e));
-                            self.cur = NONE;
-                        }
-                        return Ok(Some(self.close_list(frame.head, NONE)));
-                    }
-                    FrameKind::Loop => {
-                        let pads = self.close_list(frame.head, NONE);
-                        self.patch_open(frame.open, pads);
-                    }
-                    _ => self.close_forward(offset, frame),
-                }
-            }
-            _ if !live => {
-                // Unreachable code: no blocks, no edges, no sites; only the
-                // control stack (above) is tracked.
-                if let Some(what) = unsupported_name(&op) {
-                    return Err(unsupported(what, offset));
-                }
-            }
-            Operator::Br { relative_depth } => {
-                self.count(offset, end);
-                let frame = self.frame_at(relative_depth);
-                self.jump(offset, frame, EdgeKind::Br);
-                self.cur = NONE;
-            }
-            Operator::BrIf { relative_depth } => {
-                self.count(offset, end);
-                self.conditional(offset, relative_depth, EdgeKind::BrIf);
-            }
-            Operator::BrOnNull { relative_depth } => {
-                self.count(offset, end);
-                self.conditional(offset, relative_depth, EdgeKind::BrOnNull);
-            }
-            Operator::BrOnNonNull { relative_depth } => {
-                self.count(offset, end);
-                self.conditional(offset, relative_depth, EdgeKind::BrOnNonNull);
-            }
-            Operator::BrOnCast { relative_depth, .. } => {
-                self.count(offset, end);
-                self.conditional(offset, relative_depth, EdgeKind::BrOnCast);
-            }
-            Operator::BrOnCastFail { relative_depth, .. } => {
-                self.count(offset, end);
-                self.conditional(offset, relative_depth, EdgeKind::BrOnCastFail);
-            }
-            Operator::BrTable { targets } => {
-                self.count(offset, end);
-                self.stamp += 1;
-                self.scratch.clear();
-                for depth in targets
-                    .targets()
-                    .chain(std::iter::once(Ok(targets.default())))
-                {
-                    let frame = self.frame_at(depth?);
-                    if self.frames[frame].stamp != self.stamp {
-                        self.frames[frame].stamp = self.stamp;
-                        self.scratch.push(frame as u32);
-                    }
-                }
-                if let [frame] = self.scratch[..] {
-                    self.jump(offset, frame as usize, EdgeKind::BrTable);
-                } else {
-                    for i in 0..self.scratch.len() {
-                        let frame = self.scratch[i] as usize;
-                        self.taken(offset, self.cur, frame, EdgeKind::BrTable);
-                    }
-                }
-                self.cur = NONE;
-            }
-            Operator::Return => {
-                self.count(offset, end);
-                self.exit(offset, EdgeKind::Return);
-            }
-            Operator::Unreachable => {
-                self.count(offset, end);
-                self.exit(offset, EdgeKind::Unreachable);
-            }
-            Operator::ReturnCall { .. }
-            | Operator::ReturnCallIndirect { .. }
-            | Operator::ReturnCallRef { .. } => {
-                self.count(offset, end);
-                self.exit(offset, EdgeKind::TailCall);
-            }
-            Operator::Throw { .. } => {
-                self.count(offset, end);
-                self.exit(offset, EdgeKind::Throw);
-            }
-            Operator::ThrowRef => {
-                self.count(offset, end);
-                self.exit(offset, EdgeKind::ThrowRef);
-            }
-            ref other => {
-                if let Some(what) = unsupported_name(other) {
-                    return Err(unsupported(what, offset));
-                }
-                self.count(offset, end);
+            self.frames[frame].stamp = self.stamp;
+            let shared = self.frames[frame].catch_edge;
+            if shared == NONE {
+                let e = self.taken(self.at, 0, frame, EdgeKind::Catch);
+                self.frames[frame].catch_edge = e.index() as u32;
+            } else {
+                let edge = EdgeId::new(shared as usize);
+                let frame = frame as u32;
+                self.site(self.at, SiteKind::Taken { edge, frame });
             }
         }
-        Ok(None)
     }
 }
 
-/// Instructions that transfer control in ways the builder does not model.
-fn unsupported_name(op: &Operator<'_>) -> Option<&'static str> {
-    Some(match op {
-        Operator::Try { .. } => "try",
-        Operator::Catch { .. } => "catch",
-        Operator::CatchAll => "catch_all",
-        Operator::Delegate { .. } => "delegate",
-        Operator::Rethrow { .. } => "rethrow",
-        Operator::Resume { .. } => "resume",
-        Operator::ResumeThrow { .. } => "resume_throw",
-        Operator::ResumeThrowRef { .. } => "resume_throw_ref",
-        Operator::Suspend { .. } => "suspend",
-        Operator::Switch { .. } => "switch",
-        Operator::BrOnCastDescEq { .. } => "br_on_cast_desc_eq",
-        Operator::BrOnCastDescEqFail { .. } => "br_on_cast_desc_eq_fail",
-        _ => return None,
-    })
+/// What visiting one instruction gives: nothing, or why building stops.
+type Visit = Result<(), BuildError>;
+
+/// The builder visits the operators as wasmparser decodes them, without an
+/// `Operator` made of each. Instructions with no case of their own are
+/// [`Builder::plain`]; those outside the model are refused.
+impl<'a> VisitOperator<'a> for Builder {
+    type Output = Visit;
+
+    fn simd_visitor(&mut self) -> Option<&mut dyn VisitSimdOperator<'a, Output = Visit>> {
+        Some(self)
+    }
+
+    fn visit_block(&mut self, blockty: BlockType) -> Visit {
+        self.control();
+        self.count_plain();
+        let live = self.live();
+        self.open(self.at, FrameKind::Block, NONE, blockty, live);
+        Ok(())
+    }
+
+    fn visit_loop(&mut self, blockty: BlockType) -> Visit {
+        self.control();
+        let live = self.live();
+        let header = if !live {
+            NONE
+        } else if self.cur_plain {
+            // Nothing but block/loop openers ran in the current block: it
+            // becomes the header, and all code of its incoming edges is
+            // already placed before this `loop`.
+            self.count_plain();
+            self.cur
+        } else {
+            self.count();
+            let h = self.node();
+            let e = self.edge(self.cur, h, EdgeKind::Fallthrough);
+            self.site(self.at, SiteKind::Before(e));
+            self.cur = h;
+            self.cur_plain = true;
+            h
+        };
+        self.open(self.at, FrameKind::Loop, header, blockty, live);
+        Ok(())
+    }
+
+    fn visit_if(&mut self, blockty: BlockType) -> Visit {
+        self.control();
+        self.count();
+        let live = self.live();
+        let cond = self.cur;
+        self.open(self.at, FrameKind::If, cond, blockty, live);
+        if live {
+            let t = self.node();
+            let e = self.edge(cond, t, EdgeKind::IfThen);
+            self.site(self.at, SiteKind::After(e));
+            self.cur = t;
+            self.cur_plain = true;
+        }
+        Ok(())
+    }
+
+    fn visit_else(&mut self) -> Visit {
+        self.control();
+        self.count();
+        let top = self.frames.len() - 1;
+        if self.live() {
+            let e = self.edge(self.cur, NONE, EdgeKind::Fallthrough);
+            self.link(top, e);
+            self.site(self.at, SiteKind::Before(e));
+        }
+        let frame = &mut self.frames[top];
+        frame.else_seen = true;
+        let cond = frame.node;
+        self.cur = NONE;
+        if cond != NONE {
+            let n = self.node();
+            let e = self.edge(cond, n, EdgeKind::IfElse);
+            self.site(self.at, SiteKind::After(e));
+            self.cur = n;
+            self.cur_plain = true;
+        }
+        Ok(())
+    }
+
+    fn visit_try_table(&mut self, try_table: TryTable) -> Visit {
+        self.control();
+        self.count();
+        let live = self.live();
+        if live {
+            self.catches(&try_table);
+        }
+        self.open(self.at, FrameKind::TryTable, NONE, try_table.ty, live);
+        Ok(())
+    }
+
+    fn visit_end(&mut self) -> Visit {
+        self.control();
+        self.count();
+        let Some(frame) = self.frames.pop() else {
+            return Ok(()); // unreachable on a validated body
+        };
+        match frame.kind {
+            FrameKind::Function => self.close_function(frame),
+            FrameKind::Loop => {
+                let pads = self.close_list(frame.head, NONE);
+                self.patch_open(frame.open, pads);
+            }
+            _ => self.close_forward(self.at, frame),
+        }
+        Ok(())
+    }
+
+    fn visit_br(&mut self, relative_depth: u32) -> Visit {
+        self.control();
+        if self.live() {
+            self.count();
+            let frame = self.frame_at(relative_depth);
+            self.jump(self.at, frame, EdgeKind::Br);
+            self.cur = NONE;
+        }
+        Ok(())
+    }
+
+    fn visit_br_if(&mut self, relative_depth: u32) -> Visit {
+        self.branch_if(relative_depth, EdgeKind::BrIf)
+    }
+
+    fn visit_br_on_null(&mut self, relative_depth: u32) -> Visit {
+        self.branch_if(relative_depth, EdgeKind::BrOnNull)
+    }
+
+    fn visit_br_on_non_null(&mut self, relative_depth: u32) -> Visit {
+        self.branch_if(relative_depth, EdgeKind::BrOnNonNull)
+    }
+
+    fn visit_br_on_cast(&mut self, relative_depth: u32, _: RefType, _: RefType) -> Visit {
+        self.branch_if(relative_depth, EdgeKind::BrOnCast)
+    }
+
+    fn visit_br_on_cast_fail(&mut self, relative_depth: u32, _: RefType, _: RefType) -> Visit {
+        self.branch_if(relative_depth, EdgeKind::BrOnCastFail)
+    }
+
+    fn visit_br_table(&mut self, targets: BrTable<'a>) -> Visit {
+        self.control();
+        if !self.live() {
+            return Ok(());
+        }
+        self.count();
+        self.stamp += 1;
+        self.scratch.clear();
+        for depth in targets
+            .targets()
+            .chain(std::iter::once(Ok(targets.default())))
+        {
+            let frame = self.frame_at(depth?);
+            if self.frames[frame].stamp != self.stamp {
+                self.frames[frame].stamp = self.stamp;
+                self.scratch.push(frame as u32);
+            }
+        }
+        if let [frame] = self.scratch[..] {
+            self.jump(self.at, frame as usize, EdgeKind::BrTable);
+        } else {
+            for i in 0..self.scratch.len() {
+                let frame = self.scratch[i] as usize;
+                self.taken(self.at, self.cur, frame, EdgeKind::BrTable);
+            }
+        }
+        self.cur = NONE;
+        Ok(())
+    }
+
+    fn visit_return(&mut self) -> Visit {
+        self.leave(EdgeKind::Return)
+    }
+
+    fn visit_unreachable(&mut self) -> Visit {
+        self.leave(EdgeKind::Unreachable)
+    }
+
+    fn visit_return_call(&mut self, _: u32) -> Visit {
+        self.leave(EdgeKind::TailCall)
+    }
+
+    fn visit_return_call_indirect(&mut self, _: u32, _: u32) -> Visit {
+        self.leave(EdgeKind::TailCall)
+    }
+
+    fn visit_return_call_ref(&mut self, _: u32) -> Visit {
+        self.leave(EdgeKind::TailCall)
+    }
+
+    fn visit_throw(&mut self, _: u32) -> Visit {
+        self.leave(EdgeKind::Throw)
+    }
+
+    fn visit_throw_ref(&mut self) -> Visit {
+        self.leave(EdgeKind::ThrowRef)
+    }
+
+    // Control transfers the builder does not model.
+    fn visit_try(&mut self, _: BlockType) -> Visit {
+        self.refuse("try")
+    }
+
+    fn visit_catch(&mut self, _: u32) -> Visit {
+        self.refuse("catch")
+    }
+
+    fn visit_catch_all(&mut self) -> Visit {
+        self.refuse("catch_all")
+    }
+
+    fn visit_delegate(&mut self, _: u32) -> Visit {
+        self.refuse("delegate")
+    }
+
+    fn visit_rethrow(&mut self, _: u32) -> Visit {
+        self.refuse("rethrow")
+    }
+
+    fn visit_resume(&mut self, _: u32, _: ResumeTable) -> Visit {
+        self.refuse("resume")
+    }
+
+    fn visit_resume_throw(&mut self, _: u32, _: u32, _: ResumeTable) -> Visit {
+        self.refuse("resume_throw")
+    }
+
+    fn visit_resume_throw_ref(&mut self, _: u32, _: ResumeTable) -> Visit {
+        self.refuse("resume_throw_ref")
+    }
+
+    fn visit_suspend(&mut self, _: u32) -> Visit {
+        self.refuse("suspend")
+    }
+
+    fn visit_switch(&mut self, _: u32, _: u32) -> Visit {
+        self.refuse("switch")
+    }
+
+    fn visit_br_on_cast_desc_eq(&mut self, _: u32, _: RefType, _: RefType) -> Visit {
+        self.refuse("br_on_cast_desc_eq")
+    }
+
+    fn visit_br_on_cast_desc_eq_fail(&mut self, _: u32, _: RefType, _: RefType) -> Visit {
+        self.refuse("br_on_cast_desc_eq_fail")
+    }
+
+    wasmparser::for_each_visit_operator!(visit_plain);
+}
+
+impl<'a> VisitSimdOperator<'a> for Builder {
+    wasmparser::for_each_visit_simd_operator!(visit_plain);
 }

@@ -114,6 +114,10 @@ pub struct FunctionCfg {
     pub(crate) func_pads: (u32, u32),
     /// Indices in `sites` of the constructs whose label has taken edges.
     pub(crate) padded_opens: Vec<u32>,
+    /// Module offsets of every instruction, reachable or not, that the
+    /// rewriter decodes (labels, branches, `else`), in code order; it copies
+    /// the bytes between them as they are.
+    pub(crate) controls: Vec<u32>,
 }
 
 /// A function the builder does not model; it is left untouched.
@@ -178,6 +182,7 @@ pub(crate) fn build_function(
             pad_edges: b.pad_edges,
             func_pads: b.func_pads,
             padded_opens: b.padded_opens,
+            controls: b.controls,
         }),
         Err(builder::BuildError::Unsupported { reason, offset }) => Err(Unsupported {
             func_index,

@@ -83,12 +83,15 @@ pub(crate) fn splice_code(
     let content = leb_len(count) + code.bytes.len();
     (content as u32).encode(&mut header);
     count.encode(&mut header);
-    // The module before the code, moved in front of the entries in place.
+    // The module before the code, moved in front of the entries in place,
+    // in a buffer grown once to the module's exact size (`splice` alone
+    // would grow it by doubling).
     let before = at + header.len();
+    let after = &module[at + EMPTY_CODE_SECTION.len()..];
+    code.bytes.reserve_exact(before + after.len());
     code.bytes
         .splice(0..0, module[..at].iter().chain(&header).copied());
-    code.bytes
-        .extend_from_slice(&module[at + EMPTY_CODE_SECTION.len()..]);
+    code.bytes.extend_from_slice(after);
     let mut starts = code.starts;
     starts.truncate(bodies);
     for s in &mut starts {

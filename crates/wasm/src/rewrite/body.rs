@@ -5,6 +5,12 @@
 //! to a pad), and function references when an import was added. Edge code is
 //! inserted where the builder's sites say.
 //!
+//! Only what may change is decoded: the builder lists the offsets of every
+//! label opener, `else`, `end` and branch (`FunctionCfg::controls`), and
+//! the bytes between them, most of the body, are copied without being read.
+//! When an import shifts the function indices, calls and `ref.func` change
+//! too and every instruction is decoded.
+//!
 //! # Landing pads (label interposition)
 //! A taken conditional edge that carries code (br_if, br_table entry,
 //! br_on_*, catch clause, conditional branch to the function's label) is
@@ -35,9 +41,12 @@ use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
 use pathprof_graph::{EdgeId, NodeId};
 use pathprof_techniques::{Action, FunctionPlan, PathTable};
+use std::ops::Range;
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{BlockType, Encode, InstructionSink};
-use wasmparser::{FunctionBody, Operator};
+use wasmparser::{
+    BinaryReader, FunctionBody, Operator, OperatorsReader, OperatorsReaderAllocations,
+};
 
 const NONE: u32 = u32::MAX;
 /// wasmparser's limit on the locals of one function.
@@ -120,6 +129,105 @@ fn encode_shifted(op: &Operator<'_>, f: u32, out: &mut Vec<u8>) {
     };
 }
 
+/// What an `Open` site says of the construct it opens: its kind, block
+/// type, and range of pad edges.
+type Open = (Construct, wasmparser::BlockType, u32, u32);
+
+/// The instructions of a body the rewriter decodes.
+enum Source<'a> {
+    /// All of them, in order.
+    Every(OperatorsReader<'a>),
+    /// Those at the offsets the builder listed (`FunctionCfg::controls`);
+    /// the bytes between them are copied without being read.
+    Listed {
+        bytes: &'a [u8],
+        offsets: &'a [u32],
+        next: usize,
+        /// Where the body ends in `bytes`.
+        end: usize,
+        /// The frame stack of the reader of one instruction, reused.
+        allocs: Option<OperatorsReaderAllocations>,
+    },
+}
+
+/// Where a [`Source`] is, to come back to.
+enum SourceMark<'a> {
+    Every(OperatorsReader<'a>),
+    Listed(usize),
+}
+
+impl<'a> Source<'a> {
+    fn mark(&self) -> SourceMark<'a> {
+        match self {
+            Source::Every(ops) => SourceMark::Every(ops.clone()),
+            Source::Listed { next, .. } => SourceMark::Listed(*next),
+        }
+    }
+
+    fn seek(&mut self, mark: &SourceMark<'a>) {
+        match (self, mark) {
+            (Source::Every(ops), SourceMark::Every(m)) => *ops = m.clone(),
+            (Source::Listed { next, .. }, SourceMark::Listed(m)) => *next = *m,
+            _ => unreachable!("a mark of another source"),
+        }
+    }
+
+    fn listed(bytes: &'a [u8], offsets: &'a [u32], end: usize) -> Self {
+        Source::Listed {
+            bytes,
+            offsets,
+            next: 0,
+            end,
+            allocs: Some(OperatorsReaderAllocations::default()),
+        }
+    }
+
+    /// Offset of the next instruction to decode.
+    fn next(&self) -> Option<usize> {
+        match self {
+            Source::Every(ops) => (!ops.eof()).then(|| ops.original_position()),
+            Source::Listed { offsets, next, .. } => offsets.get(*next).map(|&o| o as usize),
+        }
+    }
+
+    /// The instruction at `start` and where it ends, when it is one to
+    /// decode.
+    fn read(&mut self, start: usize) -> Result<Option<(Operator<'a>, usize)>> {
+        if self.next() != Some(start) {
+            return Ok(None);
+        }
+        match self {
+            Source::Every(ops) => {
+                let op = ops.read().map_err(read_err)?;
+                Ok(Some((op, ops.original_position())))
+            }
+            Source::Listed {
+                bytes,
+                next,
+                end,
+                allocs,
+                ..
+            } => {
+                *next += 1;
+                // A reader of this instruction alone has no `if` frame
+                // open, so it would reject `else`, which has no immediates.
+                if bytes[start] == ELSE_OPCODE {
+                    return Ok(Some((Operator::Else, start + 1)));
+                }
+                let reader = BinaryReader::new(&bytes[start..*end], start);
+                let mut ops =
+                    OperatorsReader::new_with_allocs(reader, allocs.take().unwrap_or_default());
+                let op = ops.read().map_err(read_err)?;
+                let at = ops.original_position();
+                *allocs = Some(ops.into_allocations());
+                Ok(Some((op, at)))
+            }
+        }
+    }
+}
+
+const ELSE_OPCODE: u8 = 0x05;
+
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Kind {
     Function,
@@ -180,13 +288,13 @@ struct Peeling<'a> {
     proper: bool,
     /// Emitted label index of the first copy's `$again`.
     again: u32,
-    /// Where the body begins: the reader, the site and block cursors, and
+    /// Where the body begins: the source, the site and block cursors, and
     /// the `loop` instruction with its open site.
-    ops: wasmparser::OperatorsReader<'a>,
+    source: SourceMark<'a>,
     cursor: usize,
     next_block: usize,
     raw: (usize, usize),
-    open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
+    open: Option<Open>,
 }
 
 /// Rewrites the body of one planned function into `out`. `lower` comes with
@@ -247,13 +355,13 @@ pub(crate) fn rewrite_body(
         wasm_encoder::ValType::I32.encode(out);
     }
 
-    let starts = block_starts(fcfg);
+    let block_starts = block_starts(fcfg);
     let peels = peel::plan_peels(
         ctx.bytes,
         range.end,
         fcfg,
         plan,
-        &starts,
+        &block_starts,
         ctx.peel_max_bytes,
     );
     let mut rw = Rewriter {
@@ -270,15 +378,21 @@ pub(crate) fn rewrite_body(
         depths: Vec::new(),
         catches: Vec::new(),
         run: (ops_start, ops_start),
-        block_starts: starts,
         next_block: 0,
-        marks: Vec::new(),
+        // One mark per block start, kept until the module is assembled.
+        marks: Vec::with_capacity(block_starts.len()),
+        block_starts,
         peels,
         next_peel: 0,
         peeling: None,
     };
-    let ops = body.get_operators_reader().map_err(read_err)?;
-    rw.run(ops)?;
+    let source = if ctx.shift == 0 {
+        Source::listed(ctx.bytes, &fcfg.controls, range.end)
+    } else {
+        // Calls and `ref.func` change too: every instruction is decoded.
+        Source::Every(body.get_operators_reader().map_err(read_err)?)
+    };
+    rw.run(source, ops_start..range.end)?;
     Ok(rw.marks)
 }
 
@@ -331,11 +445,19 @@ impl<'a> Rewriter<'a, '_> {
     /// Keeps an instruction unchanged; runs of them are copied at once.
     fn copy(&mut self, raw: &[u8]) {
         let start = raw.as_ptr() as usize - self.ctx.bytes.as_ptr() as usize;
+        self.keep(start, start + raw.len());
+    }
+
+    /// Keeps the module bytes `start..end` unchanged.
+    fn keep(&mut self, start: usize, end: usize) {
+        if start == end {
+            return;
+        }
         if start != self.run.1 {
             self.flush();
             self.run = (start, start);
         }
-        self.run.1 = start + raw.len();
+        self.run.1 = end;
     }
 
     fn flush(&mut self) {
@@ -375,10 +497,9 @@ impl<'a> Rewriter<'a, '_> {
             .map(BlockType::FunctionType)
     }
 
-    fn run(&mut self, mut ops: wasmparser::OperatorsReader<'a>) -> Result<()> {
-        let sites: &[Site] = &self.fcfg.sites;
-        let mut cursor = 0;
-        // The function's own label and its pads.
+    /// Opens the function's own label and, when taken edges to it carry
+    /// code, its pads.
+    fn open_function(&mut self) {
         let pads = self.activate(self.fcfg.func_pads.0, self.fcfg.func_pads.1);
         self.frames.push(Frame {
             kind: Kind::Function,
@@ -388,44 +509,65 @@ impl<'a> Rewriter<'a, '_> {
             retarget: NONE,
         });
         self.height = 1;
-        if pads.1 > 0 {
-            let ty = self
-                .ctx
-                .scan
-                .func_types
-                .get(self.fcfg.func_index as usize)
-                .copied()
-                .unwrap_or(0);
-            let results = self
-                .ctx
-                .scan
-                .types
-                .get(ty as usize)
-                .and_then(Option::as_ref)
-                .map(|s| &s.results[..]);
-            let bt = match results {
-                None | Some([]) => BlockType::Empty,
-                Some([t]) => BlockType::Result(types::val_type(*t)),
-                Some(_) => self
-                    .pad_type(types::func_pad_key(self.ctx.scan, ty))
-                    .unwrap_or(BlockType::Empty),
-            };
-            for _ in 0..=pads.1 {
-                self.sink().block(bt);
-            }
-            self.height += pads.1 + 1;
+        if pads.1 == 0 {
+            return;
         }
-        while !ops.eof() {
-            let start = ops.original_position();
-            let op = ops.read().map_err(read_err)?;
-            let raw = &self.ctx.bytes[start..ops.original_position()];
-            let at = |cursor: usize, phase: Phase| {
-                sites
-                    .get(cursor)
-                    .filter(|s| s.offset as usize == start && s.kind.phase() == phase)
-                    .copied()
-            };
-            while let Some(site) = at(cursor, Phase::Before) {
+        let ty = self
+            .ctx
+            .scan
+            .func_types
+            .get(self.fcfg.func_index as usize)
+            .copied()
+            .unwrap_or(0);
+        let results = self
+            .ctx
+            .scan
+            .types
+            .get(ty as usize)
+            .and_then(Option::as_ref)
+            .map(|s| &s.results[..]);
+        let bt = match results {
+            None | Some([]) => BlockType::Empty,
+            Some([t]) => BlockType::Result(types::val_type(*t)),
+            Some(_) => self
+                .pad_type(types::func_pad_key(self.ctx.scan, ty))
+                .unwrap_or(BlockType::Empty),
+        };
+        for _ in 0..=pads.1 {
+            self.sink().block(bt);
+        }
+        self.height += pads.1 + 1;
+    }
+
+    /// The site at `cursor` if it is at `offset` in `phase`.
+    fn site_at(&self, cursor: usize, offset: usize, phase: Phase) -> Option<Site> {
+        self.fcfg
+            .sites
+            .get(cursor)
+            .filter(|s| s.offset as usize == offset && s.kind.phase() == phase)
+            .copied()
+    }
+
+    /// The next offset where something happens: a site, the start of a
+    /// block, or an instruction to decode.
+    fn next_event(&self, source: &Source<'_>, cursor: usize) -> Option<usize> {
+        let site = self.fcfg.sites.get(cursor).map(|s| s.offset as usize);
+        let block = self.block_starts.get(self.next_block).map(|b| b.0 as usize);
+        [site, block, source.next()].into_iter().flatten().min()
+    }
+
+    /// One pass over the body: the bytes between events are kept as they
+    /// are, sites and block marks are applied at their offsets, and the
+    /// instructions the source decodes are rewritten.
+    fn run(&mut self, mut source: Source<'a>, ops: Range<usize>) -> Result<()> {
+        let mut cursor = 0;
+        self.open_function();
+        // Everything before `pos` is copied or rewritten.
+        let mut pos = ops.start;
+        while let Some(start) = self.next_event(&source, cursor) {
+            self.keep(pos, start);
+            pos = start;
+            while let Some(site) = self.site_at(cursor, start, Phase::Before) {
                 match site.kind {
                     SiteKind::Before(e) => self.code(e),
                     SiteKind::SynthElse(e) if self.has_code(e) => {
@@ -436,36 +578,16 @@ impl<'a> Rewriter<'a, '_> {
                 }
                 cursor += 1;
             }
-            while self
-                .block_starts
-                .get(self.next_block)
-                .is_some_and(|&(o, _)| o as usize == start)
-            {
-                self.flush();
-                self.marks
-                    .push((self.out.len() as u32, self.block_starts[self.next_block].1));
-                self.next_block += 1;
-            }
-            let mut open = None;
-            while let Some(site) = at(cursor, Phase::At) {
-                match site.kind {
-                    SiteKind::Taken { edge, frame } if self.has_code(edge) => {
-                        let f = &mut self.frames[frame as usize];
-                        f.retarget = f.pad_base + self.pad_number[edge.index()];
-                        self.marked.push(frame);
-                    }
-                    SiteKind::Open {
-                        construct,
-                        blockty,
-                        pads_start,
-                        pads_len,
-                    } => {
-                        open = Some((construct, blockty, pads_start, pads_len));
-                    }
-                    _ => {}
+            self.mark_blocks(start);
+            let Some((op, end)) = source.read(start)? else {
+                if self.next_event(&source, cursor) == Some(start) {
+                    break; // an At or After site on an instruction not decoded
                 }
-                cursor += 1;
-            }
+                continue;
+            };
+            pos = end;
+            let open = self.take_at_sites(&mut cursor, start);
+            let bytes = self.ctx.bytes;
             let peel_here = matches!(op, Operator::Loop { .. })
                 && self.peeling.is_none()
                 && self
@@ -475,12 +597,12 @@ impl<'a> Rewriter<'a, '_> {
             if peel_here {
                 self.open_first_copy(open);
             } else {
-                self.instruction(&op, raw, open)?;
+                self.instruction(&op, &bytes[start..end], open)?;
             }
             for f in self.marked.drain(..) {
                 self.frames[f as usize].retarget = NONE;
             }
-            while let Some(site) = at(cursor, Phase::After) {
+            while let Some(site) = self.site_at(cursor, start, Phase::After) {
                 if let SiteKind::After(e) = site.kind {
                     self.code(e);
                 }
@@ -490,10 +612,10 @@ impl<'a> Rewriter<'a, '_> {
                 self.peeling = Some(Peeling {
                     proper: false,
                     again: self.frames.last().map_or(0, |f| f.label),
-                    ops: ops.clone(),
+                    source: source.mark(),
                     cursor,
                     next_block: self.next_block,
-                    raw: (start, ops.original_position()),
+                    raw: (start, end),
                     open,
                 });
             } else if matches!(op, Operator::End)
@@ -502,12 +624,15 @@ impl<'a> Rewriter<'a, '_> {
                     .get(self.next_peel)
                     .is_some_and(|p| p.end as usize == start)
             {
-                if let Some(rewind) = self.end_of_peeled_copy()? {
-                    (ops, cursor) = rewind;
+                if let Some(c) = self.end_of_peeled_copy(&mut source) {
+                    cursor = c;
+                    pos = self.peeling.as_ref().map_or(pos, |p| p.raw.1);
                 }
             }
         }
+        self.keep(pos, ops.end);
         self.flush();
+        let sites = &self.fcfg.sites;
         if cursor != sites.len() {
             return Err(WasmError::InvalidOutput {
                 offset: sites[cursor].offset as usize,
@@ -522,40 +647,72 @@ impl<'a> Rewriter<'a, '_> {
 
     /// At a peeled loop's `loop`: `block $after`, then the loop opened as
     /// the block `$again` for its first copy.
-    fn open_first_copy(&mut self, open: Option<(Construct, wasmparser::BlockType, u32, u32)>) {
+    fn open_first_copy(&mut self, open: Option<Open>) {
         self.sink().block(BlockType::Empty);
         self.height += 1;
         self.open_loop(None, wasmparser::BlockType::Empty, open);
     }
 
     /// At a peeled loop's `end`, just emitted. After the first copy: opens
-    /// the loop proper and returns where its body begins (the reader and
-    /// the site cursor); after the loop proper: closes `$after`.
-    fn end_of_peeled_copy(&mut self) -> Result<Option<(wasmparser::OperatorsReader<'a>, usize)>> {
-        let Some(p) = self.peeling.as_mut() else {
-            return Ok(None);
-        };
+    /// the loop proper, moves `source` back to its body and returns the
+    /// site cursor there; after the loop proper: closes `$after`.
+    fn end_of_peeled_copy(&mut self, source: &mut Source<'a>) -> Option<usize> {
+        let p = self.peeling.as_mut()?;
         if p.proper {
             self.peeling = None;
             self.next_peel += 1;
             self.sink().end();
             self.height -= 1;
-            return Ok(None);
+            return None;
         }
         p.proper = true;
-        let (ops, cursor, raw, open) = (p.ops.clone(), p.cursor, p.raw, p.open);
+        source.seek(&p.source);
+        let (cursor, raw, open) = (p.cursor, p.raw, p.open);
         self.next_block = p.next_block;
         let raw = &self.ctx.bytes[raw.0..raw.1];
         self.open_loop(Some(raw), wasmparser::BlockType::Empty, open);
-        Ok(Some((ops, cursor)))
+        Some(cursor)
     }
 
-    fn instruction(
-        &mut self,
-        op: &Operator<'_>,
-        raw: &[u8],
-        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
-    ) -> Result<()> {
+    /// Records where the blocks that begin at `start` land in the output.
+    fn mark_blocks(&mut self, start: usize) {
+        while let Some(&(o, node)) = self.block_starts.get(self.next_block) {
+            if o as usize != start {
+                break;
+            }
+            self.flush();
+            self.marks.push((self.out.len() as u32, node));
+            self.next_block += 1;
+        }
+    }
+
+    /// Applies the sites that change the instruction at `start`: taken
+    /// branches retargeted to pads; returns the construct it opens, if any.
+    fn take_at_sites(&mut self, cursor: &mut usize, start: usize) -> Option<Open> {
+        let mut open = None;
+        while let Some(site) = self.site_at(*cursor, start, Phase::At) {
+            match site.kind {
+                SiteKind::Taken { edge, frame } if self.has_code(edge) => {
+                    let f = &mut self.frames[frame as usize];
+                    f.retarget = f.pad_base + self.pad_number[edge.index()];
+                    self.marked.push(frame);
+                }
+                SiteKind::Open {
+                    construct,
+                    blockty,
+                    pads_start,
+                    pads_len,
+                } => {
+                    open = Some((construct, blockty, pads_start, pads_len));
+                }
+                _ => {}
+            }
+            *cursor += 1;
+        }
+        open
+    }
+
+    fn instruction(&mut self, op: &Operator<'_>, raw: &[u8], open: Option<Open>) -> Result<()> {
         match *op {
             Operator::Block { blockty } | Operator::If { blockty } => {
                 self.open_forward(raw, blockty, open, None)
@@ -652,7 +809,7 @@ impl<'a> Rewriter<'a, '_> {
         &mut self,
         raw: &[u8],
         blockty: wasmparser::BlockType,
-        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
+        open: Option<Open>,
         try_table: Option<&wasmparser::TryTable>,
     ) -> Result<()> {
         let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
@@ -728,7 +885,7 @@ impl<'a> Rewriter<'a, '_> {
         &mut self,
         raw: Option<&[u8]>,
         blockty: wasmparser::BlockType,
-        open: Option<(Construct, wasmparser::BlockType, u32, u32)>,
+        open: Option<Open>,
     ) {
         let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
         match raw {

@@ -39,7 +39,7 @@ pub use layout::{
 };
 
 pub use peel::PEEL_MAX_BYTES;
-pub use stream::{Instrumenter, Scanned};
+pub use stream::{Instrumenter, OutputCheck, Scanned};
 
 use crate::cfg::{FunctionCfg, ModuleInfo};
 use crate::error::{Result, WasmError};
@@ -91,6 +91,17 @@ pub fn instrument(
     plans: &[Option<FunctionPlan>],
     custom_sections: &[(&str, &[u8])],
 ) -> Result<Instrumented> {
+    instrument_checked(bytes, info, plans, custom_sections, OutputCheck::Validate)
+}
+
+/// [`instrument`], with the result validated or not as `check` says.
+pub fn instrument_checked(
+    bytes: &[u8],
+    info: &ModuleInfo,
+    plans: &[Option<FunctionPlan>],
+    custom_sections: &[(&str, &[u8])],
+    check: OutputCheck,
+) -> Result<Instrumented> {
     let actual = module::module_hash(bytes);
     if actual != info.module_hash {
         return Err(WasmError::InfoMismatch {
@@ -103,6 +114,7 @@ pub fn instrument(
     let traces = uses.iter().any(|u| u.traces);
     let module = Scanned::new(bytes)?;
     let mut inst = Instrumenter::new(&module, traces)?;
+    inst.set_output_check(check);
     let mut prepared = Vec::with_capacity(plans.len());
     for (slot, uses) in info.functions.iter().zip(plans).zip(uses) {
         prepared.push(match slot {

@@ -81,6 +81,19 @@ pub struct Instrumenter<'a> {
     scratch: Vec<u8>,
     /// See [`Instrumenter::set_peel_max_bytes`].
     peel_max_bytes: u32,
+    check: OutputCheck,
+}
+
+/// Whether [`Instrumenter::finish`] validates the module it assembled.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum OutputCheck {
+    /// Validate it with wasmparser, as a check of the rewriter itself.
+    #[default]
+    Validate,
+    /// Return it unchecked: for a caller whose next step validates it anyway
+    /// (an engine compiling it), or that trusts the rewriter, which the test
+    /// suites check on every module they instrument.
+    Trust,
 }
 
 /// What a function's rewrite needs beyond its CFG and plan, settled in
@@ -112,6 +125,7 @@ impl<'a> Instrumenter<'a> {
             marks: Vec::with_capacity(scan.bodies.len()),
             scratch: Vec::new(),
             peel_max_bytes: super::peel::PEEL_MAX_BYTES,
+            check: OutputCheck::Validate,
             scan,
         })
     }
@@ -122,6 +136,11 @@ impl<'a> Instrumenter<'a> {
     /// either way.
     pub fn set_peel_max_bytes(&mut self, max_bytes: u32) {
         self.peel_max_bytes = max_bytes;
+    }
+
+    /// Whether [`Instrumenter::finish`] validates its output (by default it does).
+    pub fn set_output_check(&mut self, check: OutputCheck) {
+        self.check = check;
     }
 
     /// Number of defined functions.
@@ -238,7 +257,8 @@ impl<'a> Instrumenter<'a> {
     }
 
     /// Assembles the module once every function was taken, appends
-    /// `custom_sections`, and validates the result.
+    /// `custom_sections`, and validates the result unless told not to
+    /// ([`Instrumenter::set_output_check`]).
     pub fn finish(self, custom_sections: &[(&str, &[u8])]) -> Result<Instrumented> {
         if self.code.len() != self.num_functions() {
             return Err(WasmError::PlanCount {
@@ -277,18 +297,25 @@ impl<'a> Instrumenter<'a> {
         };
         let num_imported = self.scan.num_imported_funcs;
         let code_map = code_map(self.marks, &body_starts, num_imported);
-        wasmparser::Validator::new_with_features(module::features())
-            .validate_all(&out)
-            .map_err(|e| WasmError::InvalidOutput {
-                offset: e.offset(),
-                message: e.message().to_string(),
-            })?;
+        if self.check == OutputCheck::Validate {
+            validate_output(&out)?;
+        }
         Ok(Instrumented {
             bytes: out,
             layout,
             code_map,
         })
     }
+}
+
+fn validate_output(module: &[u8]) -> Result<()> {
+    wasmparser::Validator::new_with_features(module::features())
+        .validate_all(module)
+        .map(|_| ())
+        .map_err(|e| WasmError::InvalidOutput {
+            offset: e.offset(),
+            message: e.message().to_string(),
+        })
 }
 
 /// The code maps of the instrumented functions: their block marks moved to
