@@ -624,9 +624,8 @@ impl<'a> Rewriter<'a, '_> {
                     .get(self.next_peel)
                     .is_some_and(|p| p.end as usize == start)
             {
-                if let Some(c) = self.end_of_peeled_copy(&mut source) {
-                    cursor = c;
-                    pos = self.peeling.as_ref().map_or(pos, |p| p.raw.1);
+                if let Some(body) = self.end_of_peeled_copy(&mut source) {
+                    (cursor, pos) = body;
                 }
             }
         }
@@ -655,8 +654,9 @@ impl<'a> Rewriter<'a, '_> {
 
     /// At a peeled loop's `end`, just emitted. After the first copy: opens
     /// the loop proper, moves `source` back to its body and returns the
-    /// site cursor there; after the loop proper: closes `$after`.
-    fn end_of_peeled_copy(&mut self, source: &mut Source<'a>) -> Option<usize> {
+    /// site cursor and the offset there; after the loop proper: closes
+    /// `$after`.
+    fn end_of_peeled_copy(&mut self, source: &mut Source<'a>) -> Option<(usize, usize)> {
         let p = self.peeling.as_mut()?;
         if p.proper {
             self.peeling = None;
@@ -668,10 +668,11 @@ impl<'a> Rewriter<'a, '_> {
         p.proper = true;
         source.seek(&p.source);
         let (cursor, raw, open) = (p.cursor, p.raw, p.open);
+        let body_start = raw.1;
         self.next_block = p.next_block;
         let raw = &self.ctx.bytes[raw.0..raw.1];
         self.open_loop(Some(raw), wasmparser::BlockType::Empty, open);
-        Some(cursor)
+        Some((cursor, body_start))
     }
 
     /// Records where the blocks that begin at `start` land in the output.
