@@ -26,8 +26,8 @@ use crate::dfs::Dfs;
 /// Per CFG edge, `10^depth` (saturating) where `depth` is the smaller loop
 /// nesting depth of its two ends; 0 for unreachable edges.
 pub fn loop_nesting_weights(cfg: &Cfg) -> Vec<u64> {
-    let dfs = Dfs::run(cfg);
-    let depth = depths(cfg, &dfs);
+    let dfs = cfg.dfs();
+    let depth = depths(cfg, dfs);
     let weight = |&(v, w): &(NodeId, NodeId)| {
         if dfs.reached(v) {
             10u64.saturating_pow(depth[v.index()].min(depth[w.index()]))
@@ -41,7 +41,7 @@ pub fn loop_nesting_weights(cfg: &Cfg) -> Vec<u64> {
 /// Per node, the number of loops containing it (0 outside loops and for
 /// nodes ENTRY does not reach).
 pub fn loop_nesting_depths(cfg: &Cfg) -> Vec<u32> {
-    depths(cfg, &Dfs::run(cfg))
+    depths(cfg, cfg.dfs())
 }
 
 fn depths(cfg: &Cfg, dfs: &Dfs) -> Vec<u32> {
