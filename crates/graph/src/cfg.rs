@@ -96,7 +96,7 @@ impl Adjacency {
 
 /// Edge ids grouped by `key` node (a counting sort, stable in edge order):
 /// node `v`'s edges are `list[start[v]..start[v + 1]]`. Shared with
-/// `crate::dag` and `crate::weights`, whose lists are built the same way.
+/// `crate::dag` and `crate::spanning`, whose lists are built the same way.
 pub(crate) fn rows<E, Id: Copy>(
     num_nodes: usize,
     edges: &[E],
