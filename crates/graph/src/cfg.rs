@@ -110,18 +110,22 @@ pub(crate) fn rows<E, Id: Copy>(
     for v in 0..num_nodes {
         start[v + 1] += start[v];
     }
-    let mut next = start.clone();
     // Every slot is overwritten below; `id(0)` only fills it meanwhile
     // (and is not called for an empty list, whose ids may not exist).
     let mut list = match edges.len() {
         0 => Vec::new(),
         len => vec![id(0); len],
     };
+    // `start[v]` serves as row v's cursor, and ends where row v + 1
+    // begins: shifted by one, it is `start` again, with no vector of
+    // cursors beside it.
     for (i, e) in edges.iter().enumerate() {
-        let slot = &mut next[key(e)];
+        let slot = &mut start[key(e)];
         list[*slot as usize] = id(i);
         *slot += 1;
     }
+    start.copy_within(..num_nodes, 1);
+    start[0] = 0;
     (start, list)
 }
 
