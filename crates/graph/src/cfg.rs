@@ -13,6 +13,8 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
+use crate::dfs::Dfs;
+
 /// A vertex of a [`Cfg`]. The index is private; conversions are checked.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -55,7 +57,9 @@ id_impl!(EdgeId);
 /// The adjacency lists are kept flat (compressed rows: one vector of edge
 /// ids per direction, sliced per node) and built on first use after the
 /// last change: a function of 100 000 blocks costs four allocations, not two
-/// per block.
+/// per block. The depth-first search from ENTRY is kept the same way: the
+/// DAG (each truncation round of it) and the loop-nesting weights all ask
+/// for it, and it is a function of the graph alone.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Cfg {
     #[serde(default)]
@@ -63,6 +67,8 @@ pub struct Cfg {
     edges: Vec<(NodeId, NodeId)>,
     #[serde(skip)]
     adjacency: OnceLock<Adjacency>,
+    #[serde(skip)]
+    dfs: OnceLock<Dfs>,
 }
 
 /// Successor and predecessor lists, in edge insertion order: node `v`'s
@@ -90,7 +96,7 @@ impl Adjacency {
 
 /// Edge ids grouped by `key` node (a counting sort, stable in edge order):
 /// node `v`'s edges are `list[start[v]..start[v + 1]]`. Shared with
-/// `crate::dag` and `crate::weights`, whose lists are built the same way.
+/// `crate::dag` and `crate::spanning`, whose lists are built the same way.
 pub(crate) fn rows<E, Id: Copy>(
     num_nodes: usize,
     edges: &[E],
@@ -104,18 +110,22 @@ pub(crate) fn rows<E, Id: Copy>(
     for v in 0..num_nodes {
         start[v + 1] += start[v];
     }
-    let mut next = start.clone();
     // Every slot is overwritten below; `id(0)` only fills it meanwhile
     // (and is not called for an empty list, whose ids may not exist).
     let mut list = match edges.len() {
         0 => Vec::new(),
         len => vec![id(0); len],
     };
+    // `start[v]` serves as row v's cursor, and ends where row v + 1
+    // begins: shifted by one, it is `start` again, with no vector of
+    // cursors beside it.
     for (i, e) in edges.iter().enumerate() {
-        let slot = &mut next[key(e)];
+        let slot = &mut start[key(e)];
         list[*slot as usize] = id(i);
         *slot += 1;
     }
+    start.copy_within(..num_nodes, 1);
+    start[0] = 0;
     (start, list)
 }
 
@@ -145,6 +155,7 @@ impl Cfg {
     /// Adds a basic block and returns its id.
     pub fn add_node(&mut self) -> NodeId {
         self.adjacency.take();
+        self.dfs.take();
         self.num_nodes += 1;
         NodeId::new(self.num_nodes - 1)
     }
@@ -158,6 +169,7 @@ impl Cfg {
             self.num_nodes
         );
         self.adjacency.take();
+        self.dfs.take();
         let e = EdgeId::new(self.edges.len());
         self.edges.push((src, dst));
         e
@@ -178,6 +190,7 @@ impl Cfg {
             num_nodes,
             edges: edges.to_vec(),
             adjacency: OnceLock::new(),
+            dfs: OnceLock::new(),
         };
         let _ = g.adjacency.set(Adjacency::new(num_nodes, edges));
         g
@@ -186,6 +199,12 @@ impl Cfg {
     fn adjacency(&self) -> &Adjacency {
         self.adjacency
             .get_or_init(|| Adjacency::new(self.num_nodes, &self.edges))
+    }
+
+    /// The depth-first search from ENTRY, run on first use after the last
+    /// change.
+    pub(crate) fn dfs(&self) -> &Dfs {
+        self.dfs.get_or_init(|| Dfs::run(self))
     }
 
     pub fn num_nodes(&self) -> usize {

@@ -172,12 +172,12 @@ impl Dag {
             }
             cut[v.index()] = v != Cfg::ENTRY;
         }
-        let dfs = Dfs::run(cfg);
-        let roles: Vec<Role> = cfg.edge_ids().map(|e| role(cfg, &dfs, &cut, e)).collect();
+        let dfs = cfg.dfs();
+        let roles: Vec<Role> = cfg.edge_ids().map(|e| role(cfg, dfs, &cut, e)).collect();
         let mut dag = Dag::empty(n);
         dag.edges.reserve(cfg.num_edges());
         dag.add_real_edges(cfg, &roles);
-        dag.add_dummy_edges(cfg, &roles, &dfs);
+        dag.add_dummy_edges(cfg, &roles, dfs);
         dag.map_cfg_edges(cfg, &roles);
         dag.build_adjacency();
         for v in cfg.nodes() {
@@ -390,6 +390,21 @@ impl Dag {
         nodes.extend(path.iter().map(|&d| self.edge(d).dst));
         nodes
     }
+}
+
+/// A topological order of every DAG [`Dag::with_cuts`] builds from `cfg`,
+/// whatever it cuts, every node included: the DFS that finds the backedges
+/// has sorted them already. Each DAG edge is a CFG edge that is not a
+/// backedge, whose target the search finished before its source; or a dummy
+/// out of ENTRY, the root, finished last; or a dummy into EXIT, put last
+/// here. Nodes ENTRY does not reach have no DAG edge and go at the end.
+pub(crate) fn order_from_dfs(cfg: &Cfg) -> Vec<NodeId> {
+    let dfs = cfg.dfs();
+    let mut order = Vec::with_capacity(cfg.num_nodes());
+    order.extend(dfs.postorder().iter().rev().filter(|&&v| v != Cfg::EXIT));
+    order.push(Cfg::EXIT);
+    order.extend(cfg.nodes().filter(|&v| !dfs.reached(v) && v != Cfg::EXIT));
+    order
 }
 
 /// Rejects CFGs that break section 3.1's conventions: ENTRY has no incoming

@@ -15,6 +15,7 @@ use crate::cfg::{Cfg, EdgeId, NodeId};
 /// Preorder number of a node the search never reached.
 const UNREACHED: u32 = u32::MAX;
 
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Dfs {
     /// Preorder number per node, `UNREACHED` if ENTRY does not reach it.
     pre: Vec<u32>,
@@ -23,6 +24,8 @@ pub(crate) struct Dfs {
     last: Vec<u32>,
     /// Reached nodes in preorder.
     order: Vec<NodeId>,
+    /// Reached nodes in the order the search finished them.
+    post: Vec<NodeId>,
 }
 
 impl Dfs {
@@ -32,6 +35,7 @@ impl Dfs {
             pre: vec![UNREACHED; n],
             last: vec![0; n],
             order: Vec::with_capacity(n),
+            post: Vec::with_capacity(n),
         };
         // Each frame: a node and the index of its next successor edge to explore.
         let mut stack: Vec<(NodeId, usize)> = Vec::new();
@@ -48,6 +52,7 @@ impl Dfs {
                 }
                 None => {
                     dfs.last[v.index()] = dfs.preorder_len() - 1;
+                    dfs.post.push(v);
                     stack.pop();
                 }
             }
@@ -73,6 +78,12 @@ impl Dfs {
     /// Reached nodes in preorder (ENTRY first).
     pub(crate) fn preorder(&self) -> &[NodeId] {
         &self.order
+    }
+
+    /// Reached nodes in postorder: the target of every edge that is not a
+    /// backedge finishes before its source (ENTRY last).
+    pub(crate) fn postorder(&self) -> &[NodeId] {
+        &self.post
     }
 
     /// Preorder number of a reached node.

@@ -22,7 +22,7 @@
 //!   [`build_numbered`] lowers `t` and cuts again until NumPaths(ENTRY) fits.
 
 use crate::cfg::{Cfg, NodeId};
-use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
+use crate::dag::{order_from_dfs, Dag, DagEdgeId, DagEdgeKind};
 use crate::error::GraphError;
 
 /// Val per DAG edge and NumPaths per node.
@@ -101,7 +101,11 @@ pub fn topological_order(dag: &Dag) -> Result<Vec<NodeId>, GraphError> {
 /// Fig. 5 with the successor order of 5.2. Fails with
 /// [`GraphError::TooManyPaths`] if NumPaths of some node overflows `u64`.
 pub fn number(dag: &Dag) -> Result<Numbering, GraphError> {
-    let order = topological_order(dag)?;
+    number_in(dag, &topological_order(dag)?)
+}
+
+/// [`number`] given a topological `order` of `dag`'s nodes.
+fn number_in(dag: &Dag, order: &[NodeId]) -> Result<Numbering, GraphError> {
     let mut val = vec![0u64; dag.num_edges()];
     let mut num_paths = vec![0u64; dag.num_nodes];
     let mut sorted: Vec<DagEdgeId> = Vec::new();
@@ -133,17 +137,18 @@ pub fn number(dag: &Dag) -> Result<Numbering, GraphError> {
 /// [`GraphError::TooManyPaths`] only if that still overflows 64 bits.
 pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering), GraphError> {
     let base = Dag::new(cfg)?;
-    if let Some(numbering) = numbered_within(&base, truncate_above)? {
+    // One order serves every round: cutting keeps it topological.
+    let order = order_from_dfs(cfg);
+    if let Some(numbering) = numbered_within(&base, &order, truncate_above)? {
         return Ok((base, numbering));
     }
-    let order = topological_order(&base)?;
     let mut entry_succs = base.succs(Cfg::ENTRY).len() as u64;
     let mut t = truncate_above;
     loop {
         let cuts = choose_cuts(&base, &order, t);
         if !cuts.is_empty() {
             let dag = Dag::with_cuts(cfg, &cuts)?;
-            if let Some(numbering) = numbered_within(&dag, truncate_above)? {
+            if let Some(numbering) = numbered_within(&dag, &order, truncate_above)? {
                 return Ok((dag, numbering));
             }
             entry_succs = dag.succs(Cfg::ENTRY).len() as u64;
@@ -166,13 +171,18 @@ pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering)
         })
         .collect();
     let dag = Dag::with_cuts(cfg, &everywhere)?;
-    let numbering = number(&dag)?;
+    let numbering = number_in(&dag, &order)?;
     Ok((dag, numbering))
 }
 
-/// The numbering of `dag` if NumPaths(ENTRY) is at most `limit`.
-fn numbered_within(dag: &Dag, limit: u64) -> Result<Option<Numbering>, GraphError> {
-    match number(dag) {
+/// The numbering of `dag` (in topological `order`) if NumPaths(ENTRY) is at
+/// most `limit`.
+fn numbered_within(
+    dag: &Dag,
+    order: &[NodeId],
+    limit: u64,
+) -> Result<Option<Numbering>, GraphError> {
+    match number_in(dag, order) {
         Ok(numbering) if numbering.total() <= limit => Ok(Some(numbering)),
         Ok(_) | Err(GraphError::TooManyPaths) => Ok(None),
         Err(e) => Err(e),

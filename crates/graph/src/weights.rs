@@ -20,14 +20,14 @@
 //! as the code it leads to (once per loop execution), not as the loop body.
 //! Edges ENTRY does not reach weigh 0.
 
-use crate::cfg::{rows, Cfg, NodeId};
+use crate::cfg::{Cfg, NodeId};
 use crate::dfs::Dfs;
 
 /// Per CFG edge, `10^depth` (saturating) where `depth` is the smaller loop
 /// nesting depth of its two ends; 0 for unreachable edges.
 pub fn loop_nesting_weights(cfg: &Cfg) -> Vec<u64> {
-    let dfs = Dfs::run(cfg);
-    let depth = depths(cfg, &dfs);
+    let dfs = cfg.dfs();
+    let depth = depths(cfg, dfs);
     let weight = |&(v, w): &(NodeId, NodeId)| {
         if dfs.reached(v) {
             10u64.saturating_pow(depth[v.index()].min(depth[w.index()]))
@@ -41,7 +41,7 @@ pub fn loop_nesting_weights(cfg: &Cfg) -> Vec<u64> {
 /// Per node, the number of loops containing it (0 outside loops and for
 /// nodes ENTRY does not reach).
 pub fn loop_nesting_depths(cfg: &Cfg) -> Vec<u32> {
-    depths(cfg, &Dfs::run(cfg))
+    depths(cfg, cfg.dfs())
 }
 
 fn depths(cfg: &Cfg, dfs: &Dfs) -> Vec<u32> {
@@ -65,7 +65,6 @@ struct LoopForest {
 impl LoopForest {
     fn build(cfg: &Cfg, dfs: &Dfs) -> LoopForest {
         let n = dfs.preorder().len();
-        let preds = SplitPreds::new(cfg, dfs);
         // Irreducible entries handed to a head, beside its own preds (the
         // outer vector only: an empty list does not allocate).
         let mut extra_preds: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -81,7 +80,7 @@ impl LoopForest {
         let (mut body, mut entries, mut work) = (Vec::new(), Vec::new(), Vec::new());
         for w in (0..n).rev() {
             body.clear();
-            for &v in preds.back(w) {
+            for v in preds(cfg, dfs, w, true) {
                 forest.is_head[w] = true;
                 let x = find(&mut collapsed, v);
                 if x != w && in_body[x] != w + 1 {
@@ -93,7 +92,7 @@ impl LoopForest {
             work.clear();
             work.extend_from_slice(&body);
             while let Some(x) = work.pop() {
-                for &y in preds.other(x).iter().chain(&extra_preds[x]) {
+                for y in preds(cfg, dfs, x, false).chain(extra_preds[x].iter().copied()) {
                     let y = find(&mut collapsed, y);
                     if !dfs_descends(dfs, w, y) {
                         // Irreducible: the loop is entered past its head. The
@@ -116,50 +115,16 @@ impl LoopForest {
     }
 }
 
-/// Per vertex (preorder number), the sources of incoming backedges (self
-/// loops included) and of all other incoming edges from reached vertices,
-/// in compressed rows as [`Cfg`] keeps its adjacency.
-struct SplitPreds {
-    back_start: Vec<u32>,
-    back: Vec<usize>,
-    other_start: Vec<u32>,
-    other: Vec<usize>,
-}
-
-impl SplitPreds {
-    fn new(cfg: &Cfg, dfs: &Dfs) -> Self {
-        let n = dfs.preorder().len();
-        // (preorder of target, preorder of source), by kind.
-        let (mut back, mut other) = (Vec::new(), Vec::new());
-        for e in cfg.edge_ids() {
-            let (v, w) = cfg.edge(e);
-            if !dfs.reached(v) {
-                continue;
-            }
-            let list = if dfs.is_backedge(cfg, e) {
-                &mut back
-            } else {
-                &mut other
-            };
-            list.push((dfs.pre(w), dfs.pre(v)));
-        }
-        let (back_start, back) = rows(n, &back, |&(w, _)| w, |i| back[i].1);
-        let (other_start, other) = rows(n, &other, |&(w, _)| w, |i| other[i].1);
-        SplitPreds {
-            back_start,
-            back,
-            other_start,
-            other,
-        }
-    }
-
-    fn back(&self, w: usize) -> &[usize] {
-        &self.back[self.back_start[w] as usize..self.back_start[w + 1] as usize]
-    }
-
-    fn other(&self, w: usize) -> &[usize] {
-        &self.other[self.other_start[w] as usize..self.other_start[w + 1] as usize]
-    }
+/// The sources (preorder numbers) of the edges from reached vertices into
+/// preorder vertex `w`: the backedges (self loops included) if `back`, the
+/// others if not. Read off the CFG's predecessor lists as they are needed,
+/// which visits each list about once, rather than copied into lists of
+/// their own first.
+fn preds<'g>(cfg: &'g Cfg, dfs: &'g Dfs, w: usize, back: bool) -> impl Iterator<Item = usize> + 'g {
+    cfg.preds(dfs.preorder()[w]).iter().filter_map(move |&e| {
+        let v = cfg.src(e);
+        (dfs.reached(v) && dfs.is_backedge(cfg, e) == back).then(|| dfs.pre(v))
+    })
 }
 
 /// Whether preorder number `d` is a DFS descendant of (or equal to) `a`.

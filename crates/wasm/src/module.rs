@@ -5,8 +5,9 @@
 use crate::error::{Result, WasmError};
 use sha2::{Digest, Sha256};
 use wasmparser::{
-    BinaryReaderError, CompositeInnerType, Encoding, FunctionBody, KnownCustom, Name, Parser,
-    Payload, TypeRef, ValType, Validator, WasmFeatures,
+    BinaryReaderError, CompositeInnerType, Encoding, FuncToValidate, FunctionBody, KnownCustom,
+    Name, Parser, Payload, TypeRef, ValType, ValidPayload, Validator, ValidatorResources,
+    WasmFeatures,
 };
 
 /// Names this crate adds to a module all start with this prefix.
@@ -75,8 +76,16 @@ pub(crate) fn input_error(e: &BinaryReaderError, len: usize) -> WasmError {
     }
 }
 
-/// Header check plus full validation with [`features`].
-pub(crate) fn validate(bytes: &[u8]) -> Result<()> {
+/// A function body's validator, handed out by [`validate_sections`].
+pub(crate) type BodyValidator = FuncToValidate<ValidatorResources>;
+
+/// Header check plus validation with [`features`] of everything but the
+/// function bodies, whose validators are returned in function order: the
+/// CFG builder runs each one on the operators it decodes, so a body is
+/// decoded once for both (`crate::cfg`). The bodies are checked in that
+/// order, so an invalid body is reported as `validate_all` would, unless a
+/// later section is invalid too.
+pub(crate) fn validate_sections(bytes: &[u8]) -> Result<Vec<BodyValidator>> {
     check_header(bytes)?;
     if u32::try_from(bytes.len()).is_err() {
         return Err(WasmError::Invalid {
@@ -84,10 +93,19 @@ pub(crate) fn validate(bytes: &[u8]) -> Result<()> {
             message: "module larger than 4 GiB".into(),
         });
     }
-    Validator::new_with_features(features())
-        .validate_all(bytes)
-        .map(drop)
-        .map_err(|e| input_error(&e, bytes.len()))
+    let err = |e: BinaryReaderError| input_error(&e, bytes.len());
+    let mut validator = Validator::new_with_features(features());
+    let mut parser = Parser::new(0);
+    parser.set_features(features());
+    let mut bodies = Vec::new();
+    for payload in parser.parse_all(bytes) {
+        if let ValidPayload::Func(func, _) =
+            validator.payload(&payload.map_err(err)?).map_err(err)?
+        {
+            bodies.push(func);
+        }
+    }
+    Ok(bodies)
 }
 
 /// Lower-case hex SHA-256 of the module bytes.
@@ -142,7 +160,7 @@ pub(crate) struct ModuleScan<'a> {
 }
 
 impl<'a> ModuleScan<'a> {
-    /// Scans a module that [`validate`] accepted.
+    /// Scans a module whose sections [`validate_sections`] accepted.
     pub fn new(bytes: &'a [u8]) -> Result<Self> {
         let mut scan = ModuleScan {
             types: Vec::new(),

@@ -70,6 +70,35 @@ fn invalid_module_reports_the_offset() {
 }
 
 #[test]
+fn bodies_are_validated_as_wasmparser_validates_them() {
+    // The builder validates each body as it reads it: an invalid body after
+    // a valid one, an operand mismatch past a construct, and an invalid
+    // instruction past a legacy `try` the builder refuses (the body is
+    // still validated to its end) are reported as `validate_all` does.
+    let features =
+        wasmparser::WasmFeatures::default() | wasmparser::WasmFeatures::LEGACY_EXCEPTIONS;
+    for wat in [
+        "(module (func) (func i32.const 1 i64.const 2 i64.add drop))",
+        "(module (func (block (br_table 0 0 (i32.const 0))) i32.add))",
+        "(module (tag $t) (func try catch $t end i32.add drop))",
+    ] {
+        let bytes = wat::parse_str(wat).unwrap();
+        let Err(expected) = wasmparser::Validator::new_with_features(features).validate_all(&bytes)
+        else {
+            panic!("{wat} is valid");
+        };
+        assert_eq!(
+            analyze(&bytes).unwrap_err(),
+            WasmError::Invalid {
+                offset: expected.offset(),
+                message: expected.message().to_string(),
+            },
+            "{wat}"
+        );
+    }
+}
+
+#[test]
 fn legacy_exceptions_are_unsupported_and_untouched() {
     let bytes = wat::parse_str(
         r#"(module

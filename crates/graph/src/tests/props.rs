@@ -4,7 +4,7 @@
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use crate::dag::Dag;
+use crate::dag::{order_from_dfs, Dag};
 use crate::numbering::{build_numbered, number};
 use crate::testing::{arb_cfg, enumerate_paths, random_walk, Walk};
 use crate::tests::oracle::check_pipeline;
@@ -65,6 +65,23 @@ proptest! {
                 check_pipeline(&cfg, &dag, &num, &weights, &walks(&cfg, &choices), &samples)?;
             }
             Err(e) => prop_assert!(false, "unexpected error {}", e),
+        }
+    }
+
+    /// The one order every truncation round numbers in, taken from the DFS
+    /// of the CFG, holds every node and is topological for the DAG of any
+    /// set of cuts.
+    #[test]
+    fn dfs_order_is_topological_under_any_cuts(cfg in arb_cfg(10), cut in vec(any::<bool>(), 12)) {
+        let cuts: Vec<NodeId> = cfg.nodes().filter(|v| cut.get(v.index()) == Some(&true)).collect();
+        let dag = Dag::with_cuts(&cfg, &cuts).unwrap();
+        let mut position = vec![None; cfg.num_nodes()];
+        for (i, v) in order_from_dfs(&cfg).into_iter().enumerate() {
+            prop_assert!(position[v.index()].replace(i).is_none(), "{} twice", v);
+        }
+        prop_assert!(position.iter().all(Option::is_some));
+        for e in &dag.edges {
+            prop_assert!(position[e.src.index()] < position[e.dst.index()], "{:?} goes back", e);
         }
     }
 }

@@ -8,12 +8,13 @@
 //! `end` only if some edge reaches it, and the list is patched then. Every
 //! operation is O(1) per instruction, plus O(targets) for `br_table`.
 
+use super::checked::Checked;
 use super::site::{Construct, Site, SiteKind};
 use super::{BlockInfo, EdgeKind};
 use pathprof_graph::{Cfg, EdgeId, NodeId};
 use wasmparser::{
-    BlockType, BrTable, Catch, FunctionBody, RefType, ResumeTable, TryTable, VisitOperator,
-    VisitSimdOperator,
+    BlockType, BrTable, Catch, FuncValidator, FunctionBody, RefType, ResumeTable, TryTable,
+    ValidatorResources, VisitOperator, VisitSimdOperator,
 };
 
 const NONE: u32 = u32::MAX;
@@ -89,7 +90,7 @@ impl Frame {
     }
 }
 
-struct Builder {
+pub(super) struct Builder {
     edges: Vec<(NodeId, NodeId)>,
     kinds: Vec<EdgeKind>,
     /// Per edge: the next edge in its target frame's list.
@@ -112,7 +113,7 @@ struct Builder {
     scratch: Vec<u32>,
     stamp: u32,
     /// Module offset of the instruction being visited.
-    at: usize,
+    pub(super) at: usize,
     /// The block that counted the instruction being visited (NONE if
     /// none did): its end moves past the instruction once it is read.
     counted: u32,
@@ -121,9 +122,12 @@ struct Builder {
     func_pads: (u32, u32),
 }
 
-/// Builds the CFG of one function body.
-pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
-    let mut ops = body.get_operators_reader()?;
+/// Builds the CFG of one function body, validating it with `validator`
+/// if given ([`super::checked`]).
+pub(crate) fn build(
+    body: &FunctionBody<'_>,
+    validator: Option<FuncValidator<ValidatorResources>>,
+) -> Result<Built, BuildError> {
     // A rough guess from the body size keeps reallocation rare.
     let guess = body.range().len() / 8 + 4;
     let mut b = Builder {
@@ -145,18 +149,24 @@ pub(crate) fn build(body: &FunctionBody<'_>) -> Result<Built, BuildError> {
         counted: NONE,
         func_pads: (0, 0),
     };
-    b.blocks.push(None); // ENTRY
-    b.blocks.push(None); // EXIT
-    let first = b.node();
-    let e = b.edge(0, first, EdgeKind::Entry);
-    b.site(ops.original_position(), SiteKind::Before(e));
-    b.cur = first;
-    b.cur_plain = true;
-    b.frames.push(Frame::new(FrameKind::Function, NONE, NONE));
-    while !ops.eof() {
-        b.at = ops.original_position();
-        ops.visit_operator(&mut b)??;
-        b.counted_ends_at(ops.original_position());
+    match validator {
+        Some(validator) => {
+            let (mut checked, mut ops) = Checked::new(validator, &mut b, body.get_binary_reader())?;
+            checked.builder().begin(ops.original_position());
+            while !ops.eof() {
+                checked.visit(&mut ops)?;
+            }
+            checked.finish(&ops)?;
+        }
+        None => {
+            let mut ops = body.get_operators_reader()?;
+            b.begin(ops.original_position());
+            while !ops.eof() {
+                b.at = ops.original_position();
+                ops.visit_operator(&mut b)??;
+                b.counted_ends_at(ops.original_position());
+            }
+        }
     }
     let cfg = Cfg::from_edges(b.blocks.len(), &b.edges);
     Ok(Built {
@@ -181,6 +191,20 @@ fn unsupported(what: &str, offset: usize) -> BuildError {
 }
 
 impl Builder {
+    /// ENTRY, EXIT, the first block and the edge into it, before the
+    /// operators at module offset `at`.
+    fn begin(&mut self, at: usize) {
+        self.blocks.push(None); // ENTRY
+        self.blocks.push(None); // EXIT
+        let first = self.node();
+        let e = self.edge(0, first, EdgeKind::Entry);
+        self.site(at, SiteKind::Before(e));
+        self.cur = first;
+        self.cur_plain = true;
+        self.frames
+            .push(Frame::new(FrameKind::Function, NONE, NONE));
+    }
+
     fn node(&mut self) -> u32 {
         self.blocks.push(Some(BlockInfo {
             offset: 0,
@@ -236,7 +260,7 @@ impl Builder {
     }
 
     /// The instruction just visited ends at `end`.
-    fn counted_ends_at(&mut self, end: usize) {
+    pub(super) fn counted_ends_at(&mut self, end: usize) {
         if let Some(Some(info)) = self.blocks.get_mut(self.counted as usize) {
             info.end = end as u32;
         }

@@ -37,9 +37,10 @@
 //! rejects anyway) are reported [`Unsupported`] and left untouched.
 
 mod builder;
+mod checked;
 pub(crate) mod site;
 
-use crate::error::{Result, WasmError};
+use crate::error::Result;
 use crate::module::{self, ModuleScan};
 use pathprof_graph::{Cfg, EdgeId};
 use serde::{Deserialize, Serialize};
@@ -163,15 +164,18 @@ pub fn analyze(bytes: &[u8]) -> Result<ModuleInfo> {
     })
 }
 
-/// The CFG of defined function `i` of a scanned module, or why it is not
-/// modelled.
+/// The CFG of defined function `i` of a scanned module (of `len` bytes), or
+/// why it is not modelled; its body is validated with `validator` if given.
 pub(crate) fn build_function(
     scan: &ModuleScan<'_>,
     i: usize,
+    validator: Option<module::BodyValidator>,
+    len: usize,
 ) -> Result<std::result::Result<FunctionCfg, Unsupported>> {
     let func_index = scan.num_imported_funcs + i as u32;
     let name = scan.names[i].clone();
-    Ok(match builder::build(&scan.bodies[i]) {
+    let validator = validator.map(|f| f.into_validator(Default::default()));
+    Ok(match builder::build(&scan.bodies[i], validator) {
         Ok(b) => Ok(FunctionCfg {
             func_index,
             name,
@@ -190,6 +194,6 @@ pub(crate) fn build_function(
             offset,
             reason,
         }),
-        Err(builder::BuildError::Read(e)) => return Err(WasmError::invalid(&e)),
+        Err(builder::BuildError::Read(e)) => return Err(module::input_error(&e, len)),
     })
 }

@@ -29,6 +29,9 @@ use wasmparser::ValType;
 pub struct Scanned<'a> {
     bytes: &'a [u8],
     scan: ModuleScan<'a>,
+    /// Per defined function, the validator its body is built with; empty
+    /// for a module taken as valid.
+    validators: Vec<module::BodyValidator>,
 }
 
 impl<'a> Scanned<'a> {
@@ -37,13 +40,19 @@ impl<'a> Scanned<'a> {
         Ok(Scanned {
             bytes,
             scan: ModuleScan::new(bytes)?,
+            validators: Vec::new(),
         })
     }
 
-    /// Validates the module `bytes` and scans it.
+    /// Validates the module `bytes` and scans it. The function bodies are
+    /// validated as they are built: every caller builds every function
+    /// before it uses the module, and stops at the first error.
     pub fn validated(bytes: &'a [u8]) -> Result<Self> {
-        module::validate(bytes)?;
-        Scanned::new(bytes)
+        let validators = module::validate_sections(bytes)?;
+        Ok(Scanned {
+            validators,
+            ..Scanned::new(bytes)?
+        })
     }
 
     /// Bytes of each defined function's body in the module.
@@ -51,9 +60,16 @@ impl<'a> Scanned<'a> {
         self.scan.bodies.iter().map(|b| b.range().len()).collect()
     }
 
-    /// Builds the CFG of defined function `i` (as [`crate::analyze`] does).
+    /// Builds the CFG of defined function `i` (as [`crate::analyze`] does),
+    /// validating its body on the way unless the module was taken as valid.
     pub fn build(&self, i: usize) -> Result<std::result::Result<FunctionCfg, crate::Unsupported>> {
-        crate::cfg::build_function(&self.scan, i)
+        let validator = self.validators.get(i).map(|f| wasmparser::FuncToValidate {
+            resources: f.resources.clone(),
+            index: f.index,
+            ty: f.ty,
+            features: f.features,
+        });
+        crate::cfg::build_function(&self.scan, i, validator, self.bytes.len())
     }
 
     pub(crate) fn num_imported_funcs(&self) -> u32 {
