@@ -10,6 +10,8 @@ use pathprof_graph::NodeId;
 use pathprof_profile::{Edge, FunctionData, Profile};
 use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
 use pathprof_wasm::{FunctionCfg, ModuleInfo, Unsupported};
+use std::fs::File;
+use std::io::Write;
 
 use crate::meta::{Encoder, PlanRecord};
 pub use crate::meta::{Meta, META_SECTION};
@@ -111,11 +113,56 @@ impl Instrumented {
 /// function of the module throws or catches, and trace plans add an import
 /// before the defined functions: both want every CFG first.
 pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
+    match instrument_to(module, technique, opts, None)? {
+        Done::Memory(out) => Ok(out),
+        Done::Written { .. } => unreachable!("no file was given"),
+    }
+}
+
+/// [`instrument`] into `out`, a file renamed to its final path when the
+/// caller commits it, so that an error leaves no output. The new bodies go
+/// to a scratch file beside it as they are produced and the module is
+/// written piece by piece: the output is never whole in memory. Returns the
+/// warnings.
+pub fn instrument_to_file(
+    module: &[u8],
+    technique: Technique,
+    opts: &Options,
+    out: &mut pathprof_profile::AtomicFile,
+) -> Result<Vec<String>> {
+    let to = FileOutput {
+        spill: out.scratch()?,
+        out: out.file(),
+    };
+    match instrument_to(module, technique, opts, Some(to))? {
+        Done::Written { warnings } => Ok(warnings),
+        Done::Memory(_) => unreachable!("a file was given"),
+    }
+}
+
+/// Where [`instrument_to_file`] writes the module, and its code meanwhile.
+struct FileOutput<'f> {
+    spill: File,
+    out: &'f mut File,
+}
+
+/// An instrumented module, returned or written.
+enum Done {
+    Memory(Instrumented),
+    Written { warnings: Vec<String> },
+}
+
+fn instrument_to(
+    module: &[u8],
+    technique: Technique,
+    opts: &Options,
+    to: Option<FileOutput>,
+) -> Result<Done> {
     match technique {
-        Technique::Path | Technique::Ppp => instrument_streaming(module, technique, opts),
+        Technique::Path | Technique::Ppp => instrument_streaming(module, technique, opts, to),
         Technique::Edge | Technique::Trace => {
             let info = pathprof_wasm::analyze(module)?;
-            instrument_analyzed(module, &info, technique, opts)
+            analyzed_to(module, &info, technique, opts, to)
         }
     }
 }
@@ -125,9 +172,14 @@ fn instrument_streaming(
     module: &[u8],
     technique: Technique,
     opts: &Options,
-) -> Result<Instrumented> {
+    to: Option<FileOutput>,
+) -> Result<Done> {
     let scanned = pathprof_wasm::Scanned::validated(module)?;
     let mut inst = pathprof_wasm::Instrumenter::new(&scanned, false)?;
+    let out = to.map(|to| {
+        inst.spill_code_to(to.spill);
+        to.out
+    });
     inst.set_peel_max_bytes(opts.peel_max_bytes);
     inst.set_output_check(opts.output_check());
     let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
@@ -149,7 +201,10 @@ fn instrument_streaming(
         Ok(())
     })?;
     rec.planned_all();
-    rec.finish(inst.finish(&[])?)
+    match out {
+        Some(out) => rec.finish_into(inst.finish_into(&[], out)?, out),
+        None => Ok(Done::Memory(rec.finish(inst.finish(&[])?))),
+    }
 }
 
 /// As [`instrument`], for a module already analysed. Each function's record
@@ -160,6 +215,19 @@ pub fn instrument_analyzed(
     technique: Technique,
     opts: &Options,
 ) -> Result<Instrumented> {
+    match analyzed_to(module, info, technique, opts, None)? {
+        Done::Memory(out) => Ok(out),
+        Done::Written { .. } => unreachable!("no file was given"),
+    }
+}
+
+fn analyzed_to(
+    module: &[u8],
+    info: &ModuleInfo,
+    technique: Technique,
+    opts: &Options,
+    to: Option<FileOutput>,
+) -> Result<Done> {
     let mut rec = Recorder::new(&info.module_hash, module, technique, opts)?;
     let exceptions = uses_exceptions(info);
     let mut plans = Vec::with_capacity(info.functions.len());
@@ -172,9 +240,16 @@ pub fn instrument_analyzed(
         plans.push(slot.ok().map(|(_, p)| compact(p.plan)));
     }
     rec.planned_all();
-    let out = pathprof_wasm::instrument_checked(module, info, &plans, &[], opts.output_check())?;
+    let check = opts.output_check();
+    let Some(to) = to else {
+        let out = pathprof_wasm::instrument_checked(module, info, &plans, &[], check)?;
+        drop(plans);
+        return Ok(Done::Memory(rec.finish(out)));
+    };
+    let written =
+        pathprof_wasm::instrument_into(module, info, &plans, &[], check, to.spill, to.out)?;
     drop(plans);
-    rec.finish(out)
+    rec.finish_into(written, to.out)
 }
 
 /// Writes each function's record of the metadata section, in function
@@ -226,13 +301,26 @@ impl<'a> Recorder<'a> {
     }
 
     /// The instrumented module with its metadata section appended.
-    fn finish(self, out: pathprof_wasm::Instrumented) -> Result<Instrumented> {
+    fn finish(self, out: pathprof_wasm::Instrumented) -> Instrumented {
         let section = self.meta.finish(&out.layout, &out.code_map);
         // Appended after everything, the section moves no code offset.
         let mut bytes = out.bytes;
         append_custom_section(&mut bytes, META_SECTION, &section);
-        Ok(Instrumented {
+        Instrumented {
             bytes,
+            warnings: self.warnings,
+        }
+    }
+
+    /// Writes the metadata section after the module written to `out`.
+    fn finish_into(self, written: pathprof_wasm::Written, out: &mut File) -> Result<Done> {
+        let section = self.meta.finish(&written.layout, &written.code_map);
+        drop(written);
+        out.write_all(&custom_section_head(META_SECTION, &section))?;
+        for part in &section {
+            out.write_all(part)?;
+        }
+        Ok(Done::Written {
             warnings: self.warnings,
         })
     }
@@ -243,6 +331,18 @@ impl<'a> Recorder<'a> {
 /// a module grown by doubling would hold up to twice its size, the largest
 /// block of the instrumenter's peak memory.
 fn append_custom_section(module: &mut Vec<u8>, name: &str, parts: &[Vec<u8>]) {
+    let head = custom_section_head(name, parts);
+    let content: usize = parts.iter().map(Vec::len).sum();
+    module.reserve_exact(head.len() + content);
+    module.extend_from_slice(&head);
+    for part in parts {
+        module.extend_from_slice(part);
+    }
+}
+
+/// What comes before the contents of a custom section made of `parts`: its
+/// id, size and name.
+fn custom_section_head(name: &str, parts: &[Vec<u8>]) -> Vec<u8> {
     use wasm_encoder::Encode;
     let mut head = vec![0]; // custom section id
     let mut name_bytes = Vec::new();
@@ -250,11 +350,7 @@ fn append_custom_section(module: &mut Vec<u8>, name: &str, parts: &[Vec<u8>]) {
     let content = name_bytes.len() + parts.iter().map(Vec::len).sum::<usize>();
     content.encode(&mut head);
     head.extend_from_slice(&name_bytes);
-    module.reserve_exact(head.len() + content);
-    module.extend_from_slice(&head);
-    for part in parts {
-        module.extend_from_slice(part);
-    }
+    head
 }
 
 fn display_name(func_index: u32, name: &Option<String>) -> String {

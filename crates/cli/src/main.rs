@@ -365,12 +365,15 @@ fn write_instrumented(
     opts: &driver::Options,
     output: &Path,
 ) -> Result<()> {
-    let out = driver::instrument(module, technique, opts)
+    // Created first, so that an unwritable output is reported as such
+    // before any work; dropped uncommitted on an error, which removes it.
+    let mut file = pathprof_profile::AtomicFile::create(output)?;
+    let warnings = driver::instrument_to_file(module, technique, opts, &mut file)
         .with_context(|| program.display().to_string())?;
-    for w in &out.warnings {
+    file.commit()?;
+    for w in &warnings {
         eprintln!("pathprof: warning: {w}");
     }
-    pathprof_profile::write_atomically(output, &out.bytes)?;
     Ok(())
 }
 

@@ -300,25 +300,77 @@ fn short(hash: &str) -> String {
 /// rename, so readers never see a partial file and a failure leaves none.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ProfileError> {
     use std::io::Write;
-    let io = |source| ProfileError::Io {
-        path: path.into(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    // Created with mode 0666 less the umask, as any new file is (tempfile's
-    // default, 0600, would leave outputs unreadable to others).
-    let mut builder = tempfile::Builder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    let mut out = AtomicFile::create(path)?;
+    out.file().write_all(bytes).map_err(|e| out.io(e))?;
+    out.commit()
+}
+
+/// A file written in the folder of its final path and renamed there when
+/// complete ([`AtomicFile::commit`]): readers never see a partial file, and
+/// dropping it uncommitted (after an error) removes it.
+pub struct AtomicFile {
+    path: std::path::PathBuf,
+    tmp: tempfile::NamedTempFile,
+}
+
+impl AtomicFile {
+    pub fn create(path: &Path) -> Result<Self, ProfileError> {
+        // Created with mode 0666 less the umask, as any new file is (tempfile's
+        // default, 0600, would leave outputs unreadable to others).
+        let mut builder = tempfile::Builder::new();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let dir = Self::folder(path);
+        let tmp = builder
+            .tempfile_in(dir)
+            .map_err(|source| ProfileError::Io {
+                path: path.into(),
+                source,
+            })?;
+        Ok(AtomicFile {
+            path: path.into(),
+            tmp,
+        })
     }
-    let mut tmp = builder.tempfile_in(dir).map_err(io)?;
-    tmp.write_all(bytes).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+
+    /// The folder the file goes to (where a scratch file of the same size
+    /// had best go too).
+    pub fn folder(path: &Path) -> &Path {
+        match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        }
+    }
+
+    /// An anonymous scratch file in the same folder (so on the same file
+    /// system), removed when closed.
+    pub fn scratch(&self) -> Result<std::fs::File, ProfileError> {
+        tempfile::tempfile_in(Self::folder(&self.path)).map_err(|e| self.io(e))
+    }
+
+    pub fn file(&mut self) -> &mut std::fs::File {
+        self.tmp.as_file_mut()
+    }
+
+    /// An I/O error on this file, named by its final path.
+    pub fn io(&self, source: std::io::Error) -> ProfileError {
+        ProfileError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Syncs the file and renames it to its final path.
+    pub fn commit(self) -> Result<(), ProfileError> {
+        self.tmp.as_file().sync_all().map_err(|e| self.io(e))?;
+        let path = self.path;
+        self.tmp.persist(&path).map_err(|e| ProfileError::Io {
+            path,
+            source: e.error,
+        })?;
+        Ok(())
+    }
 }

@@ -47,6 +47,18 @@ pub enum WasmError {
     /// output is never returned.
     #[error("internal error: the instrumented module does not validate at offset {offset:#x}: {message}")]
     InvalidOutput { offset: usize, message: String },
+    /// Writing the instrumented module (or its code spilled ahead of it) to
+    /// a file failed.
+    #[error("cannot write the instrumented module: {message}")]
+    Io { message: String },
+}
+
+impl From<std::io::Error> for WasmError {
+    fn from(e: std::io::Error) -> Self {
+        WasmError::Io {
+            message: e.to_string(),
+        }
+    }
 }
 
 impl WasmError {

@@ -10,6 +10,8 @@ use super::types::{self, NewTypes};
 use super::{TRACE_MODULE, TRACE_NAME};
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use wasm_encoder::reencode::{self, utils, Reencode};
 use wasm_encoder::{ConstExpr, EntityType, ExportKind, MemoryType, SectionId};
 
@@ -34,55 +36,111 @@ pub(crate) struct Assembler<'a> {
 /// where the real one goes.
 const EMPTY_CODE_SECTION: [u8; 3] = [SectionId::Code as u8, 1, 0];
 
-/// The code section's entries, each body behind its size, in one buffer
-/// that becomes the output module: no body is kept in a vector of its own,
-/// and the module around the code is copied in place of a second buffer.
+/// The code section's entries, each body behind its size, as they are
+/// produced: in one buffer that becomes the output module ([`splice_code`]),
+/// or spilled to a file ([`CodeEntries::spill_to`]) to be copied behind the
+/// sections before the code once those are known ([`write_code`]). Either
+/// way no body is kept in a vector of its own.
 #[derive(Default)]
 pub(crate) struct CodeEntries {
     bytes: Vec<u8>,
-    /// Where each body begins in `bytes`.
+    spill: Option<BufWriter<File>>,
+    /// Bytes of the entries so far, in `bytes` or spilled.
+    size: usize,
+    /// Where each body begins among the entries.
     starts: Vec<usize>,
 }
 
 impl CodeEntries {
+    /// Entries written to `file` (empty, and read back from its start)
+    /// instead of kept in memory.
+    pub fn spill_to(&mut self, file: File) {
+        self.spill = Some(BufWriter::with_capacity(SPILL_BUFFER, file));
+    }
+
     /// Appends the next body.
-    pub fn push(&mut self, body: &[u8]) {
+    pub fn push(&mut self, body: &[u8]) -> Result<()> {
         use wasm_encoder::Encode;
-        (body.len() as u32).encode(&mut self.bytes);
-        self.starts.push(self.bytes.len());
-        self.bytes.extend_from_slice(body);
+        let mut entry = Vec::with_capacity(5);
+        (body.len() as u32).encode(&mut entry);
+        self.starts.push(self.size + entry.len());
+        self.size += entry.len() + body.len();
+        match &mut self.spill {
+            Some(file) => {
+                file.write_all(&entry)?;
+                file.write_all(body)?;
+            }
+            None => {
+                self.bytes.extend_from_slice(&entry);
+                self.bytes.extend_from_slice(body);
+            }
+        }
+        Ok(())
     }
 
     pub fn len(&self) -> usize {
         self.starts.len()
     }
+
+    /// Writes the entries to `out`, copying them back from the spill file.
+    fn write_to(self, out: &mut File) -> Result<()> {
+        match self.spill {
+            Some(file) => {
+                let mut file = file.into_inner().map_err(|e| e.into_error())?;
+                file.seek(SeekFrom::Start(0))?;
+                let copied = std::io::copy(&mut file, out)?;
+                if copied != self.size as u64 {
+                    return Err(WasmError::Io {
+                        message: format!("{copied} bytes of code read back for {}", self.size),
+                    });
+                }
+            }
+            None => out.write_all(&self.bytes)?,
+        }
+        Ok(())
+    }
 }
 
-/// `module` with its empty code section at `at` replaced by one holding
-/// `code` and the helper, and the module offset where each body of `code`
-/// begins.
-pub(crate) fn splice_code(
-    module: &[u8],
-    at: usize,
-    mut code: CodeEntries,
-    helper: Option<wasm_encoder::Function>,
-) -> Result<(Vec<u8>, Vec<usize>)> {
+/// Buffer between the rewriter and the spill file: bodies are mostly a few
+/// hundred bytes, and one system call per body would cost more than the
+/// rewrite.
+const SPILL_BUFFER: usize = 64 << 10;
+
+/// The code section's header for `count` entries of `entries` bytes.
+fn code_header(count: u32, entries: usize) -> Vec<u8> {
     use wasm_encoder::Encode;
+    let mut header = vec![SectionId::Code as u8];
+    ((leb_len(count) + entries) as u32).encode(&mut header);
+    count.encode(&mut header);
+    header
+}
+
+fn check_placeholder(module: &[u8], at: usize) -> Result<()> {
     if module.get(at..at + 3) != Some(&EMPTY_CODE_SECTION[..]) {
         return Err(WasmError::InvalidOutput {
             offset: at,
             message: "code section placeholder not found".into(),
         });
     }
+    Ok(())
+}
+
+/// `module` with its empty code section at `at` replaced by one holding
+/// `code` and the helper, and the module offset where each body of `code`
+/// begins. `code` must be in memory.
+pub(crate) fn splice_code(
+    module: &[u8],
+    at: usize,
+    mut code: CodeEntries,
+    helper: Option<wasm_encoder::Function>,
+) -> Result<(Vec<u8>, Vec<usize>)> {
+    check_placeholder(module, at)?;
+    debug_assert!(code.spill.is_none());
     let bodies = code.len();
     if let Some(helper) = helper {
-        code.push(&helper.into_raw_body());
+        code.push(&helper.into_raw_body())?;
     }
-    let count = code.len() as u32;
-    let mut header = vec![SectionId::Code as u8];
-    let content = leb_len(count) + code.bytes.len();
-    (content as u32).encode(&mut header);
-    count.encode(&mut header);
+    let header = code_header(code.len() as u32, code.size);
     // The module before the code, moved in front of the entries in place,
     // in a buffer grown once to the module's exact size (`splice` alone
     // would grow it by doubling).
@@ -98,6 +156,36 @@ pub(crate) fn splice_code(
         *s += before;
     }
     Ok((code.bytes, starts))
+}
+
+/// Writes `module` to `out` with its empty code section at `at` replaced by
+/// one holding `code` and the helper, as [`splice_code`] builds it; returns
+/// the module offset where each body of `code` begins.
+pub(crate) fn write_code(
+    module: &[u8],
+    at: usize,
+    code: CodeEntries,
+    helper: Option<wasm_encoder::Function>,
+    out: &mut File,
+) -> Result<Vec<usize>> {
+    use wasm_encoder::Encode;
+    check_placeholder(module, at)?;
+    let mut helper_entry = Vec::new();
+    if let Some(helper) = helper {
+        let body = helper.into_raw_body();
+        (body.len() as u32).encode(&mut helper_entry);
+        helper_entry.extend_from_slice(&body);
+    }
+    let count = code.len() + usize::from(!helper_entry.is_empty());
+    let header = code_header(count as u32, code.size + helper_entry.len());
+    let before = at + header.len();
+    let starts = code.starts.iter().map(|s| s + before).collect();
+    out.write_all(&module[..at])?;
+    out.write_all(&header)?;
+    code.write_to(out)?;
+    out.write_all(&helper_entry)?;
+    out.write_all(&module[at + EMPTY_CODE_SECTION.len()..])?;
+    Ok(starts)
 }
 
 /// Bytes of the unsigned LEB128 encoding of `v`.

@@ -61,6 +61,15 @@ pub struct Instrumented {
     pub code_map: Vec<CodeMap>,
 }
 
+/// Where the counters of an instrumented module written to a file are
+/// ([`Instrumenter::finish_into`], [`instrument_into`]).
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub layout: CounterLayout,
+    /// As [`Instrumented::code_map`], offsets from where the module begins.
+    pub code_map: Vec<CodeMap>,
+}
+
 /// Where an instrumented function's original blocks begin in the output
 /// module: `(module byte offset of the block's first instruction, block)`,
 /// sorted. A wasm frame's offset (a trap, or a call in flight at an abrupt
@@ -102,6 +111,29 @@ pub fn instrument_checked(
     custom_sections: &[(&str, &[u8])],
     check: OutputCheck,
 ) -> Result<Instrumented> {
+    check_info(bytes, info)?;
+    let module = Scanned::new(bytes)?;
+    rewrite_all(&module, info, plans, check, None)?.finish(custom_sections)
+}
+
+/// [`instrument_checked`], with the module written to `out` and the new
+/// bodies to `spill` (an empty file) as they are produced, so that the
+/// whole output is never held in memory.
+pub fn instrument_into(
+    bytes: &[u8],
+    info: &ModuleInfo,
+    plans: &[Option<FunctionPlan>],
+    custom_sections: &[(&str, &[u8])],
+    check: OutputCheck,
+    spill: std::fs::File,
+    out: &mut std::fs::File,
+) -> Result<Written> {
+    check_info(bytes, info)?;
+    let module = Scanned::new(bytes)?;
+    rewrite_all(&module, info, plans, check, Some(spill))?.finish_into(custom_sections, out)
+}
+
+fn check_info(bytes: &[u8], info: &ModuleInfo) -> Result<()> {
     let actual = module::module_hash(bytes);
     if actual != info.module_hash {
         return Err(WasmError::InfoMismatch {
@@ -109,12 +141,26 @@ pub fn instrument_checked(
             actual,
         });
     }
+    Ok(())
+}
+
+/// An instrumenter that took every function of `module` (described by
+/// `info`) with its plan, the bodies rewritten in parallel when that pays.
+fn rewrite_all<'a>(
+    module: &'a Scanned<'a>,
+    info: &ModuleInfo,
+    plans: &[Option<FunctionPlan>],
+    check: OutputCheck,
+    spill: Option<std::fs::File>,
+) -> Result<Instrumenter<'a>> {
     // `info` was computed by `analyze`, which validated these very bytes.
     let (_, uses) = check_plans(info, plans)?;
     let traces = uses.iter().any(|u| u.traces);
-    let module = Scanned::new(bytes)?;
-    let mut inst = Instrumenter::new(&module, traces)?;
+    let mut inst = Instrumenter::new(module, traces)?;
     inst.set_output_check(check);
+    if let Some(file) = spill {
+        inst.spill_code_to(file);
+    }
     let mut prepared = Vec::with_capacity(plans.len());
     for (slot, uses) in info.functions.iter().zip(plans).zip(uses) {
         prepared.push(match slot {
@@ -134,8 +180,8 @@ pub fn instrument_checked(
         Ok((out, marks))
     };
     let rewritten = crate::par::map_chunked(&module.body_sizes(), one)?;
-    inst.set_bodies(rewritten);
-    inst.finish(custom_sections)
+    inst.set_bodies(rewritten)?;
+    Ok(inst)
 }
 
 /// The functions that have a plan, with their plans.

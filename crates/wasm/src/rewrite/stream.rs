@@ -11,16 +11,19 @@
 //! assembled, so nothing is needed up front but whether a trace import
 //! shifts the function indices.
 
-use super::assemble::{reencode_error, splice_code, Assembler, CodeEntries};
+use super::assemble::{reencode_error, splice_code, write_code, Assembler, CodeEntries};
 use super::body::{self, ModuleCtx};
+use super::layout::CounterLayout;
 use super::layout::{FunctionLayout, LayoutBuilder};
 use super::lower::{self, Lowerer};
 use super::types::NewTypes;
-use super::{check_plan, layout_entry, BlockMarks, CodeMap, Instrumented, PlanUse};
+use super::{check_plan, layout_entry, BlockMarks, CodeMap, Instrumented, PlanUse, Written};
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::{self, ModuleScan};
 use pathprof_techniques::{FunctionPlan, PathTable};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
 use wasm_encoder::reencode::Reencode;
 use wasmparser::ValType;
 
@@ -159,6 +162,13 @@ impl<'a> Instrumenter<'a> {
         self.check = check;
     }
 
+    /// Writes each new body to `file` (empty) as it is produced instead of
+    /// keeping it, for [`Instrumenter::finish_into`]: the largest part of the
+    /// output then never sits in memory.
+    pub fn spill_code_to(&mut self, file: File) {
+        self.code.spill_to(file);
+    }
+
     /// Number of defined functions.
     pub fn num_functions(&self) -> usize {
         self.scan.bodies.len()
@@ -181,7 +191,7 @@ impl<'a> Instrumenter<'a> {
                 None
             }
         };
-        self.code.push(&body);
+        self.code.push(&body)?;
         self.marks.push(marks);
         self.scratch = body;
         Ok(())
@@ -265,17 +275,70 @@ impl<'a> Instrumenter<'a> {
     }
 
     /// Sets every body at once (for a caller that rewrote them in parallel).
-    pub(crate) fn set_bodies(&mut self, rewritten: Vec<(Vec<u8>, Option<BlockMarks>)>) {
+    pub(crate) fn set_bodies(
+        &mut self,
+        rewritten: Vec<(Vec<u8>, Option<BlockMarks>)>,
+    ) -> Result<()> {
         for (body, marks) in rewritten {
-            self.code.push(&body);
+            self.code.push(&body)?;
             self.marks.push(marks);
         }
+        Ok(())
     }
 
     /// Assembles the module once every function was taken, appends
     /// `custom_sections`, and validates the result unless told not to
     /// ([`Instrumenter::set_output_check`]).
     pub fn finish(self, custom_sections: &[(&str, &[u8])]) -> Result<Instrumented> {
+        let check = self.check;
+        let a = self.assemble(custom_sections)?;
+        let (out, body_starts) = match a.code_at {
+            Some(at) => splice_code(&a.module, at, a.code, a.helper)?,
+            None => (a.module, Vec::new()),
+        };
+        let code_map = code_map(a.marks, &body_starts, a.num_imported);
+        if check == OutputCheck::Validate {
+            validate_output(&out)?;
+        }
+        Ok(Instrumented {
+            bytes: out,
+            layout: a.layout,
+            code_map,
+        })
+    }
+
+    /// [`Instrumenter::finish`], with the module written to `out` from its
+    /// current position (the code copied from its spill file, if it has
+    /// one) instead of returned. Validating it reads it back.
+    pub fn finish_into(self, custom_sections: &[(&str, &[u8])], out: &mut File) -> Result<Written> {
+        let check = self.check;
+        let a = self.assemble(custom_sections)?;
+        let start = out.stream_position()?;
+        let body_starts = match a.code_at {
+            Some(at) => write_code(&a.module, at, a.code, a.helper, out)?,
+            None => {
+                out.write_all(&a.module)?;
+                Vec::new()
+            }
+        };
+        let code_map = code_map(a.marks, &body_starts, a.num_imported);
+        if check == OutputCheck::Validate {
+            let end = out.stream_position()?;
+            out.seek(SeekFrom::Start(start))?;
+            let mut written = Vec::new();
+            Read::by_ref(out)
+                .take(end - start)
+                .read_to_end(&mut written)?;
+            validate_output(&written)?;
+        }
+        Ok(Written {
+            layout: a.layout,
+            code_map,
+        })
+    }
+
+    /// Everything but the code, assembled once every function was taken.
+    fn assemble(self, custom_sections: &[(&str, &[u8])]) -> Result<Assembled> {
         if self.code.len() != self.num_functions() {
             return Err(WasmError::PlanCount {
                 expected: self.num_functions(),
@@ -301,27 +364,29 @@ impl<'a> Instrumenter<'a> {
         let mut module = wasm_encoder::Module::new();
         asm.parse_core_module(&mut module, wasmparser::Parser::new(0), self.bytes)
             .map_err(reencode_error)?;
-        let module = module.finish();
-        let (out, body_starts) = match asm.code_at {
-            Some(at) => splice_code(
-                &module,
-                at,
-                self.code,
-                asm.helper_ty.map(|_| lower::hash_helper_body(memory)),
-            )?,
-            None => (module, Vec::new()),
-        };
-        let num_imported = self.scan.num_imported_funcs;
-        let code_map = code_map(self.marks, &body_starts, num_imported);
-        if self.check == OutputCheck::Validate {
-            validate_output(&out)?;
-        }
-        Ok(Instrumented {
-            bytes: out,
+        Ok(Assembled {
+            module: module.finish(),
+            code_at: asm.code_at,
+            helper: asm.helper_ty.map(|_| lower::hash_helper_body(memory)),
             layout,
-            code_map,
+            code: self.code,
+            marks: self.marks,
+            num_imported: self.scan.num_imported_funcs,
         })
     }
+}
+
+/// The module around its code, and the code.
+struct Assembled {
+    /// Every section but the code, with an empty code section at `code_at`.
+    module: Vec<u8>,
+    code_at: Option<usize>,
+    /// The hash helper's body, the last entry of the code section.
+    helper: Option<wasm_encoder::Function>,
+    layout: CounterLayout,
+    code: CodeEntries,
+    marks: Vec<Option<BlockMarks>>,
+    num_imported: u32,
 }
 
 fn validate_output(module: &[u8]) -> Result<()> {
