@@ -10,7 +10,7 @@ use proptest::test_runner::TestCaseError;
 
 use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
 use crate::numbering::Numbering;
-use crate::placement::{self, Op, Placement};
+use crate::placement::{self, Placement};
 use crate::regenerate::regenerate;
 use crate::spanning::{self, Increments};
 use crate::testing::{enumerate_paths, OpMachine, Walk, WalkEnd};
