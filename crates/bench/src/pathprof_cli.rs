@@ -47,6 +47,10 @@ pub struct Usage {
     /// User plus system CPU time (all its threads).
     pub cpu_s: f64,
     pub max_rss_bytes: u64,
+    /// The most heap live at once, as `pathprof instrument --timings`
+    /// reports it (0 where not measured: results of older harness runs).
+    #[serde(default)]
+    pub peak_heap_bytes: u64,
 }
 
 /// The `pathprof` binary under test.
@@ -97,20 +101,27 @@ impl Pathprof {
         })
     }
 
-    /// `pathprof instrument --mode MODE WASM -o OUT`, with its resource usage.
+    /// `pathprof instrument --mode MODE --timings T WASM -o OUT`, with its
+    /// resource usage and the peak heap it reports in T (`OUT.timings.json`).
     pub fn instrument(&self, wasm: &Path, mode: &str, out: &Path) -> Result<Usage> {
+        let timings = out.with_extension("timings.json");
         let mut cmd = Command::new(&self.bin);
-        cmd.args(["instrument", "--mode", mode])
+        cmd.args(["instrument", "--mode", mode, "--timings"])
+            .arg(&timings)
             .arg(wasm)
             .arg("-o")
             .arg(out);
-        let (status, usage) = run_measured(&mut cmd)?;
+        let (status, mut usage) = run_measured(&mut cmd)?;
         if status != 0 {
             bail!(
                 "pathprof instrument {} exited with status {status}",
                 wasm.display()
             );
         }
+        let text = fs::read(&timings).with_context(|| format!("cannot read {}", timings.display()))?;
+        let v: serde_json::Value = serde_json::from_slice(&text)
+            .with_context(|| format!("{}: not JSON", timings.display()))?;
+        usage.peak_heap_bytes = v["peak_heap_bytes"].as_u64().unwrap_or(0);
         Ok(usage)
     }
 
@@ -156,6 +167,7 @@ fn run_measured(cmd: &mut Command) -> Result<(i32, Usage)> {
         cpu_s: secs(ru.ru_utime) + secs(ru.ru_stime),
         // Linux reports ru_maxrss in KiB.
         max_rss_bytes: u64::try_from(ru.ru_maxrss).unwrap_or(0) * 1024,
+        peak_heap_bytes: 0,
     };
     Ok((code, usage))
 }

@@ -3,6 +3,7 @@
 
 pub mod conformance;
 pub mod driver;
+pub mod heap;
 pub mod input;
 pub mod interesting;
 pub mod meta;

@@ -10,6 +10,10 @@ use pathprof::{report, stats};
 use pathprof_profile::Profile;
 use pathprof_techniques::ball_larus;
 
+/// Counts the heap only when `instrument --timings` asks for it.
+#[global_allocator]
+static HEAP: pathprof::heap::Counting = pathprof::heap::Counting;
+
 #[derive(Parser)]
 #[command(
     name = "pathprof",
@@ -180,6 +184,9 @@ struct InstrumentArgs {
     /// always do; an engine validates it anyway when it compiles it).
     #[arg(long)]
     validate_output: bool,
+    /// Write the time taken, the module sizes and the peak heap, as JSON.
+    #[arg(long, value_name = "FILE")]
+    timings: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -346,6 +353,17 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
 }
 
 fn instrument(a: InstrumentArgs) -> Result<()> {
+    // Created first, like the output: a path that cannot be written is
+    // reported before any work, and no timings are left of a failed run.
+    let timings = a
+        .timings
+        .as_deref()
+        .map(pathprof_profile::AtomicFile::create)
+        .transpose()?;
+    if timings.is_some() {
+        pathprof::heap::start();
+    }
+    let clock = std::time::Instant::now();
     let module = pathprof::input::read_module(&a.program)?;
     let mut opts = options(&a.tuning, Some(&module))?;
     let technique = match a.mode {
@@ -355,7 +373,43 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
     };
     ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
     opts.validate_output = a.validate_output;
-    write_instrumented(&a.program, &module, technique, &opts, &a.output)
+    write_instrumented(&a.program, &module, technique, &opts, &a.output)?;
+    match timings {
+        Some(file) => write_instrument_timings(file, clock, &module, &a.output),
+        None => Ok(()),
+    }
+}
+
+/// What `pathprof instrument --timings FILE` writes.
+#[derive(serde::Serialize)]
+struct InstrumentTimings {
+    /// Reading, instrumenting and writing, in seconds.
+    instrument_s: f64,
+    /// Size of the input module and of its code section.
+    module_bytes: usize,
+    code_bytes: usize,
+    /// Size of the module written.
+    output_bytes: u64,
+    /// The most heap live at once, from before the input was read.
+    peak_heap_bytes: u64,
+}
+
+fn write_instrument_timings(
+    file: pathprof_profile::AtomicFile,
+    clock: std::time::Instant,
+    module: &[u8],
+    output: &Path,
+) -> Result<()> {
+    let timings = InstrumentTimings {
+        instrument_s: clock.elapsed().as_secs_f64(),
+        module_bytes: module.len(),
+        code_bytes: pathprof_wasm::code_section_size(module),
+        output_bytes: std::fs::metadata(output)
+            .with_context(|| output.display().to_string())?
+            .len(),
+        peak_heap_bytes: pathprof::heap::peak_bytes(),
+    };
+    Ok(file.finish((serde_json::to_string_pretty(&timings)? + "\n").as_bytes())?)
 }
 
 fn write_instrumented(

@@ -57,6 +57,14 @@ pub struct Timings {
 
 pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     let name = program.display().to_string();
+    // Created before any work, so that a path that cannot be written is
+    // reported before the program runs, and removed if it fails.
+    let create = |p: &Path| pathprof_profile::AtomicFile::create(p);
+    let profile_file = req
+        .technique
+        .map(|_| create(&req.output))
+        .transpose()?;
+    let timings_file = req.timings.as_deref().map(create).transpose()?;
     let mut timings = Timings::default();
     let clock = Instant::now();
     let instrumented = match req.technique {
@@ -110,7 +118,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     if let Exit::Trap(msg) = &exit {
         eprintln!("pathprof: warning: {name} trapped: {msg}");
     }
-    if let Some(inst) = &instrumented {
+    if let (Some(inst), Some(file)) = (&instrumented, profile_file) {
         let counters = counters.context("the instrumented module exported no counter memory")?;
         let abrupt = exit.is_abrupt();
         let profile = driver::collect(
@@ -118,7 +126,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
             &counters,
             abrupt.then_some(exit.unfinished_frames(&stack)),
         )?;
-        profile.write(&req.output)?;
+        profile.write_to(file)?;
         if abrupt {
             eprintln!(
                 "pathprof: note: the run ended abruptly; paths in flight then are not counted"
@@ -127,13 +135,12 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         timings.counter_bytes = counters.len();
     }
     timings.collect_s = clock.elapsed().as_secs_f64();
-    if let Some(path) = &req.timings {
+    if let Some(file) = timings_file {
         timings.module_bytes = req.module.len();
         timings.code_bytes = pathprof_wasm::code_section_size(&req.module);
         timings.run_module_bytes = bytes.len();
         timings.run_code_bytes = pathprof_wasm::code_section_size(bytes);
-        let json = serde_json::to_string_pretty(&timings)? + "\n";
-        pathprof_profile::write_atomically(path, json.as_bytes())?;
+        file.finish((serde_json::to_string_pretty(&timings)? + "\n").as_bytes())?;
     }
     Ok(ExitCode::from(exit.code()))
 }

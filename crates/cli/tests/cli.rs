@@ -37,6 +37,17 @@ fn c_fixture(name: &str) -> PathBuf {
     p
 }
 
+/// The code section's size, read with wasmparser (not pathprof's reader).
+fn code_section_bytes(module: &[u8]) -> u64 {
+    wasmparser::Parser::new(0)
+        .parse_all(module)
+        .find_map(|p| match p.unwrap() {
+            wasmparser::Payload::CodeSectionStart { size, .. } => Some(size as u64),
+            _ => None,
+        })
+        .unwrap()
+}
+
 /// Bad inputs of every kind, each given to every command that reads a module.
 #[test]
 fn bad_modules_get_one_line_errors_and_no_output() {
@@ -84,19 +95,59 @@ fn bad_modules_get_one_line_errors_and_no_output() {
 
 #[test]
 fn an_unwritable_output_is_an_error_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
     let module = c_fixture("sort.O0.wasm").display().to_string();
-    for cmd in ["run", "instrument"] {
-        let o = pathprof(&[cmd, &module, "-o", "/nonexistent-dir/out"]);
+    let out = dir.path().join("out").display().to_string();
+    let t = dir.path().join("t.json").display().to_string();
+    let bad = "/nonexistent-dir/out";
+    for args in [
+        vec!["run", &module, "-o", bad],
+        vec!["instrument", &module, "-o", bad],
+        // --timings is checked before any work: the program does not run
+        // and no output is written.
+        vec!["run", "--timings", bad, &module, "-o", &out],
+        vec!["instrument", "--timings", bad, &module, "-o", &out],
+        vec!["instrument", "--timings", &t, &module, "-o", bad],
+    ] {
+        let o = pathprof(&args);
         let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(1), "{cmd}: {err}");
-        assert!(
-            err.lines()
-                .last()
-                .unwrap()
-                .starts_with("pathprof: error: /nonexistent-dir/out: "),
-            "{cmd}: {err}"
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(
+            err,
+            format!("pathprof: error: {bad}: cannot create a file in /nonexistent-dir: no such folder\n"),
+            "{args:?}"
         );
+        assert!(o.stdout.is_empty(), "{args:?}: the program ran");
+        assert!(!Path::new(&out).exists() && !Path::new(&t).exists(), "{args:?}");
     }
+}
+
+#[test]
+fn instrument_writes_timings() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = c_fixture("sort.O2.wasm");
+    let bytes = std::fs::read(&module).unwrap();
+    let code = code_section_bytes(&bytes);
+    let (t, out) = (dir.path().join("t.json"), dir.path().join("out.wasm"));
+    let o = pathprof(&[
+        "instrument",
+        "--timings",
+        t.to_str().unwrap(),
+        module.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&t).unwrap()).unwrap();
+    assert_eq!(v["module_bytes"], bytes.len() as u64);
+    assert_eq!(v["code_bytes"], code);
+    assert_eq!(v["output_bytes"], std::fs::metadata(&out).unwrap().len());
+    assert!(v["instrument_s"].as_f64().unwrap() > 0.0);
+    // The counting allocator is installed and counted this command (a
+    // module is parsed and a CFG built, so some heap is live at once), and
+    // frees are subtracted (the sum of every allocation is far larger).
+    let heap = v["peak_heap_bytes"].as_u64().unwrap();
+    assert!(heap > 0 && heap < 64 * bytes.len() as u64, "peak heap {heap}");
 }
 
 #[test]
@@ -439,13 +490,7 @@ fn blocks_map_back_to_source_lines() {
 fn run_writes_timings() {
     let dir = tempfile::tempdir().unwrap();
     let module = wat::parse_file(wat_fixture("loops.wat")).unwrap();
-    let code = wasmparser::Parser::new(0)
-        .parse_all(&module)
-        .find_map(|p| match p.unwrap() {
-            wasmparser::Payload::CodeSectionStart { size, .. } => Some(size as u64),
-            _ => None,
-        })
-        .unwrap();
+    let code = code_section_bytes(&module);
     for mode in ["none", "path", "edge"] {
         let t = dir.path().join(format!("{mode}.json"));
         let p = dir.path().join(format!("{mode}.profile.json"));

@@ -28,10 +28,12 @@ pub const FORMAT_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
-    #[error("{path}: {source}")]
+    /// The reason is in the message, not the error chain: anyhow's `{:#}`
+    /// would print it twice (a field named `source` is thiserror's source).
+    #[error("{path}: {reason}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("{path}: not a pathprof profile ({reason})")]
     NotAProfile { path: PathBuf, reason: String },
@@ -167,7 +169,7 @@ impl Profile {
     pub fn read(path: &Path) -> Result<Profile, ProfileError> {
         let bytes = std::fs::read(path).map_err(|source| ProfileError::Io {
             path: path.into(),
-            source,
+            reason: source,
         })?;
         Self::from_bytes(path, &bytes)
     }
@@ -278,6 +280,11 @@ impl Profile {
         write_atomically(path, self.to_json().as_bytes())
     }
 
+    /// Writes the profile to a file created before (see [`AtomicFile`]).
+    pub fn write_to(&self, file: AtomicFile) -> Result<(), ProfileError> {
+        file.finish(self.to_json().as_bytes())
+    }
+
     pub fn function(&self, func_index: u32) -> Option<&FunctionProfile> {
         self.functions.iter().find(|f| f.func_index == func_index)
     }
@@ -299,10 +306,21 @@ fn short(hash: &str) -> String {
 /// Writes `bytes` to `path` through a temporary file in the same folder and a
 /// rename, so readers never see a partial file and a failure leaves none.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ProfileError> {
-    use std::io::Write;
-    let mut out = AtomicFile::create(path)?;
-    out.file().write_all(bytes).map_err(|e| out.io(e))?;
-    out.commit()
+    AtomicFile::create(path)?.finish(bytes)
+}
+
+/// tempfile's errors name the random temporary path and hide the system's
+/// error code; the user named the final path, which the caller adds, so
+/// the reason is said in terms of its folder.
+fn creation_error(e: std::io::Error, dir: &Path) -> std::io::Error {
+    let reason = match e.kind() {
+        std::io::ErrorKind::NotFound => "no such folder".to_string(),
+        kind => kind.to_string(),
+    };
+    std::io::Error::new(
+        e.kind(),
+        format!("cannot create a file in {}: {reason}", dir.display()),
+    )
 }
 
 /// A file written in the folder of its final path and renamed there when
@@ -328,7 +346,7 @@ impl AtomicFile {
             .tempfile_in(dir)
             .map_err(|source| ProfileError::Io {
                 path: path.into(),
-                source,
+                reason: creation_error(source, dir),
             })?;
         Ok(AtomicFile {
             path: path.into(),
@@ -348,7 +366,8 @@ impl AtomicFile {
     /// An anonymous scratch file in the same folder (so on the same file
     /// system), removed when closed.
     pub fn scratch(&self) -> Result<std::fs::File, ProfileError> {
-        tempfile::tempfile_in(Self::folder(&self.path)).map_err(|e| self.io(e))
+        let dir = Self::folder(&self.path);
+        tempfile::tempfile_in(dir).map_err(|e| self.io(creation_error(e, dir)))
     }
 
     pub fn file(&mut self) -> &mut std::fs::File {
@@ -359,8 +378,16 @@ impl AtomicFile {
     pub fn io(&self, source: std::io::Error) -> ProfileError {
         ProfileError::Io {
             path: self.path.clone(),
-            source,
+            reason: source,
         }
+    }
+
+    /// Writes `bytes` and commits: for a file created before the work
+    /// that produces its contents.
+    pub fn finish(mut self, bytes: &[u8]) -> Result<(), ProfileError> {
+        use std::io::Write;
+        self.file().write_all(bytes).map_err(|e| self.io(e))?;
+        self.commit()
     }
 
     /// Syncs the file and renames it to its final path.
@@ -369,7 +396,7 @@ impl AtomicFile {
         let path = self.path;
         self.tmp.persist(&path).map_err(|e| ProfileError::Io {
             path,
-            source: e.error,
+            reason: e.error,
         })?;
         Ok(())
     }
