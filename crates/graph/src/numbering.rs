@@ -145,13 +145,16 @@ pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering)
     let mut entry_succs = base.succs(Cfg::ENTRY).len() as u64;
     let mut t = truncate_above;
     loop {
-        let cuts = choose_cuts(&base, &order, t);
-        if !cuts.is_empty() {
-            let dag = Dag::with_cuts(cfg, &cuts)?;
-            if let Some(numbering) = numbered_within(&dag, &order, truncate_above)? {
+        // A round's DAG is built only when its predicted total fits.
+        let round = choose_cuts(&base, &order, t);
+        if !round.cuts.is_empty() {
+            if round.total.is_some_and(|n| n <= truncate_above) {
+                let dag = Dag::with_cuts(cfg, &round.cuts)?;
+                let numbering = number_in(&dag, &order)?;
+                debug_assert_eq!(Some(numbering.total()), round.total);
                 return Ok((dag, numbering));
             }
-            entry_succs = dag.succs(Cfg::ENTRY).len() as u64;
+            entry_succs = round.entry_succs;
         }
         if t <= 1 {
             break;
@@ -189,14 +192,26 @@ fn numbered_within(
     }
 }
 
+/// One round of truncation: the vertices cut, and what the DAG they make
+/// would count, so that a round that does not fit costs no DAG.
+pub(crate) struct Round {
+    pub cuts: Vec<NodeId>,
+    /// NumPaths(ENTRY) of the cut DAG, `None` if some NumPaths overflows.
+    pub total: Option<u64>,
+    /// The number of ENTRY's successors in the cut DAG.
+    pub entry_succs: u64,
+}
+
 /// The vertices 5.3 truncates at threshold `t`: in reverse topological order,
 /// a vertex whose NumPaths (counted with the cuts below it) exceeds `t` is
 /// cut, after which its paths are its real edges to EXIT plus its ExitDummy.
 /// Cutting only removes edges `v->w` and adds `ENTRY->w` and `v->EXIT`, so the
-/// uncut DAG's topological `order` stays valid.
-fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64) -> Vec<NodeId> {
+/// uncut DAG's topological `order` stays valid, and the count of every vertex
+/// but ENTRY is the one the cut DAG's numbering will find.
+pub(crate) fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64) -> Round {
     let mut num_paths = vec![0u64; dag.num_nodes];
     let mut cuts = Vec::new();
+    let mut overflow = false;
     for &v in order.iter().rev().filter(|v| dag.reachable[v.index()]) {
         let succs = dag.succs(v);
         if succs.is_empty() {
@@ -213,10 +228,37 @@ fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64) -> Vec<NodeId> {
                 cuts.push(v);
                 paths_after_cut(dag, v)
             }
-            _ => sum.unwrap_or(u64::MAX),
+            _ => {
+                overflow |= sum.is_none();
+                sum.unwrap_or(u64::MAX)
+            }
         };
     }
-    cuts
+    let total = (!overflow).then_some(num_paths[Cfg::ENTRY.index()]);
+    predict_entry(dag, cuts, &num_paths, total)
+}
+
+/// Completes a round with ENTRY as the cut DAG has it: besides its edges in
+/// the uncut DAG, one EntryDummy per cut target that is not a loop head
+/// already (`Dag::with_cuts` shares dummies), each adding that target's
+/// paths.
+fn predict_entry(dag: &Dag, cuts: Vec<NodeId>, num_paths: &[u64], total: Option<u64>) -> Round {
+    let mut targets: Vec<NodeId> = cuts
+        .iter()
+        .flat_map(|&v| dag.succs(v).iter().copied())
+        .filter(|&d| cuttable_edge(dag, d))
+        .map(|d| dag.edge(d).dst)
+        .filter(|&w| dag.entry_dummy(w).is_none())
+        .collect();
+    targets.sort_unstable();
+    targets.dedup();
+    let total =
+        total.and_then(|n| targets.iter().try_fold(n, |s, w| s.checked_add(num_paths[w.index()])));
+    Round {
+        entry_succs: (dag.succs(Cfg::ENTRY).len() + targets.len()) as u64,
+        total,
+        cuts,
+    }
 }
 
 /// A real edge not into EXIT: what a cut replaces by dummy edges.

@@ -5,7 +5,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use crate::dag::{order_from_dfs, Dag};
-use crate::numbering::{build_numbered, number};
+use crate::numbering::{build_numbered, choose_cuts, number};
 use crate::testing::{arb_cfg, enumerate_paths, random_walk, Walk};
 use crate::tests::oracle::check_pipeline;
 use crate::{Cfg, NodeId};
@@ -83,5 +83,16 @@ proptest! {
         for e in &dag.edges {
             prop_assert!(position[e.src.index()] < position[e.dst.index()], "{:?} goes back", e);
         }
+    }
+
+    /// A truncation round's prediction is what building and numbering its
+    /// DAG gives: NumPaths(ENTRY), or overflow, and ENTRY's successors.
+    #[test]
+    fn round_prediction_matches_the_cut_dag(cfg in arb_cfg(10), t in 1u64..40) {
+        let base = Dag::new(&cfg).unwrap();
+        let round = choose_cuts(&base, &order_from_dfs(&cfg), t);
+        let dag = Dag::with_cuts(&cfg, &round.cuts).unwrap();
+        prop_assert_eq!(round.total, number(&dag).ok().map(|n| n.total()));
+        prop_assert_eq!(round.entry_succs, dag.succs(Cfg::ENTRY).len() as u64);
     }
 }

@@ -116,8 +116,9 @@ pub struct FunctionCfg {
     /// Indices in `sites` of the constructs whose label has taken edges.
     pub(crate) padded_opens: Vec<u32>,
     /// Module offsets of every instruction, reachable or not, that the
-    /// rewriter decodes (labels, branches, `else`), in code order; it copies
-    /// the bytes between them as they are.
+    /// rewriter decodes (labels, branches, `else`, `end`), in code order; it
+    /// copies the bytes between them as they are, and finds the extent of
+    /// the loops it may peel from their opcodes.
     pub(crate) controls: Vec<u32>,
 }
 

@@ -19,7 +19,6 @@ use crate::cfg::FunctionCfg;
 use pathprof_graph::{EdgeId, NodeId};
 use pathprof_techniques::peel::{self, LoopBody, Specialized};
 use pathprof_techniques::FunctionPlan;
-use wasmparser::{BinaryReader, Operator, OperatorsReader};
 
 /// The default of [`Peeling::max_bytes`].
 pub const PEEL_MAX_BYTES: u32 = 256;
@@ -57,8 +56,8 @@ pub(crate) fn plan_peels(
         else {
             continue;
         };
-        let Some((first, end)) = innermost_extent(bytes, site.offset as usize, body_end, max_bytes)
-        else {
+        let extent = innermost_extent(bytes, &fcfg.controls, site.offset, body_end, max_bytes);
+        let Some((first, end)) = extent else {
             continue;
         };
         let Some((head, nodes)) = body_nodes(fcfg, starts, site.offset, first, end) else {
@@ -87,44 +86,50 @@ pub(crate) fn plan_peels(
     peels
 }
 
-/// For the `loop` at `at`: the offset of its first body instruction and of
-/// its `end`, if it holds no other loop, no exception handling, and ends
-/// within `max_bytes`.
+/// For the `loop` at `at`, whose block type is empty: the offset of its
+/// first body instruction and of its `end`, if it holds no other loop, no
+/// exception handling, and ends within `max_bytes`. Nothing is decoded: the
+/// builder listed every label opener and `end` (`FunctionCfg::controls`),
+/// and the opcodes that matter here are one byte each.
 fn innermost_extent(
     bytes: &[u8],
-    at: usize,
+    controls: &[u32],
+    at: u32,
     body_end: usize,
     max_bytes: u32,
 ) -> Option<(u32, u32)> {
-    let limit = body_end.min(at + max_bytes as usize);
-    let mut ops = OperatorsReader::new(BinaryReader::new(bytes.get(at..limit)?, at));
-    let Ok(Operator::Loop { .. }) = ops.read() else {
+    let limit = body_end.min(at as usize + max_bytes as usize);
+    let listed = controls.binary_search(&at).ok()?;
+    if bytes.get(at as usize) != Some(&LOOP_OPCODE) {
         return None;
-    };
-    let first = ops.original_position() as u32;
+    }
+    // `loop` and the empty block type (0x40) are a byte each.
+    let first = at + 2;
     let mut depth = 1u32;
-    while !ops.eof() {
-        let offset = ops.original_position() as u32;
-        match ops.read().ok()? {
-            Operator::Block { .. } | Operator::If { .. } => depth += 1,
-            Operator::End => {
+    for &offset in &controls[listed + 1..] {
+        // The one-byte `end` must lie below `limit`.
+        if offset as usize >= limit {
+            return None;
+        }
+        match bytes[offset as usize] {
+            // block, if
+            0x02 | 0x04 => depth += 1,
+            // end
+            0x0b => {
                 depth -= 1;
                 if depth == 0 {
                     return Some((first, offset));
                 }
             }
-            Operator::Loop { .. }
-            | Operator::TryTable { .. }
-            | Operator::Try { .. }
-            | Operator::Delegate { .. }
-            | Operator::Catch { .. }
-            | Operator::CatchAll
-            | Operator::Rethrow { .. } => return None,
+            // loop, try_table; legacy try, catch, rethrow, delegate, catch_all
+            0x03 | 0x1f | 0x06 | 0x07 | 0x09 | 0x18 | 0x19 => return None,
             _ => {}
         }
     }
     None
 }
+
+const LOOP_OPCODE: u8 = 0x03;
 
 /// The loop head (the block holding the loop's first body instruction) and
 /// the body's nodes: the head and every block that begins inside the loop.
