@@ -11,9 +11,9 @@ use pathprof_profile::{Edge, FunctionData, Profile};
 use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
 use pathprof_wasm::{FunctionCfg, ModuleInfo, Unsupported};
 use std::fs::File;
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 
-use crate::meta::{Encoder, PlanRecord};
+use crate::meta::{Encoder, PlanRecord, Spilled};
 pub use crate::meta::{Meta, META_SECTION};
 
 /// What to instrument for.
@@ -120,10 +120,10 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
 }
 
 /// [`instrument`] into `out`, a file renamed to its final path when the
-/// caller commits it, so that an error leaves no output. The new bodies go
-/// to a scratch file beside it as they are produced and the module is
-/// written piece by piece: the output is never whole in memory. Returns the
-/// warnings.
+/// caller commits it, so that an error leaves no output. The new bodies and
+/// the metadata records go to scratch files beside it as they are produced
+/// and the module is written piece by piece: the output is never whole in
+/// memory. Returns the warnings.
 pub fn instrument_to_file(
     module: &[u8],
     technique: Technique,
@@ -132,6 +132,7 @@ pub fn instrument_to_file(
 ) -> Result<Vec<String>> {
     let to = FileOutput {
         spill: out.scratch()?,
+        meta_spill: out.scratch()?,
         out: out.file(),
     };
     match instrument_to(module, technique, opts, Some(to))? {
@@ -140,9 +141,11 @@ pub fn instrument_to_file(
     }
 }
 
-/// Where [`instrument_to_file`] writes the module, and its code meanwhile.
+/// Where [`instrument_to_file`] writes the module, and its code and
+/// metadata records meanwhile.
 struct FileOutput<'f> {
     spill: File,
+    meta_spill: File,
     out: &'f mut File,
 }
 
@@ -176,13 +179,14 @@ fn instrument_streaming(
 ) -> Result<Done> {
     let scanned = pathprof_wasm::Scanned::validated(module)?;
     let mut inst = pathprof_wasm::Instrumenter::new(&scanned, false)?;
-    let out = to.map(|to| {
-        inst.spill_code_to(to.spill);
-        to.out
-    });
     inst.set_peel_max_bytes(opts.peel_max_bytes);
     inst.set_output_check(opts.output_check());
     let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
+    let out = to.map(|to| {
+        inst.spill_code_to(to.spill);
+        rec.meta.spill_to(to.meta_spill);
+        to.out
+    });
     // Built and planned ahead on worker threads (when the module is large
     // enough), recorded and rewritten here in function order.
     let build_and_plan = |i| -> Result<Result<(FunctionCfg, Planned), Unsupported>> {
@@ -196,7 +200,7 @@ fn instrument_streaming(
     };
     pathprof_wasm::par::pipeline(&scanned.body_sizes(), build_and_plan, |slot| {
         let slot = slot.as_ref().map(|(cfg, p)| (cfg, p));
-        rec.record(slot);
+        rec.record(slot)?;
         inst.function(slot.ok().map(|(cfg, p)| (cfg, &p.plan)))?;
         Ok(())
     })?;
@@ -229,6 +233,10 @@ fn analyzed_to(
     to: Option<FileOutput>,
 ) -> Result<Done> {
     let mut rec = Recorder::new(&info.module_hash, module, technique, opts)?;
+    let to = to.map(|to| {
+        rec.meta.spill_to(to.meta_spill);
+        (to.spill, to.out)
+    });
     let exceptions = uses_exceptions(info);
     let mut plans = Vec::with_capacity(info.functions.len());
     for f in &info.functions {
@@ -236,20 +244,20 @@ fn analyzed_to(
             Ok(cfg) => Ok((cfg, plan_one(cfg, technique, exceptions, opts)?)),
             Err(u) => Err(u),
         };
-        rec.record(slot.as_ref().map(|&(cfg, ref p)| (cfg, p)).map_err(|u| *u));
+        rec.record(slot.as_ref().map(|&(cfg, ref p)| (cfg, p)).map_err(|u| *u))?;
         plans.push(slot.ok().map(|(_, p)| compact(p.plan)));
     }
     rec.planned_all();
     let check = opts.output_check();
-    let Some(to) = to else {
+    let Some((spill, out)) = to else {
         let out = pathprof_wasm::instrument_checked(module, info, &plans, &[], check)?;
         drop(plans);
         return Ok(Done::Memory(rec.finish(out)));
     };
     let written =
-        pathprof_wasm::instrument_into(module, info, &plans, &[], check, to.spill, to.out)?;
+        pathprof_wasm::instrument_into(module, info, &plans, &[], check, spill, out)?;
     drop(plans);
-    rec.finish_into(written, to.out)
+    rec.finish_into(written, out)
 }
 
 /// Writes each function's record of the metadata section, in function
@@ -281,9 +289,9 @@ impl<'a> Recorder<'a> {
 
     /// Writes a function's record of the metadata section: its CFG and
     /// what its plan chose, or that it was left uninstrumented.
-    fn record(&mut self, slot: Result<(&FunctionCfg, &Planned), &Unsupported>) {
+    fn record(&mut self, slot: Result<(&FunctionCfg, &Planned), &Unsupported>) -> Result<()> {
         match slot {
-            Ok((cfg, p)) => self.meta.function(cfg, p.record(), self.sources.as_ref()),
+            Ok((cfg, p)) => self.meta.function(cfg, p.record(), self.sources.as_ref())?,
             Err(u) => {
                 self.warnings.push(format!(
                     "{} left uninstrumented: {}",
@@ -293,6 +301,7 @@ impl<'a> Recorder<'a> {
                 self.meta.skipped(u);
             }
         }
+        Ok(())
     }
 
     /// Frees the debug information before the module is assembled.
@@ -302,7 +311,8 @@ impl<'a> Recorder<'a> {
 
     /// The instrumented module with its metadata section appended.
     fn finish(self, out: pathprof_wasm::Instrumented) -> Instrumented {
-        let section = self.meta.finish(&out.layout, &out.code_map);
+        // Nothing was spilled: no scratch file is given on this path.
+        let (section, _) = self.meta.finish(&out.layout, &out.code_map);
         // Appended after everything, the section moves no code offset.
         let mut bytes = out.bytes;
         append_custom_section(&mut bytes, META_SECTION, &section);
@@ -314,12 +324,17 @@ impl<'a> Recorder<'a> {
 
     /// Writes the metadata section after the module written to `out`.
     fn finish_into(self, written: pathprof_wasm::Written, out: &mut File) -> Result<Done> {
-        let section = self.meta.finish(&written.layout, &written.code_map);
+        let (section, spilled) = self.meta.finish(&written.layout, &written.code_map);
         drop(written);
-        out.write_all(&custom_section_head(META_SECTION, &section))?;
-        for part in &section {
-            out.write_all(part)?;
+        let spilled_len = spilled.as_ref().map_or(0, |s| s.len);
+        let content = section_len(&section) + spilled_len as usize;
+        out.write_all(&custom_section_head(META_SECTION, content))?;
+        out.write_all(&section[0])?;
+        if let Some(spilled) = spilled {
+            copy_spilled(spilled, out)?;
         }
+        out.write_all(&section[1])?;
+        out.write_all(&section[2])?;
         Ok(Done::Written {
             warnings: self.warnings,
         })
@@ -331,8 +346,8 @@ impl<'a> Recorder<'a> {
 /// a module grown by doubling would hold up to twice its size, the largest
 /// block of the instrumenter's peak memory.
 fn append_custom_section(module: &mut Vec<u8>, name: &str, parts: &[Vec<u8>]) {
-    let head = custom_section_head(name, parts);
-    let content: usize = parts.iter().map(Vec::len).sum();
+    let content = section_len(parts);
+    let head = custom_section_head(name, content);
     module.reserve_exact(head.len() + content);
     module.extend_from_slice(&head);
     for part in parts {
@@ -340,14 +355,28 @@ fn append_custom_section(module: &mut Vec<u8>, name: &str, parts: &[Vec<u8>]) {
     }
 }
 
-/// What comes before the contents of a custom section made of `parts`: its
-/// id, size and name.
-fn custom_section_head(name: &str, parts: &[Vec<u8>]) -> Vec<u8> {
+fn section_len(parts: &[Vec<u8>]) -> usize {
+    parts.iter().map(Vec::len).sum()
+}
+
+/// Copies the metadata records spilled to a scratch file to `out`.
+fn copy_spilled(mut spilled: Spilled, out: &mut File) -> Result<()> {
+    spilled.file.seek(SeekFrom::Start(0))?;
+    let copied = std::io::copy(&mut spilled.file, out)?;
+    if copied != spilled.len {
+        bail!("the scratch file of the metadata records was cut short");
+    }
+    Ok(())
+}
+
+/// What comes before the contents of a custom section named `name` whose
+/// contents are `content` bytes: its id, size and name.
+fn custom_section_head(name: &str, content: usize) -> Vec<u8> {
     use wasm_encoder::Encode;
     let mut head = vec![0]; // custom section id
     let mut name_bytes = Vec::new();
     name.encode(&mut name_bytes);
-    let content = name_bytes.len() + parts.iter().map(Vec::len).sum::<usize>();
+    let content = name_bytes.len() + content;
     content.encode(&mut head);
     head.extend_from_slice(&name_bytes);
     head

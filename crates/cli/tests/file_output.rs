@@ -1,5 +1,8 @@
 //! `pathprof instrument -o FILE` writes the module piece by piece, its code
-//! spilled to a scratch file as it is rewritten (`driver::instrument_to_file`):
+//! and metadata records spilled to scratch files as they are produced
+//! (`driver::instrument_to_file`; the records only beyond 32 KiB, which the
+//! fixtures' barely reach: the benchmark programs' outputs, compared byte
+//! for byte with the previous build's, check that part):
 //! the file must be byte for byte the module built in memory
 //! (`driver::instrument`, which `pathprof run` uses), and an error must
 //! leave no file behind.

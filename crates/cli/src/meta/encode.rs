@@ -3,6 +3,8 @@
 //! no CFG or plan beyond the rewriter's) is kept for it.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::Write;
 
 use pathprof_techniques::edge::Chords;
 use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
@@ -35,8 +37,24 @@ pub struct Encoder {
     file_ids: HashMap<String, u32>,
     functions: usize,
     body: Writer,
+    /// Where the records go once `body` holds [`SPILL_AT`] bytes, if the
+    /// caller gave a file ([`Encoder::spill_to`]).
+    spill: Option<Spilled>,
     skipped: Vec<(u32, Option<String>, String)>,
 }
+
+/// The records written to a scratch file so far, and their length.
+pub struct Spilled {
+    pub file: File,
+    pub len: u64,
+}
+
+/// Bytes of records kept before they are written to the spill file: the
+/// records are the bulk of the section (SQLite: 667 KB, which grown by
+/// doubling held a 1 MB buffer), and the section is written last. Half of
+/// 64 KiB, so that the buffer, grown by doubling, stays at 64 KiB unless a
+/// record is larger than 32 KiB.
+const SPILL_AT: usize = 32 * 1024;
 
 impl Encoder {
     pub fn new(module_hash: &str, technique: Technique, truncate_above: u64) -> Self {
@@ -55,8 +73,28 @@ impl Encoder {
             file_ids: HashMap::new(),
             functions: 0,
             body: Writer::default(),
+            spill: None,
             skipped: Vec::new(),
         }
+    }
+
+    /// Writes the records to `file` (empty) as they accumulate instead of
+    /// keeping them; [`Encoder::finish`] then hands the file back.
+    pub fn spill_to(&mut self, file: File) {
+        self.spill = Some(Spilled { file, len: 0 });
+    }
+
+    /// Moves the records kept so far to the spill file, once they are many.
+    fn spill_some(&mut self) -> std::io::Result<()> {
+        let Some(spill) = &mut self.spill else {
+            return Ok(());
+        };
+        if self.body.buf.len() >= SPILL_AT {
+            spill.file.write_all(&self.body.buf)?;
+            spill.len += self.body.buf.len() as u64;
+            self.body.buf.clear();
+        }
+        Ok(())
     }
 
     /// Records an instrumented function, in the order the rewriter lays out
@@ -66,7 +104,7 @@ impl Encoder {
         f: &FunctionCfg,
         plan: PlanRecord<'_>,
         sources: Option<&SourceMap<'_>>,
-    ) {
+    ) -> std::io::Result<()> {
         self.functions += 1;
         self.body.u32(f.func_index);
         self.body.opt_str(f.name.as_deref());
@@ -85,6 +123,7 @@ impl Encoder {
             }
             PlanRecord::Ppp(info) => write_ppp(w, info),
         }
+        self.spill_some()
     }
 
     /// Per node: 0 (ENTRY, EXIT), or 1 / 2 (a block without / with a
@@ -151,8 +190,14 @@ impl Encoder {
 
     /// The whole section's contents, given what the rewriter chose, in
     /// three pieces to be written one after the other (joining them would
-    /// copy the per-function records, the bulk of the section, once more).
-    pub fn finish(self, layout: &CounterLayout, code_map: &[CodeMap]) -> [Vec<u8>; 3] {
+    /// copy the per-function records, the bulk of the section, once more),
+    /// and the records spilled to a file, if any, which come before the
+    /// second piece.
+    pub fn finish(
+        self,
+        layout: &CounterLayout,
+        code_map: &[CodeMap],
+    ) -> ([Vec<u8>; 3], Option<Spilled>) {
         let mut head = Writer::default();
         head.buf.extend_from_slice(MAGIC);
         head.u32(META_VERSION);
@@ -177,7 +222,7 @@ impl Encoder {
         }
         write_layout(&mut tail, layout);
         write_code_map(&mut tail, code_map);
-        [head.buf, self.body.buf, tail.buf]
+        ([head.buf, self.body.buf, tail.buf], self.spill)
     }
 }
 

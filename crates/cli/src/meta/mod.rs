@@ -24,7 +24,7 @@ use pathprof_profile::Profile;
 use pathprof_wasm::{CodeMap, CounterLayout};
 
 pub use decode::decode;
-pub use encode::{Encoder, PlanRecord};
+pub use encode::{Encoder, PlanRecord, Spilled};
 
 /// The name of the custom section with the decoding metadata.
 pub const META_SECTION: &str = "__pathprof.meta";
