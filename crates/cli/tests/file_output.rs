@@ -1,8 +1,7 @@
 //! `pathprof instrument -o FILE` writes the module piece by piece, its code
 //! and metadata records spilled to scratch files as they are produced
-//! (`driver::instrument_to_file`; the records only beyond 32 KiB, which the
-//! fixtures' barely reach: the benchmark programs' outputs, compared byte
-//! for byte with the previous build's, check that part):
+//! (`driver::instrument_to_file`; the records only beyond 32 KiB, which a
+//! generated module of many functions reaches several times over):
 //! the file must be byte for byte the module built in memory
 //! (`driver::instrument`, which `pathprof run` uses), and an error must
 //! leave no file behind.
@@ -100,6 +99,50 @@ fn instrumenting_into_a_file_equals_the_module_in_memory() {
                 );
             }
         }
+    }
+}
+
+/// A module of `n` functions, each with a branch and a loop (so each has
+/// several paths and blocks to record).
+fn many_functions(n: usize) -> Vec<u8> {
+    let mut wat = String::from("(module\n");
+    for i in 0..n {
+        wat += &format!(
+            "(func $f{i} (export \"f{i}\") (param i32) (result i32)
+               (if (local.get 0) (then (local.set 0 (i32.const {i}))))
+               (loop $l (br_if $l (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
+               (local.get 0))\n"
+        );
+    }
+    wat::parse_str(wat + ")").unwrap()
+}
+
+/// The size of the metadata section of an instrumented module.
+fn meta_section_bytes(module: &[u8]) -> usize {
+    wasmparser::Parser::new(0)
+        .parse_all(module)
+        .find_map(|p| match p.unwrap() {
+            wasmparser::Payload::CustomSection(c) if c.name() == pathprof::meta::META_SECTION => {
+                Some(c.data().len())
+            }
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn metadata_spilled_to_a_scratch_file_is_copied_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.wasm");
+    let module = many_functions(3000);
+    let opts = driver::Options::default();
+    for technique in [Technique::Path, Technique::Edge, Technique::Ppp] {
+        let memory = driver::instrument(&module, technique, &opts).unwrap();
+        // Several spills of 32 KiB, and a remainder kept in memory.
+        assert!(meta_section_bytes(&memory.bytes) > 100 * 1024, "{technique:?}");
+        to_file(&module, technique, &opts, &out).unwrap();
+        assert!(std::fs::read(&out).unwrap() == memory.bytes, "{technique:?}");
+        assert_eq!(listing(dir.path()), ["out.wasm"], "{technique:?}");
     }
 }
 
