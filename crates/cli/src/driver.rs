@@ -254,27 +254,21 @@ fn analyzed_to(
         drop(plans);
         return Ok(Done::Memory(rec.finish(out)));
     };
-    let written =
-        pathprof_wasm::instrument_into(module, info, &plans, &[], check, spill, out)?;
+    let written = pathprof_wasm::instrument_into(module, info, &plans, &[], check, spill, out)?;
     drop(plans);
     rec.finish_into(written, out)
 }
 
 /// Writes each function's record of the metadata section, in function
 /// order, and collects the warnings of the functions left uninstrumented.
-struct Recorder<'a> {
+struct Recorder {
     meta: Encoder,
-    sources: Option<crate::source::SourceMap<'a>>,
+    sources: Option<crate::source::SourceMap>,
     warnings: Vec<String>,
 }
 
-impl<'a> Recorder<'a> {
-    fn new(
-        module_hash: &str,
-        module: &'a [u8],
-        technique: Technique,
-        opts: &Options,
-    ) -> Result<Self> {
+impl Recorder {
+    fn new(module_hash: &str, module: &[u8], technique: Technique, opts: &Options) -> Result<Self> {
         if let Some(w) = &opts.weights {
             if w.module_hash != module_hash {
                 bail!("the weights profile is of another module");

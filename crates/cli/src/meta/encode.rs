@@ -103,7 +103,7 @@ impl Encoder {
         &mut self,
         f: &FunctionCfg,
         plan: PlanRecord<'_>,
-        sources: Option<&SourceMap<'_>>,
+        sources: Option<&SourceMap>,
     ) -> std::io::Result<()> {
         self.functions += 1;
         self.body.u32(f.func_index);
@@ -129,7 +129,7 @@ impl Encoder {
     /// Per node: 0 (ENTRY, EXIT), or 1 / 2 (a block without / with a
     /// source location), the offset as a delta from the previous block's
     /// end, its length and instruction count, then the location.
-    fn blocks(&mut self, f: &FunctionCfg, sources: Option<&SourceMap<'_>>) {
+    fn blocks(&mut self, f: &FunctionCfg, sources: Option<&SourceMap>) {
         self.body.usize(f.blocks.len());
         let mut prev_end = 0u64;
         for b in &f.blocks {
