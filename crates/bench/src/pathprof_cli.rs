@@ -118,7 +118,8 @@ impl Pathprof {
                 wasm.display()
             );
         }
-        let text = fs::read(&timings).with_context(|| format!("cannot read {}", timings.display()))?;
+        let text =
+            fs::read(&timings).with_context(|| format!("cannot read {}", timings.display()))?;
         let v: serde_json::Value = serde_json::from_slice(&text)
             .with_context(|| format!("{}: not JSON", timings.display()))?;
         usage.peak_heap_bytes = v["peak_heap_bytes"].as_u64().unwrap_or(0);

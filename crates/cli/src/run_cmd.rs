@@ -60,10 +60,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     // Created before any work, so that a path that cannot be written is
     // reported before the program runs, and removed if it fails.
     let create = |p: &Path| pathprof_profile::AtomicFile::create(p);
-    let profile_file = req
-        .technique
-        .map(|_| create(&req.output))
-        .transpose()?;
+    let profile_file = req.technique.map(|_| create(&req.output)).transpose()?;
     let timings_file = req.timings.as_deref().map(create).transpose()?;
     let mut timings = Timings::default();
     let clock = Instant::now();

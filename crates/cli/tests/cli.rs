@@ -118,7 +118,10 @@ fn an_unwritable_output_is_an_error_and_leaves_nothing() {
             "{args:?}"
         );
         assert!(o.stdout.is_empty(), "{args:?}: the program ran");
-        assert!(!Path::new(&out).exists() && !Path::new(&t).exists(), "{args:?}");
+        assert!(
+            !Path::new(&out).exists() && !Path::new(&t).exists(),
+            "{args:?}"
+        );
     }
 }
 
@@ -147,7 +150,10 @@ fn instrument_writes_timings() {
     // module is parsed and a CFG built, so some heap is live at once), and
     // frees are subtracted (the sum of every allocation is far larger).
     let heap = v["peak_heap_bytes"].as_u64().unwrap();
-    assert!(heap > 0 && heap < 64 * bytes.len() as u64, "peak heap {heap}");
+    assert!(
+        heap > 0 && heap < 64 * bytes.len() as u64,
+        "peak heap {heap}"
+    );
 }
 
 #[test]

@@ -139,9 +139,15 @@ fn metadata_spilled_to_a_scratch_file_is_copied_back_whole() {
     for technique in [Technique::Path, Technique::Edge, Technique::Ppp] {
         let memory = driver::instrument(&module, technique, &opts).unwrap();
         // Several spills of 32 KiB, and a remainder kept in memory.
-        assert!(meta_section_bytes(&memory.bytes) > 100 * 1024, "{technique:?}");
+        assert!(
+            meta_section_bytes(&memory.bytes) > 100 * 1024,
+            "{technique:?}"
+        );
         to_file(&module, technique, &opts, &out).unwrap();
-        assert!(std::fs::read(&out).unwrap() == memory.bytes, "{technique:?}");
+        assert!(
+            std::fs::read(&out).unwrap() == memory.bytes,
+            "{technique:?}"
+        );
         assert_eq!(listing(dir.path()), ["out.wasm"], "{technique:?}");
     }
 }

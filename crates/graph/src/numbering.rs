@@ -252,8 +252,11 @@ fn predict_entry(dag: &Dag, cuts: Vec<NodeId>, num_paths: &[u64], total: Option<
         .collect();
     targets.sort_unstable();
     targets.dedup();
-    let total =
-        total.and_then(|n| targets.iter().try_fold(n, |s, w| s.checked_add(num_paths[w.index()])));
+    let total = total.and_then(|n| {
+        targets
+            .iter()
+            .try_fold(n, |s, w| s.checked_add(num_paths[w.index()]))
+    });
     Round {
         entry_succs: (dag.succs(Cfg::ENTRY).len() + targets.len()) as u64,
         total,
