@@ -32,13 +32,49 @@ fn modules() -> Vec<(String, Vec<u8>)> {
         );
     }
     paths.sort();
-    paths
+    let mut modules: Vec<(String, Vec<u8>)> = paths
         .iter()
         .map(|p| {
             let bytes = pathprof::input::read_module(p).unwrap();
             (p.display().to_string(), bytes)
         })
-        .collect()
+        .collect();
+    modules.push(("custom sections".into(), custom_sections()));
+    modules
+}
+
+/// Custom sections before, among and after the others (a file's are
+/// written from the input module, around the code section), and a name
+/// section (re-encoded, as the trace import shifts function indices).
+fn custom_sections() -> Vec<u8> {
+    let module = wat::parse_str(
+        r#"(module
+          (@custom "first" (before first) "1")
+          (@custom "before-code" (before code) "22")
+          (@custom "after-code" (after code) "333")
+          (@custom "last" (after last) "4444")
+          (memory 1)
+          (func $loop (export "f") (param i32) (result i32)
+            (loop $l
+              (br_if $l (i32.lt_s (local.tee 0 (i32.add (local.get 0) (i32.const 1)))
+                                  (i32.const 10))))
+            (local.get 0))
+          (data (i32.const 0) "data"))"#,
+    )
+    .unwrap();
+    let names: Vec<String> = wasmparser::Parser::new(0)
+        .parse_all(&module)
+        .filter_map(|p| match p.unwrap() {
+            wasmparser::Payload::CustomSection(c) => Some(c.name().to_string()),
+            _ => None,
+        })
+        .collect();
+    // The fixture is what it claims to be.
+    assert_eq!(
+        names,
+        ["first", "before-code", "after-code", "last", "name"]
+    );
+    module
 }
 
 /// What `pathprof instrument -o PATH` does: the warnings, or the error.

@@ -12,6 +12,7 @@ use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::ops::Range;
 use wasm_encoder::reencode::{self, utils, Reencode};
 use wasm_encoder::{ConstExpr, EntityType, ExportKind, MemoryType, SectionId};
 
@@ -30,6 +31,41 @@ pub(crate) struct Assembler<'a> {
     /// Where the code section goes in the assembled module: it is spliced in
     /// afterwards ([`splice_code`]).
     pub code_at: Option<usize>,
+    /// Whether custom sections copied unchanged get only their header in
+    /// the assembled module, their contents being written from the input
+    /// module by [`write_code`] (see [`Deferred`]).
+    pub defer_custom: bool,
+    pub deferred: Vec<Deferred>,
+}
+
+/// A custom section copied unchanged into a module written to a file: the
+/// assembled module holds its header, ending at `at`, and its contents are
+/// `input[data]`, written there from the input. Most of a module built with
+/// `-g` is its DWARF; copying it into the assembled module held it twice.
+pub(crate) struct Deferred {
+    pub at: usize,
+    pub data: Range<usize>,
+}
+
+/// A custom section's id, size and name, as [`wasm_encoder::CustomSection`]
+/// encodes them, without its `data_len` bytes of contents.
+struct CustomHeader<'a> {
+    name: &'a str,
+    data_len: usize,
+}
+
+impl wasm_encoder::Encode for CustomHeader<'_> {
+    fn encode(&self, sink: &mut Vec<u8>) {
+        let name_len = self.name.len() as u32;
+        (leb_len(name_len) + self.name.len() + self.data_len).encode(sink);
+        self.name.encode(sink);
+    }
+}
+
+impl wasm_encoder::Section for CustomHeader<'_> {
+    fn id(&self) -> u8 {
+        SectionId::Custom as u8
+    }
 }
 
 /// The encoding of an empty code section, which `parse_core_module` leaves
@@ -158,17 +194,23 @@ pub(crate) fn splice_code(
     Ok((code.bytes, starts))
 }
 
-/// Writes `module` to `out` with its empty code section at `at` replaced by
-/// one holding `code` and the helper, as [`splice_code`] builds it; returns
-/// the module offset where each body of `code` begins.
+/// Writes `module` to `out` with its empty code section at `at` (if it has
+/// one) replaced by one holding `code` and the helper, as [`splice_code`]
+/// builds it, and the contents of the `deferred` custom sections from
+/// `input`; returns the module offset where each body of `code` begins.
 pub(crate) fn write_code(
     module: &[u8],
-    at: usize,
+    at: Option<usize>,
     code: CodeEntries,
     helper: Option<wasm_encoder::Function>,
+    (deferred, input): (&[Deferred], &[u8]),
     out: &mut File,
 ) -> Result<Vec<usize>> {
     use wasm_encoder::Encode;
+    let Some(at) = at else {
+        write_with_deferred(out, module, 0..module.len(), deferred, input)?;
+        return Ok(Vec::new());
+    };
     check_placeholder(module, at)?;
     let mut helper_entry = Vec::new();
     if let Some(helper) = helper {
@@ -178,14 +220,46 @@ pub(crate) fn write_code(
     }
     let count = code.len() + usize::from(!helper_entry.is_empty());
     let header = code_header(count as u32, code.size + helper_entry.len());
-    let before = at + header.len();
+    let written_before = write_with_deferred(out, module, 0..at, deferred, input)?;
+    let before = written_before + header.len();
     let starts = code.starts.iter().map(|s| s + before).collect();
-    out.write_all(&module[..at])?;
     out.write_all(&header)?;
     code.write_to(out)?;
     out.write_all(&helper_entry)?;
-    out.write_all(&module[at + EMPTY_CODE_SECTION.len()..])?;
+    let rest = at + EMPTY_CODE_SECTION.len()..module.len();
+    write_with_deferred(out, module, rest, deferred, input)?;
     Ok(starts)
+}
+
+/// Writes `module[range]` with the contents of each deferred custom section
+/// whose header ends in it (after its first byte: a header ending at the
+/// code section's placeholder belongs to the part before it) from `input`;
+/// returns the bytes written.
+fn write_with_deferred(
+    out: &mut File,
+    module: &[u8],
+    range: Range<usize>,
+    deferred: &[Deferred],
+    input: &[u8],
+) -> Result<usize> {
+    let (mut from, mut written) = (range.start, 0);
+    for d in deferred
+        .iter()
+        .filter(|d| range.start < d.at && d.at <= range.end)
+    {
+        let contents = input
+            .get(d.data.clone())
+            .ok_or_else(|| WasmError::InvalidOutput {
+                offset: d.at,
+                message: "a custom section's contents lie outside the input".into(),
+            })?;
+        out.write_all(&module[from..d.at])?;
+        out.write_all(contents)?;
+        written += d.at - from + contents.len();
+        from = d.at;
+    }
+    out.write_all(&module[from..range.end])?;
+    Ok(written + range.end - from)
 }
 
 /// Bytes of the unsigned LEB128 encoding of `v`.
@@ -364,6 +438,21 @@ impl Reencode for Assembler<'_> {
         section: wasmparser::CustomSectionReader<'_>,
     ) -> RResult<()> {
         if section.name().starts_with("metadata.code.") {
+            return Ok(());
+        }
+        // As `utils::parse_custom_section`: all but the name section (whose
+        // function indices may shift) are copied unchanged.
+        let unchanged = !matches!(section.as_known(), wasmparser::KnownCustom::Name(_));
+        if self.defer_custom && unchanged {
+            let data = section.data_offset()..section.data_offset() + section.data().len();
+            module.section(&CustomHeader {
+                name: section.name(),
+                data_len: data.len(),
+            });
+            self.deferred.push(Deferred {
+                at: module.len(),
+                data,
+            });
             return Ok(());
         }
         utils::parse_custom_section(self, module, section)

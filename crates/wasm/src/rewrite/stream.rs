@@ -11,7 +11,7 @@
 //! assembled, so nothing is needed up front but whether a trace import
 //! shifts the function indices.
 
-use super::assemble::{reencode_error, splice_code, write_code, Assembler, CodeEntries};
+use super::assemble::{reencode_error, splice_code, write_code, Assembler, CodeEntries, Deferred};
 use super::body::{self, ModuleCtx};
 use super::layout::CounterLayout;
 use super::layout::{FunctionLayout, LayoutBuilder};
@@ -23,7 +23,7 @@ use crate::error::{Result, WasmError};
 use crate::module::{self, ModuleScan};
 use pathprof_techniques::{FunctionPlan, PathTable};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom};
 use wasm_encoder::reencode::Reencode;
 use wasmparser::ValType;
 
@@ -291,7 +291,7 @@ impl<'a> Instrumenter<'a> {
     /// ([`Instrumenter::set_output_check`]).
     pub fn finish(self, custom_sections: &[(&str, &[u8])]) -> Result<Instrumented> {
         let check = self.check;
-        let a = self.assemble(custom_sections)?;
+        let a = self.assemble(custom_sections, false)?;
         let (out, body_starts) = match a.code_at {
             Some(at) => splice_code(&a.module, at, a.code, a.helper)?,
             None => (a.module, Vec::new()),
@@ -312,24 +312,16 @@ impl<'a> Instrumenter<'a> {
     /// one) instead of returned. Validating it reads it back.
     pub fn finish_into(self, custom_sections: &[(&str, &[u8])], out: &mut File) -> Result<Written> {
         let check = self.check;
-        let a = self.assemble(custom_sections)?;
+        let input = self.bytes;
+        let a = self.assemble(custom_sections, true)?;
         let start = out.stream_position()?;
-        let body_starts = match a.code_at {
-            Some(at) => write_code(&a.module, at, a.code, a.helper, out)?,
-            None => {
-                out.write_all(&a.module)?;
-                Vec::new()
-            }
-        };
+        let deferred = (&a.deferred[..], input);
+        let body_starts = write_code(&a.module, a.code_at, a.code, a.helper, deferred, out)?;
         let code_map = code_map(a.marks, &body_starts, a.num_imported);
         if check == OutputCheck::Validate {
             let end = out.stream_position()?;
             out.seek(SeekFrom::Start(start))?;
-            let mut written = Vec::new();
-            Read::by_ref(out)
-                .take(end - start)
-                .read_to_end(&mut written)?;
-            validate_output(&written)?;
+            validate_streamed(Read::by_ref(out).take(end - start))?;
         }
         Ok(Written {
             layout: a.layout,
@@ -337,8 +329,10 @@ impl<'a> Instrumenter<'a> {
         })
     }
 
-    /// Everything but the code, assembled once every function was taken.
-    fn assemble(self, custom_sections: &[(&str, &[u8])]) -> Result<Assembled> {
+    /// Everything but the code, assembled once every function was taken;
+    /// with `defer_custom`, the unchanged custom sections' contents are left
+    /// to be written from the input ([`Deferred`]).
+    fn assemble(self, custom_sections: &[(&str, &[u8])], defer_custom: bool) -> Result<Assembled> {
         if self.code.len() != self.num_functions() {
             return Err(WasmError::PlanCount {
                 expected: self.num_functions(),
@@ -360,6 +354,8 @@ impl<'a> Instrumenter<'a> {
             segments,
             custom_sections,
             code_at: None,
+            defer_custom,
+            deferred: Vec::new(),
         };
         let mut module = wasm_encoder::Module::new();
         asm.parse_core_module(&mut module, wasmparser::Parser::new(0), self.bytes)
@@ -367,6 +363,7 @@ impl<'a> Instrumenter<'a> {
         Ok(Assembled {
             module: module.finish(),
             code_at: asm.code_at,
+            deferred: asm.deferred,
             helper: asm.helper_ty.map(|_| lower::hash_helper_body(memory)),
             layout,
             code: self.code,
@@ -381,6 +378,8 @@ struct Assembled {
     /// Every section but the code, with an empty code section at `code_at`.
     module: Vec<u8>,
     code_at: Option<usize>,
+    /// Custom sections whose contents are still in the input.
+    deferred: Vec<Deferred>,
     /// The hash helper's body, the last entry of the code section.
     helper: Option<wasm_encoder::Function>,
     layout: CounterLayout,
@@ -398,6 +397,56 @@ fn validate_output(module: &[u8]) -> Result<()> {
             message: e.message().to_string(),
         })
 }
+
+/// [`validate_output`] of a module read from `input` a piece at a time:
+/// wasmparser's incremental parser asks for one section (the code section
+/// one function body) at a time, so no more than the largest of them, or
+/// [`VALIDATE_CHUNK`], is held; reading the module back whole would hold
+/// all of it, more than the instrumenter's whole working set for a small
+/// module.
+fn validate_streamed(mut input: impl Read) -> Result<()> {
+    let invalid = |e: wasmparser::BinaryReaderError| WasmError::InvalidOutput {
+        offset: e.offset(),
+        message: e.message().to_string(),
+    };
+    let mut validator = wasmparser::Validator::new_with_features(module::features());
+    let mut parser = wasmparser::Parser::new(0);
+    let mut allocs = wasmparser::FuncValidatorAllocations::default();
+    let (mut buf, mut pos, mut eof) = (Vec::new(), 0, false);
+    loop {
+        let (consumed, payload) = match parser.parse(&buf[pos..], eof).map_err(invalid)? {
+            wasmparser::Chunk::NeedMoreData(hint) => {
+                buf.drain(..pos);
+                pos = 0;
+                let want = usize::try_from(hint)
+                    .unwrap_or(usize::MAX)
+                    .max(VALIDATE_CHUNK);
+                eof = Read::by_ref(&mut input)
+                    .take(want as u64)
+                    .read_to_end(&mut buf)?
+                    == 0;
+                continue;
+            }
+            wasmparser::Chunk::Parsed { consumed, payload } => (consumed, payload),
+        };
+        let end = matches!(payload, wasmparser::Payload::End(_));
+        if let wasmparser::Payload::CodeSectionEntry(body) = &payload {
+            let func = validator.code_section_entry(body).map_err(invalid)?;
+            let mut v = func.into_validator(std::mem::take(&mut allocs));
+            v.validate(body).map_err(invalid)?;
+            allocs = v.into_allocations();
+        } else {
+            validator.payload(&payload).map_err(invalid)?;
+        }
+        pos += consumed;
+        if end {
+            return Ok(());
+        }
+    }
+}
+
+/// Bytes [`validate_streamed`] reads at least at once.
+const VALIDATE_CHUNK: usize = 16 << 10;
 
 /// The code maps of the instrumented functions: their block marks moved to
 /// where their bodies begin in the module.
@@ -421,4 +470,47 @@ fn code_map(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A module of `n` functions, the last returning `last` (an `i32`, or
+    /// an `i64` that makes it invalid), bigger than [`VALIDATE_CHUNK`] for
+    /// a few hundred functions.
+    fn functions(n: usize, last: &str) -> Vec<u8> {
+        let mut wat = String::from("(module (memory 1) (@custom \"c\" (after code) \"x\")");
+        for i in 0..n {
+            let ret = if i + 1 == n { last } else { "(i32.const 7)" };
+            wat.push_str(&format!(
+                "(func (param i32) (result i32) (if (local.get 0) (then (drop (i32.load (local.get 0))))) {ret})"
+            ));
+        }
+        wat::parse_str(wat + ")").unwrap()
+    }
+
+    fn streamed(module: &[u8]) -> std::result::Result<(), String> {
+        validate_streamed(module).map_err(|e| e.to_string())
+    }
+
+    fn whole(module: &[u8]) -> std::result::Result<(), String> {
+        validate_output(module).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn streamed_validation_agrees_with_validate_all() {
+        let valid = functions(3000, "(i32.const 1)");
+        assert!(valid.len() > 2 * VALIDATE_CHUNK, "read in several chunks");
+        assert_eq!(streamed(&valid), Ok(()));
+        let invalid = functions(3000, "(i64.const 1)");
+        let err = whole(&invalid).unwrap_err();
+        assert!(err.contains("type mismatch"), "{err}");
+        assert_eq!(streamed(&invalid), Err(err));
+        for cut in [4, 9, valid.len() / 2, valid.len() - 1] {
+            let truncated = &valid[..cut];
+            assert_eq!(streamed(truncated), whole(truncated), "cut at {cut}");
+            assert!(streamed(truncated).is_err());
+        }
+    }
 }
