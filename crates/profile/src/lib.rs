@@ -150,6 +150,13 @@ pub enum FunctionData {
     },
 }
 
+/// The two fields a profile is recognised by, whatever their type.
+#[derive(Default, Deserialize)]
+struct Head {
+    format: Option<serde_json::Value>,
+    version: Option<serde_json::Value>,
+}
+
 impl Profile {
     /// An empty profile of a module.
     pub fn new(module_hash: String, mode: Mode) -> Self {
@@ -180,12 +187,20 @@ impl Profile {
             path: path.into(),
             reason,
         };
-        let value: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| not(format!("not JSON: {e}")))?;
-        if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
+        // The format and version are read first, with every other value
+        // skipped unparsed, and the profile is then read straight into its
+        // types: a `serde_json::Value` tree of the whole file first took
+        // seven times the file's size (195 MB for a 29 MB SQLite profile).
+        let head = match serde_json::from_slice::<Head>(bytes) {
+            Ok(head) => head,
+            Err(e) if e.is_syntax() || e.is_eof() => return Err(not(format!("not JSON: {e}"))),
+            // JSON, but not an object.
+            Err(_) => Head::default(),
+        };
+        if head.format.as_ref().and_then(|f| f.as_str()) != Some(FORMAT_NAME) {
             return Err(not("no \"format\": \"pathprof-profile\" field".into()));
         }
-        let found = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+        let found = head.version.as_ref().and_then(|v| v.as_u64()).unwrap_or(0);
         if found != u64::from(FORMAT_VERSION) {
             let found = u32::try_from(found).unwrap_or(u32::MAX);
             return Err(ProfileError::Version {
@@ -194,7 +209,7 @@ impl Profile {
                 expected: FORMAT_VERSION,
             });
         }
-        let profile: Profile = serde_json::from_value(value).map_err(|e| not(e.to_string()))?;
+        let profile: Profile = serde_json::from_slice(bytes).map_err(|e| not(e.to_string()))?;
         profile.check_consistent().map_err(not)?;
         Ok(profile)
     }

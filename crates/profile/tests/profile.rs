@@ -72,10 +72,18 @@ fn bad_files_get_one_line_errors_naming_the_file() {
         err_of(b"\0asm"),
         "p.json: not a pathprof profile (not JSON: expected value at line 1 column 1)"
     );
-    assert_eq!(
-        err_of(b"{\"a\": 1}"),
-        "p.json: not a pathprof profile (no \"format\": \"pathprof-profile\" field)"
-    );
+    // JSON that is not an object, or whose format is not the string.
+    for not_ours in [
+        &b"{\"a\": 1}"[..],
+        b"[1, 2]",
+        b"\"text\"",
+        b"{\"format\": 7}",
+    ] {
+        assert_eq!(
+            err_of(not_ours),
+            "p.json: not a pathprof profile (no \"format\": \"pathprof-profile\" field)"
+        );
+    }
     let mut v: serde_json::Value =
         serde_json::from_str(&diamond_profile("ab", &[]).to_json()).unwrap();
     v["version"] = 2.into();
