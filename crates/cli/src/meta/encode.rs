@@ -52,9 +52,10 @@ pub struct Spilled {
 /// Bytes of records kept before they are written to the spill file: the
 /// records are the bulk of the section (SQLite: 667 KB, which grown by
 /// doubling held a 1 MB buffer), and the section is written last. Half of
-/// 64 KiB, so that the buffer, grown by doubling, stays at 64 KiB unless a
-/// record is larger than 32 KiB.
-const SPILL_AT: usize = 32 * 1024;
+/// 16 KiB, so that the buffer, grown by doubling, stays at 16 KiB unless a
+/// record is larger than 8 KiB: one write per 8 KiB costs nothing beside
+/// planning them, and a small module's whole heap is a few times 64 KiB.
+const SPILL_AT: usize = 8 * 1024;
 
 impl Encoder {
     pub fn new(module_hash: &str, technique: Technique, truncate_above: u64) -> Self {

@@ -139,8 +139,9 @@ impl CodeEntries {
 
 /// Buffer between the rewriter and the spill file: bodies are mostly a few
 /// hundred bytes, and one system call per body would cost more than the
-/// rewrite.
-const SPILL_BUFFER: usize = 64 << 10;
+/// rewrite; one per 16 KiB (dozens of bodies) costs nothing beside them
+/// (64 KiB was a quarter of a small module's heap).
+const SPILL_BUFFER: usize = 16 << 10;
 
 /// The code section's header for `count` entries of `entries` bytes.
 fn code_header(count: u32, entries: usize) -> Vec<u8> {
