@@ -169,6 +169,12 @@ pub(crate) fn build(
         }
     }
     let cfg = Cfg::from_edges(b.blocks.len(), &b.edges);
+    // The vectors kept in the CFG lose what the size guess gave them too
+    // much: they live through the function's planning and rewrite.
+    b.blocks.shrink_to_fit();
+    b.sites.shrink_to_fit();
+    b.kinds.shrink_to_fit();
+    b.controls.shrink_to_fit();
     Ok(Built {
         cfg,
         blocks: b.blocks,

@@ -193,7 +193,12 @@ impl<'a> Instrumenter<'a> {
         };
         self.code.push(&body)?;
         self.marks.push(marks);
-        self.scratch = body;
+        // A buffer grown by one large body is not kept for the next: it
+        // would stay that large through every later function (lz4: 122 KB
+        // held while its next large function was planned).
+        if body.capacity() <= SCRATCH_KEEP {
+            self.scratch = body;
+        }
         Ok(())
     }
 
@@ -444,6 +449,10 @@ fn validate_streamed(mut input: impl Read) -> Result<()> {
         }
     }
 }
+
+/// The largest buffer [`Instrumenter::function`] keeps from one body to
+/// the next.
+const SCRATCH_KEEP: usize = 16 << 10;
 
 /// Bytes [`validate_streamed`] reads at least at once.
 const VALIDATE_CHUNK: usize = 16 << 10;
