@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use pathprof_graph::NodeId;
 use pathprof_profile::{Edge, FunctionData, Profile};
 use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
-use pathprof_wasm::{FunctionCfg, ModuleInfo, Unsupported};
+use pathprof_wasm::{FunctionCfg, Unsupported};
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 
@@ -155,30 +155,21 @@ enum Done {
     Written { warnings: Vec<String> },
 }
 
+/// [`instrument`] one function at a time: each is built, planned (ahead,
+/// on worker threads, for a large module), recorded and rewritten, and only
+/// its new body and block marks are kept.
 fn instrument_to(
     module: &[u8],
     technique: Technique,
     opts: &Options,
     to: Option<FileOutput>,
 ) -> Result<Done> {
-    match technique {
-        Technique::Path | Technique::Ppp => instrument_streaming(module, technique, opts, to),
-        Technique::Edge | Technique::Trace => {
-            let info = pathprof_wasm::analyze(module)?;
-            analyzed_to(module, &info, technique, opts, to)
-        }
-    }
-}
-
-/// [`instrument`] one function at a time.
-fn instrument_streaming(
-    module: &[u8],
-    technique: Technique,
-    opts: &Options,
-    to: Option<FileOutput>,
-) -> Result<Done> {
     let scanned = pathprof_wasm::Scanned::validated(module)?;
-    let mut inst = pathprof_wasm::Instrumenter::new(&scanned, false)?;
+    // Edge profiling counts every edge where an activation may be unwound
+    // (see `edge::plan`), which must be known before the first function.
+    let exceptions = technique == Technique::Edge && scanned.may_throw_or_catch();
+    let traces = technique == Technique::Trace;
+    let mut inst = pathprof_wasm::Instrumenter::new(&scanned, traces)?;
     inst.set_peel_max_bytes(opts.peel_max_bytes);
     inst.set_output_check(opts.output_check());
     let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
@@ -192,7 +183,7 @@ fn instrument_streaming(
     let build_and_plan = |i| -> Result<Result<(FunctionCfg, Planned), Unsupported>> {
         Ok(match scanned.build(i)? {
             Ok(cfg) => {
-                let planned = plan_one(&cfg, technique, false, opts)?;
+                let planned = plan_one(&cfg, technique, exceptions, opts)?;
                 Ok((cfg, planned))
             }
             Err(u) => Err(u),
@@ -209,54 +200,6 @@ fn instrument_streaming(
         Some(out) => rec.finish_into(inst.finish_into(&[], out)?, out),
         None => Ok(Done::Memory(rec.finish(inst.finish(&[])?))),
     }
-}
-
-/// As [`instrument`], for a module already analysed. Each function's record
-/// of the metadata section is written as soon as it is planned.
-pub fn instrument_analyzed(
-    module: &[u8],
-    info: &ModuleInfo,
-    technique: Technique,
-    opts: &Options,
-) -> Result<Instrumented> {
-    match analyzed_to(module, info, technique, opts, None)? {
-        Done::Memory(out) => Ok(out),
-        Done::Written { .. } => unreachable!("no file was given"),
-    }
-}
-
-fn analyzed_to(
-    module: &[u8],
-    info: &ModuleInfo,
-    technique: Technique,
-    opts: &Options,
-    to: Option<FileOutput>,
-) -> Result<Done> {
-    let mut rec = Recorder::new(&info.module_hash, module, technique, opts)?;
-    let to = to.map(|to| {
-        rec.meta.spill_to(to.meta_spill);
-        (to.spill, to.out)
-    });
-    let exceptions = uses_exceptions(info);
-    let mut plans = Vec::with_capacity(info.functions.len());
-    for f in &info.functions {
-        let slot = match f {
-            Ok(cfg) => Ok((cfg, plan_one(cfg, technique, exceptions, opts)?)),
-            Err(u) => Err(u),
-        };
-        rec.record(slot.as_ref().map(|&(cfg, ref p)| (cfg, p)).map_err(|u| *u))?;
-        plans.push(slot.ok().map(|(_, p)| compact(p.plan)));
-    }
-    rec.planned_all();
-    let check = opts.output_check();
-    let Some((spill, out)) = to else {
-        let out = pathprof_wasm::instrument_checked(module, info, &plans, &[], check)?;
-        drop(plans);
-        return Ok(Done::Memory(rec.finish(out)));
-    };
-    let written = pathprof_wasm::instrument_into(module, info, &plans, &[], check, spill, out)?;
-    drop(plans);
-    rec.finish_into(written, out)
 }
 
 /// Writes each function's record of the metadata section, in function
@@ -379,25 +322,6 @@ fn custom_section_head(name: &str, content: usize) -> Vec<u8> {
 fn display_name(func_index: u32, name: &Option<String>) -> String {
     name.clone()
         .unwrap_or_else(|| format!("func[{func_index}]"))
-}
-
-/// Whether the module throws or catches wasm exceptions anywhere: then an
-/// activation may be unwound without reaching EXIT or being recorded.
-fn uses_exceptions(info: &ModuleInfo) -> bool {
-    use pathprof_wasm::EdgeKind::{Catch, Throw, ThrowRef};
-    info.functions.iter().flatten().any(|f| {
-        f.edge_kinds
-            .iter()
-            .any(|k| matches!(k, Throw | ThrowRef | Catch))
-    })
-}
-
-/// `plan` with its per-edge action lists at their exact size: every plan
-/// stays alive until the module is rewritten, and a list grown by pushes
-/// holds room for four actions where most chords carry one or two.
-fn compact(mut plan: FunctionPlan) -> FunctionPlan {
-    plan.edges.shrink_to_fit();
-    plan
 }
 
 /// What a function's metadata record needs of its planning, by technique.

@@ -75,9 +75,35 @@ impl<'a> Scanned<'a> {
         crate::cfg::build_function(&self.scan, i, validator, self.bytes.len())
     }
 
+    /// Whether any body throws or catches a wasm exception (`throw`,
+    /// `throw_ref`, a `try_table` with a catch clause), reachable or not:
+    /// then an activation may end without reaching EXIT or being recorded,
+    /// which edge profiling must know before it plans the first function.
+    /// The bodies are decoded, not validated; one that does not decode
+    /// counts as throwing (its build reports the error).
+    pub fn may_throw_or_catch(&self) -> bool {
+        self.scan.bodies.iter().any(body_may_throw_or_catch)
+    }
+
     pub(crate) fn num_imported_funcs(&self) -> u32 {
         self.scan.num_imported_funcs
     }
+}
+
+fn body_may_throw_or_catch(body: &wasmparser::FunctionBody<'_>) -> bool {
+    use wasmparser::Operator;
+    let Ok(mut ops) = body.get_operators_reader() else {
+        return true;
+    };
+    while !ops.eof() {
+        match ops.read() {
+            Ok(Operator::Throw { .. } | Operator::ThrowRef) => return true,
+            Ok(Operator::TryTable { try_table }) if !try_table.catches.is_empty() => return true,
+            Ok(_) => {}
+            Err(_) => return true,
+        }
+    }
+    false
 }
 
 /// A module being instrumented, function by function.
@@ -505,6 +531,27 @@ mod tests {
 
     fn whole(module: &[u8]) -> std::result::Result<(), String> {
         validate_output(module).map_err(|e| e.to_string())
+    }
+
+    fn may_throw_or_catch(body: &str) -> bool {
+        let wat = format!("(module (tag $t) (func {body}) (func))");
+        let module = wat::parse_str(wat).unwrap();
+        Scanned::validated(&module).unwrap().may_throw_or_catch()
+    }
+
+    #[test]
+    fn throwing_or_catching_anywhere_is_found() {
+        assert!(!may_throw_or_catch("nop"));
+        assert!(!may_throw_or_catch("(block (try_table (nop)))"));
+        assert!(may_throw_or_catch(
+            "(block $h (try_table (catch_all $h) (nop)))"
+        ));
+        assert!(may_throw_or_catch("(throw $t)"));
+        // Unreachable code counts too: the answer must not need a CFG.
+        assert!(may_throw_or_catch("(return) (throw $t)"));
+        assert!(may_throw_or_catch(
+            "(block $h (result exnref) (try_table (catch_all_ref $h) (nop)) (unreachable)) (throw_ref)"
+        ));
     }
 
     #[test]
