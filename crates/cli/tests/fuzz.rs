@@ -30,7 +30,7 @@ struct Rng(u64);
 
 impl Rng {
     fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x5eed_0f_9a7c_9b0f)
+        Rng(seed ^ 0x005e_ed0f_9a7c_9b0f)
     }
 
     fn next(&mut self) -> u64 {

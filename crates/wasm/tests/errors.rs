@@ -297,7 +297,6 @@ fn read_counters_rejects_short_or_foreign_memory() {
         ppp_len: 2,
         ..layout
     };
-    let mut memory = memory;
     memory.resize(96, 0);
     memory[64..72].copy_from_slice(&3u64.to_le_bytes());
     memory[72..80].copy_from_slice(&7u64.to_le_bytes());

@@ -29,48 +29,49 @@ pub const SMITH_FUEL: u32 = 1_000;
 pub const ENGINE_FUEL: u64 = 20_000_000;
 
 pub fn smith_config() -> wasm_smith::Config {
-    let mut c = wasm_smith::Config::default();
-    // Features of the project's engine (`pathprof_runner::config`).
-    c.multi_value_enabled = true;
-    c.bulk_memory_enabled = true;
-    c.reference_types_enabled = true;
-    c.tail_call_enabled = true;
-    c.exceptions_enabled = true;
-    c.gc_enabled = true;
-    c.simd_enabled = true;
-    c.relaxed_simd_enabled = false;
-    c.saturating_float_to_int_enabled = true;
-    c.sign_extension_ops_enabled = true;
-    c.extended_const_enabled = true;
-    // Not enabled by the engine, or not in its wasmparser release.
-    c.threads_enabled = false;
-    c.shared_everything_threads_enabled = false;
-    c.memory64_enabled = false;
-    c.wide_arithmetic_enabled = false;
-    c.custom_page_sizes_enabled = false;
-    c.custom_descriptors_enabled = false;
-    c.compact_imports_enabled = false;
-    // Self-contained modules that can be compared call by call.
-    c.max_imports = 0;
-    c.export_everything = true;
-    c.canonicalize_nans = true;
-    // Bounded size.
-    c.min_funcs = 4;
-    c.max_funcs = 12;
-    c.max_instructions = 200;
-    c.max_types = 20;
-    c.max_globals = 10;
-    c.max_tags = 4;
-    c.max_exports = 40;
-    c.max_memories = 1;
-    c.max_memory32_bytes = 1 << 20;
-    c.max_tables = 2;
-    c.max_table_elements = 1_000;
-    c.max_data_segments = 8;
-    c.max_element_segments = 8;
-    c.max_elements = 50;
-    c.max_nesting_depth = 8;
-    c
+    wasm_smith::Config {
+        // Features of the project's engine (`pathprof_runner::config`).
+        multi_value_enabled: true,
+        bulk_memory_enabled: true,
+        reference_types_enabled: true,
+        tail_call_enabled: true,
+        exceptions_enabled: true,
+        gc_enabled: true,
+        simd_enabled: true,
+        relaxed_simd_enabled: false,
+        saturating_float_to_int_enabled: true,
+        sign_extension_ops_enabled: true,
+        extended_const_enabled: true,
+        // Not enabled by the engine, or not in its wasmparser release.
+        threads_enabled: false,
+        shared_everything_threads_enabled: false,
+        memory64_enabled: false,
+        wide_arithmetic_enabled: false,
+        custom_page_sizes_enabled: false,
+        custom_descriptors_enabled: false,
+        compact_imports_enabled: false,
+        // Self-contained modules that can be compared call by call.
+        max_imports: 0,
+        export_everything: true,
+        canonicalize_nans: true,
+        // Bounded size.
+        min_funcs: 4,
+        max_funcs: 12,
+        max_instructions: 200,
+        max_types: 20,
+        max_globals: 10,
+        max_tags: 4,
+        max_exports: 40,
+        max_memories: 1,
+        max_memory32_bytes: 1 << 20,
+        max_tables: 2,
+        max_table_elements: 1_000,
+        max_data_segments: 8,
+        max_element_segments: 8,
+        max_elements: 50,
+        max_nesting_depth: 8,
+        ..Default::default()
+    }
 }
 
 /// The module wasm-smith builds from `data`, made to terminate, or `None` if
