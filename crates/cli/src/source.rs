@@ -187,24 +187,27 @@ impl Builder {
     /// rows are taken back out, as addr2line drops a unit whose lines it
     /// cannot parse.
     fn unit(&mut self, unit: gimli::UnitRef<'_, Reader<'_>>, map: &mut SourceMap) {
-        let (rows_before, seqs_before) = (map.rows.len(), map.sequences.len());
-        if self.try_unit(unit, map).is_err() {
+        let before = (map.rows.len(), map.sequences.len());
+        if self.try_unit(unit, map, before).is_err() {
+            let (rows_before, seqs_before) = before;
             map.rows.truncate(rows_before);
             map.sequences.truncate(seqs_before);
         }
     }
 
+    /// [`Builder::unit`]; `(rows_before, seqs_before)`: the table's
+    /// lengths before this unit.
     fn try_unit(
         &mut self,
         unit: gimli::UnitRef<'_, Reader<'_>>,
         map: &mut SourceMap,
+        (rows_before, seqs_before): (usize, usize),
     ) -> Result<(), gimli::Error> {
         let Some(program) = unit.line_program.clone() else {
             return Ok(());
         };
         // Row file indices are the unit's; they are mapped once the
         // header's file table is known, at the end of the program.
-        let (rows_before, seqs_before) = (map.rows.len(), map.sequences.len());
         let mut rows = program.rows();
         let mut seq_first = map.rows.len();
         // A sequence with an address past 32 bits can hold no wasm code.

@@ -329,7 +329,7 @@ impl<'a> Instrumenter<'a> {
         };
         let code_map = code_map(a.marks, &body_starts, a.num_imported);
         if check == OutputCheck::Validate {
-            validate_output(&out)?;
+            validate_streamed(&out[..])?;
         }
         Ok(Instrumented {
             bytes: out,
@@ -419,17 +419,8 @@ struct Assembled {
     num_imported: u32,
 }
 
-fn validate_output(module: &[u8]) -> Result<()> {
-    wasmparser::Validator::new_with_features(module::features())
-        .validate_all(module)
-        .map(|_| ())
-        .map_err(|e| WasmError::InvalidOutput {
-            offset: e.offset(),
-            message: e.message().to_string(),
-        })
-}
-
-/// [`validate_output`] of a module read from `input` a piece at a time:
+/// Validates the module read from `input` a piece at a time (the check
+/// of the rewriter, [`OutputCheck::Validate`]):
 /// wasmparser's incremental parser asks for one section (the code section
 /// one function body) at a time, so no more than the largest of them, or
 /// [`VALIDATE_CHUNK`], is held; reading the module back whole would hold
@@ -529,8 +520,19 @@ mod tests {
         validate_streamed(module).map_err(|e| e.to_string())
     }
 
+    /// The oracle: wasmparser's whole-module validation, in the message
+    /// the rewriter's error gives.
     fn whole(module: &[u8]) -> std::result::Result<(), String> {
-        validate_output(module).map_err(|e| e.to_string())
+        wasmparser::Validator::new_with_features(module::features())
+            .validate_all(module)
+            .map(|_| ())
+            .map_err(|e| {
+                WasmError::InvalidOutput {
+                    offset: e.offset(),
+                    message: e.message().to_string(),
+                }
+                .to_string()
+            })
     }
 
     fn may_throw_or_catch(body: &str) -> bool {
