@@ -103,13 +103,16 @@ fn every_instrumentation_preserves_results_and_agrees_with_the_trace_oracle() {
 
         // Walk-length histograms built in a register, several widths/offsets.
         let hist = length_histogram(&walks);
-        let variants: [(Width, i64, i64); 6] = [
+        let variants: [(Width, i64, i64); 8] = [
             (Width::I32, 0, 0),
             (Width::I32, 5, -5),
             // Set truncates to 7 in an I32 register.
             (Width::I32, (1 << 32) + 7, -7),
             // A large I64 value that the address computation must wrap away.
             (Width::I64, 1 << 40, -(1 << 40)),
+            // Offsets of more than the first tables' size.
+            (Width::I32, 3000, -3000),
+            (Width::I64, 3000, -3000),
             // Registers that are "negative" (wrapped) until the offset is added.
             (Width::I32, -1000, 1000),
             (Width::I64, -5, 5),
@@ -416,4 +419,85 @@ fn walks_lost_to_exceptions_are_the_expected_ones() {
         })
         .collect();
     assert_eq!(got, expected);
+}
+
+/// The table's hash, written out here apart from the rewriter: the home
+/// entry of stored key `k` (a path number + 1) is bits 32 and up of
+/// `k * 2^64 / phi`, masked to the capacity.
+fn fibonacci_home(k: u64, capacity: u64) -> u64 {
+    (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) & (capacity - 1)
+}
+
+/// Where the helper stores keys and when the inline probe finds them. Every
+/// stored key sits at its home entry or after it with only occupied entries
+/// between (linear probing from the home the oracle computes). And in a
+/// table where every key is at home, the inline probe of the path end must
+/// find every key counted before, so the helper, which remembers the last
+/// key it handled, last handled the last *new* key of the run, not merely
+/// the last one.
+#[test]
+fn hash_entries_sit_at_their_fibonacci_home_and_the_inline_probe_finds_them() {
+    const CAPACITY: u64 = 1024;
+    let (mut at_home, mut distinguishing) = (0, 0);
+    for case in cases() {
+        let (_, walks) = traced(&case);
+        let mut lengths: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for (func, walk) in &walks.complete {
+            lengths.entry(*func).or_default().push(walk.len() as u64);
+        }
+        for width in [Width::I32, Width::I64] {
+            let table = PathTable::Hash {
+                capacity: CAPACITY as u32,
+            };
+            let plans = plans_with(&case.info, |c| length_plan(c, width, 0, 0, table));
+            let out = instrumented(&case.bytes, &case.info, &plans);
+            let r = run(&out.bytes, &case.calls);
+            let memory = r.counters.as_ref().expect("counter memory exported");
+            let u64_at = |at: u64| {
+                let at = at as usize;
+                u64::from_le_bytes(memory[at..at + 8].try_into().expect("8 bytes"))
+            };
+            for f in &out.layout.functions {
+                let base = u64::from(f.paths_offset);
+                let key_at = |i: u64| u64_at(base + 32 + 16 * (i % CAPACITY));
+                let mut all_home = true;
+                for i in 0..CAPACITY {
+                    let k = key_at(i);
+                    if k == 0 {
+                        continue;
+                    }
+                    let home = fibonacci_home(k, CAPACITY);
+                    let dist = (i + CAPACITY - home) % CAPACITY;
+                    assert!(
+                        (home..home + dist).all(|j| key_at(j) != 0),
+                        "{}: key {k} of function {} at {i}, home {home}, a free entry between",
+                        case.name,
+                        f.func_index
+                    );
+                    all_home &= dist == 0;
+                }
+                let seq = lengths.get(&f.func_index).cloned().unwrap_or_default();
+                let Some(&last) = seq.last() else { continue };
+                if !all_home {
+                    continue;
+                }
+                at_home += 1;
+                let mut seen = std::collections::BTreeSet::new();
+                let last_new = seq.iter().filter(|l| seen.insert(**l)).last();
+                distinguishing += usize::from(last_new != Some(&last));
+                // HASH_LAST_KEY (header offset 16) holds key + 1.
+                assert_eq!(
+                    u64_at(base + 16),
+                    last_new.expect("a key") + 1,
+                    "{}: function {}: the helper handled a key the inline probe should find",
+                    case.name,
+                    f.func_index
+                );
+            }
+        }
+    }
+    assert!(
+        at_home > 0 && distinguishing > 0,
+        "{at_home} tables at home, {distinguishing} distinguishing"
+    );
 }

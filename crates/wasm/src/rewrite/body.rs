@@ -346,6 +346,7 @@ pub(crate) fn rewrite_body(
         .map(|(r, &w)| (base + r as u32, w))
         .collect();
     lower.scratch = base + plan.registers.len() as u32;
+    lower.scaled = Lowerer::scaled(plan.paths, plan.ppp.is_some(), &plan.registers);
     for &w in &plan.registers {
         1u32.encode(out);
         types::val_type_for(w).encode(out);

@@ -15,6 +15,8 @@ use wasm_encoder::{Function, InstructionSink, MemArg, ValType};
 pub(crate) struct Lowerer {
     /// Per register: its local index and width.
     pub regs: Vec<(u32, Width)>,
+    /// The registers hold 8 times the plan's values (see [`Lowerer::scaled`]).
+    pub scaled: bool,
     /// The i32 scratch local for array-table addresses.
     pub scratch: u32,
     /// Index of the counter memory.
@@ -75,13 +77,13 @@ impl Lowerer {
             match *action {
                 Action::Set { reg, value } => {
                     let (local, width) = self.regs[reg as usize];
-                    push_const(&mut sink, width, value);
+                    push_const(&mut sink, width, self.scale(value));
                     sink.local_set(local);
                 }
                 Action::Add { reg, value } => {
                     let (local, width) = self.regs[reg as usize];
                     sink.local_get(local);
-                    push_const(&mut sink, width, value);
+                    push_const(&mut sink, width, self.scale(value));
                     add(&mut sink, width);
                     sink.local_set(local);
                 }
@@ -113,6 +115,27 @@ impl Lowerer {
                         .call(self.trace);
                 }
             }
+        }
+    }
+
+    /// Whether the registers of a plan can hold 8 times its values: the
+    /// byte offset of a path's counter rather than its number, which saves
+    /// the shift at every array count. Only the array counts read them then
+    /// (no PPP comparison, no hash key), and they are i32: the final index
+    /// `r + offset` of a counted path is below 2^29, so 8 times it, exact
+    /// modulo 2^32 whatever the wrapped partial sums, is the byte offset.
+    pub fn scaled(plan_paths: PathTable, has_ppp: bool, registers: &[Width]) -> bool {
+        matches!(plan_paths, PathTable::Array { len } if len <= 1 << 29)
+            && !has_ppp
+            && registers.iter().all(|&w| w == Width::I32)
+    }
+
+    /// A plan's register constant as the register holds it.
+    fn scale(&self, value: i64) -> i64 {
+        if self.scaled {
+            value.wrapping_mul(8)
+        } else {
+            value
         }
     }
 
@@ -284,14 +307,17 @@ impl Lowerer {
         // offset brings it back in range, so only the table's base, never
         // 8 * offset, can go into the memarg offset: the effective address
         // (dynamic part + memarg offset) does not wrap at 2^32.
-        self.push_sum(sink, reg, offset);
-        if self.regs[reg as usize].1 == Width::I64 {
-            sink.i32_wrap_i64();
+        if self.scaled {
+            // Already a byte offset: `8r + 8 offset`.
+            self.push_sum(sink, reg, self.scale(offset));
+        } else {
+            self.push_sum(sink, reg, offset);
+            if self.regs[reg as usize].1 == Width::I64 {
+                sink.i32_wrap_i64();
+            }
+            sink.i32_const(3).i32_shl();
         }
-        sink.i32_const(3)
-            .i32_shl()
-            .local_tee(self.scratch)
-            .local_get(self.scratch);
+        sink.local_tee(self.scratch).local_get(self.scratch);
         bump(sink, self.memory, u64::from(self.paths_offset));
     }
 }

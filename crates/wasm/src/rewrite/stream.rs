@@ -283,6 +283,7 @@ impl<'a> Instrumenter<'a> {
         let fl = &prepared.layout;
         let lower = Lowerer {
             regs: Vec::new(),
+            scaled: false,
             scratch: 0,
             memory: self.scan.num_memories,
             paths: plan.paths,
