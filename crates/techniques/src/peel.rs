@@ -63,6 +63,15 @@ impl Specialized {
 /// register's width, as an unsigned number) or not.
 type Val = Option<u64>;
 
+/// Registers a peeled plan may have: Ball-Larus plans have one, PPP plans
+/// two. The registers' values are kept inline, so the propagation through
+/// a loop body allocates nothing per node or edge.
+const MAX_REGS: usize = 2;
+
+/// Every register's value at a point ([`MAX_REGS`] slots, the plan's
+/// registers first).
+type State = [Val; MAX_REGS];
+
 /// The loop proper's actions, or `None` when peeling would not move any
 /// backedge's count to a constant address (or the body is not a DAG once
 /// its backedges are removed).
@@ -73,29 +82,31 @@ pub fn specialize(cfg: &Cfg, plan: &FunctionPlan, body: &LoopBody<'_>) -> Option
     }
     let is_back = |e: EdgeId| body.backedges.contains(&e);
     let internal = |e: EdgeId| member[cfg.src(e).index()] != u32::MAX && !is_back(e);
+    if plan.registers.len() > MAX_REGS {
+        return None;
+    }
     let order = topological(cfg, body, &member, &internal)?;
-    let regs = plan.registers.len();
-    let mut states: Vec<Option<Vec<Val>>> = vec![None; body.nodes.len()];
+    let mut states: Vec<Option<State>> = vec![None; body.nodes.len()];
     // At the head of the loop proper, registers hold what every backedge
     // leaves in them, from any value before it.
     states[member[body.head.index()] as usize] = body
         .backedges
         .iter()
-        .map(|&e| transfer(plan, vec![None; regs], &plan.edges[e.index()]))
+        .map(|&e| transfer(plan, [None; MAX_REGS], &plan.edges[e.index()]))
         .reduce(meet);
     for &n in &order {
         if n == body.head {
             continue;
         }
-        let mut state: Option<Vec<Val>> = None;
+        let mut state: Option<State> = None;
         for &e in cfg.preds(n) {
             let incoming = if internal(e) {
                 match &states[member[cfg.src(e).index()] as usize] {
-                    Some(s) => transfer(plan, s.clone(), &plan.edges[e.index()]),
+                    Some(s) => transfer(plan, *s, &plan.edges[e.index()]),
                     None => continue, // not reached in the loop proper
                 }
             } else {
-                vec![None; regs] // from outside the body: a catch clause
+                [None; MAX_REGS] // from outside the body: a catch clause
             };
             state = Some(match state {
                 Some(s) => meet(s, incoming),
@@ -106,8 +117,9 @@ pub fn specialize(cfg: &Cfg, plan: &FunctionPlan, body: &LoopBody<'_>) -> Option
     }
     let mut edges = Vec::new();
     let mut gained = false;
+    let mut new = Vec::new();
     for &n in body.nodes {
-        let Some(state) = &states[member[n.index()] as usize] else {
+        let Some(state) = states[member[n.index()] as usize] else {
             continue;
         };
         for &e in cfg.succs(n) {
@@ -115,10 +127,10 @@ pub fn specialize(cfg: &Cfg, plan: &FunctionPlan, body: &LoopBody<'_>) -> Option
                 continue; // leaves the body: emitted once, unchanged
             }
             let old = &plan.edges[e.index()];
-            let new = rewrite(plan, state.clone(), old);
+            rewrite(plan, state, old, &mut new);
             if new != old {
                 gained |= is_back(e) && counts(old) > counts(&new);
-                edges.push((e, new));
+                edges.push((e, new.clone()));
             }
         }
     }
@@ -168,11 +180,8 @@ fn topological(
     (order.len() == body.nodes.len()).then_some(order)
 }
 
-fn meet(a: Vec<Val>, b: Vec<Val>) -> Vec<Val> {
-    a.into_iter()
-        .zip(b)
-        .map(|(x, y)| if x == y { x } else { None })
-        .collect()
+fn meet(a: State, b: State) -> State {
+    std::array::from_fn(|i| if a[i] == b[i] { a[i] } else { None })
 }
 
 /// `value` at `width`, as an unsigned number.
@@ -190,7 +199,7 @@ fn sum(plan: &FunctionPlan, state: &[Val], reg: u8, offset: i64) -> Option<u64> 
 }
 
 /// The registers after `actions`.
-fn transfer(plan: &FunctionPlan, mut state: Vec<Val>, actions: &[Action]) -> Vec<Val> {
+fn transfer(plan: &FunctionPlan, mut state: State, actions: &[Action]) -> State {
     for a in actions {
         match *a {
             Action::Set { reg, value } => {
@@ -203,9 +212,10 @@ fn transfer(plan: &FunctionPlan, mut state: Vec<Val>, actions: &[Action]) -> Vec
     state
 }
 
-/// `actions` with the registers' values in `state` before them.
-fn rewrite(plan: &FunctionPlan, mut state: Vec<Val>, actions: &[Action]) -> Vec<Action> {
-    let mut out = Vec::with_capacity(actions.len());
+/// `actions` with the registers' values in `state` before them, into `out`
+/// (one buffer for every edge: most edges are unchanged and cost no vector).
+fn rewrite(plan: &FunctionPlan, mut state: State, actions: &[Action], out: &mut Vec<Action>) {
+    out.clear();
     for a in actions {
         match *a {
             Action::Set { reg, value } => {
@@ -232,7 +242,6 @@ fn rewrite(plan: &FunctionPlan, mut state: Vec<Val>, actions: &[Action]) -> Vec<
             _ => out.push(a.clone()),
         }
     }
-    out
 }
 
 /// Whether `count[path]++` can be a constant-address count: the dynamic
