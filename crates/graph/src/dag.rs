@@ -150,6 +150,32 @@ enum Role {
     Real,
 }
 
+/// Which vertices get an EntryDummy and which an ExitDummy: one per target
+/// and one per source of backedges and cut edges, shared by all of them; an
+/// ExitDummy for dead ends (reached vertices with no real outgoing edge).
+fn dummy_ends(cfg: &Cfg, roles: &[Role], dfs: &Dfs) -> (Vec<bool>, Vec<bool>) {
+    let n = cfg.num_nodes();
+    let (mut needs_entry, mut needs_exit) = (vec![false; n], vec![false; n]);
+    let mut has_succ = vec![false; n];
+    for e in cfg.edge_ids() {
+        let (v, w) = cfg.edge(e);
+        match roles[e.index()] {
+            Role::Backedge | Role::Cut => {
+                needs_exit[v.index()] = true;
+                needs_entry[w.index()] = true;
+            }
+            Role::Real => has_succ[v.index()] = true,
+            Role::Unreachable | Role::SelfLoop => {}
+        }
+    }
+    for v in cfg.nodes() {
+        if dfs.reached(v) && v != Cfg::EXIT && !has_succ[v.index()] {
+            needs_exit[v.index()] = true;
+        }
+    }
+    (needs_entry, needs_exit)
+}
+
 impl Dag {
     /// The DAG of `cfg` (section 4 with 4.1), without truncation.
     pub fn new(cfg: &Cfg) -> Result<Dag, GraphError> {
@@ -175,9 +201,20 @@ impl Dag {
         let dfs = cfg.dfs();
         let roles: Vec<Role> = cfg.edge_ids().map(|e| role(cfg, dfs, &cut, e)).collect();
         let mut dag = Dag::empty(n);
-        dag.edges.reserve(cfg.num_edges());
+        let (needs_entry, needs_exit) = dummy_ends(cfg, &roles, dfs);
+        // Exactly the DAG's edges: the largest DAGs are where the planning's
+        // memory peaks, and a vector doubled past its need holds up to twice
+        // their size.
+        let reals = roles.iter().filter(|&&r| r == Role::Real).count();
+        let dummies = needs_entry
+            .iter()
+            .chain(&needs_exit)
+            .filter(|&&b| b)
+            .count();
+        dag.edges.reserve_exact(reals + dummies);
         dag.add_real_edges(cfg, &roles);
-        dag.add_dummy_edges(cfg, &roles, dfs);
+        dag.add_dummy_edges(cfg, &needs_entry, &needs_exit);
+        debug_assert_eq!(dag.edges.len(), reals + dummies);
         dag.map_cfg_edges(cfg, &roles);
         dag.build_adjacency();
         for v in cfg.nodes() {
@@ -257,29 +294,8 @@ impl Dag {
         }
     }
 
-    /// One EntryDummy per target and one ExitDummy per source of backedges
-    /// and cut edges, shared by all of them; an ExitDummy for dead ends.
-    fn add_dummy_edges(&mut self, cfg: &Cfg, roles: &[Role], dfs: &Dfs) {
-        let n = self.num_nodes;
-        let (mut needs_entry, mut needs_exit) = (vec![false; n], vec![false; n]);
-        for e in cfg.edge_ids() {
-            if matches!(roles[e.index()], Role::Backedge | Role::Cut) {
-                let (v, w) = cfg.edge(e);
-                needs_exit[v.index()] = true;
-                needs_entry[w.index()] = true;
-            }
-        }
-        // Every edge so far is real: a reached vertex that is the source of
-        // none is a dead end.
-        let mut has_succ = vec![false; n];
-        for e in &self.edges {
-            has_succ[e.src.index()] = true;
-        }
-        for v in cfg.nodes() {
-            if dfs.reached(v) && v != Cfg::EXIT && !has_succ[v.index()] {
-                needs_exit[v.index()] = true;
-            }
-        }
+    /// The dummy edges of [`dummy_ends`], after the real ones.
+    fn add_dummy_edges(&mut self, cfg: &Cfg, needs_entry: &[bool], needs_exit: &[bool]) {
         for w in cfg.nodes().filter(|w| needs_entry[w.index()]) {
             self.entry_dummy_of[w.index()] =
                 Some(self.push(Cfg::ENTRY, w, DagEdgeKind::EntryDummy));

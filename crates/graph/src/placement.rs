@@ -40,50 +40,21 @@ pub enum Op {
     CountConst(i64),
 }
 
-/// The ops of one DAG edge, in execution order: at most an initialisation
-/// and a count (each edge is reached once by each of Fig. 8's walks), or an
-/// addition. Kept inline, so placing a function allocates once.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct EdgeOps {
-    len: u8,
-    ops: [Op; 2],
-}
-
-impl EdgeOps {
-    const EMPTY: EdgeOps = EdgeOps {
-        len: 0,
-        ops: [Op::Add(0); 2],
-    };
-
-    fn push(&mut self, op: Op) {
-        // Fig. 8 gives an edge one Init and one Count at most (see above).
-        self.ops[usize::from(self.len)] = op;
-        self.len += 1;
-    }
-
-    fn last_mut(&mut self) -> Option<&mut Op> {
-        let len = usize::from(self.len);
-        self.ops[..len].last_mut()
-    }
-}
-
-impl std::ops::Deref for EdgeOps {
-    type Target = [Op];
-    fn deref(&self) -> &[Op] {
-        &self.ops[..usize::from(self.len)]
-    }
-}
-
-/// The ops of every DAG edge ([`place`]), indexed by `DagEdgeId::index()`.
+/// The ops of every DAG edge ([`place`]), indexed by `DagEdgeId::index()`:
+/// at most one per edge. Fig. 8's walks reach an edge at most once each, and
+/// no edge is reached by both: that would make a chord-free ENTRY->EXIT
+/// path, and every path holds a chord (see above). So an edge holds an
+/// initialisation, a count, or an addition, and a chord that both
+/// initialises and counts holds `count[c]++`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
-    edges: Vec<EdgeOps>,
+    edges: Vec<Option<Op>>,
 }
 
 impl Placement {
     /// Every edge's ops, in edge order.
     pub fn iter(&self) -> impl Iterator<Item = &[Op]> + '_ {
-        self.edges.iter().map(|o| &o[..])
+        self.edges.iter().map(Option::as_slice)
     }
 
     pub fn len(&self) -> usize {
@@ -98,59 +69,68 @@ impl Placement {
 impl std::ops::Index<usize> for Placement {
     type Output = [Op];
     fn index(&self, d: usize) -> &[Op] {
-        &self.edges[d]
+        self.edges[d].as_slice()
     }
 }
 
-/// The instrumentation of each DAG edge, in execution order (Fig. 8). With
-/// increments from [`crate::spanning::chord_increments`] an edge carries at
-/// most one op.
+/// The instrumentation of each DAG edge (Fig. 8).
 pub fn place(dag: &Dag, incs: &Increments) -> Placement {
-    let mut ops = vec![EdgeOps::EMPTY; dag.num_edges()];
+    let mut ops = vec![None; dag.num_edges()];
     place_inits(dag, incs, &mut ops);
     place_counts(dag, incs, &mut ops);
-    for (i, edge_ops) in ops.iter_mut().enumerate() {
-        if incs.chord[i] && edge_ops.is_empty() {
-            edge_ops.push(Op::Add(incs.inc[i]));
+    for (i, op) in ops.iter_mut().enumerate() {
+        if incs.chord[i] && op.is_none() {
+            *op = Some(Op::Add(incs.inc[i]));
         }
     }
     Placement { edges: ops }
 }
 
+/// A count of `r + c` on an edge that holds `op`: after an initialisation
+/// `r = x` the count is `count[x + c]++` (only a chord is reached by both
+/// walks, but the fold is exact on any edge).
+fn count_after(op: Option<Op>, c: i64) -> Op {
+    match op {
+        Some(Op::Init(x)) => Op::CountConst(x.wrapping_add(c)),
+        _ => Op::Count(c),
+    }
+}
+
 /// Fig. 8, register initialisation.
-fn place_inits(dag: &Dag, incs: &Increments, ops: &mut [EdgeOps]) {
+fn place_inits(dag: &Dag, incs: &Increments, ops: &mut [Option<Op>]) {
     let mut work = vec![Cfg::ENTRY];
     while let Some(v) = work.pop() {
         for &d in dag.succs(v) {
             let w = dag.edge(d).dst;
             if incs.chord[d.index()] {
-                ops[d.index()].push(Op::Init(incs.inc[d.index()]));
+                ops[d.index()] = Some(Op::Init(incs.inc[d.index()]));
             } else if dag.preds(w).len() == 1 {
                 work.push(w);
             } else {
-                ops[d.index()].push(Op::Init(0));
+                ops[d.index()] = Some(Op::Init(0));
             }
         }
     }
 }
 
 /// Fig. 8, memory increment, walking the incoming edges of each vertex.
-fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [EdgeOps]) {
+fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [Option<Op>]) {
     let mut work = vec![Cfg::EXIT];
     while let Some(w) = work.pop() {
         for &d in dag.preds(w) {
             let v = dag.edge(d).src;
             let i = d.index();
             if incs.chord[i] {
-                // A chord that initialises and counts: `count[Inc(c)]++`.
-                match ops[i].last_mut() {
-                    Some(op @ Op::Init(_)) => *op = Op::CountConst(incs.inc[i]),
-                    _ => ops[i].push(Op::Count(incs.inc[i])),
-                }
+                // A chord that initialises (to 0) and counts: `count[Inc(c)]++`.
+                let c = incs.inc[i];
+                ops[i] = Some(match ops[i] {
+                    Some(Op::Init(_)) => Op::CountConst(c),
+                    op => count_after(op, c),
+                });
             } else if dag.succs(v).len() == 1 {
                 work.push(v);
             } else {
-                ops[i].push(Op::Count(0));
+                ops[i] = Some(count_after(ops[i], 0));
             }
         }
     }
