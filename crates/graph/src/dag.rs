@@ -89,8 +89,36 @@ pub struct Dag {
     succ: Vec<DagEdgeId>,
     pred_start: Vec<u32>,
     pred: Vec<DagEdgeId>,
-    entry_dummy_of: Vec<Option<DagEdgeId>>,
-    exit_dummy_of: Vec<Option<DagEdgeId>>,
+    entry_dummy_of: DummyOf,
+    exit_dummy_of: DummyOf,
+}
+
+/// Per node, its dummy edge of one kind, if any: an optional id in 4 bytes
+/// (`u32::MAX` for none) rather than 8, for two vectors the size of the
+/// graph in every DAG built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct DummyOf(Vec<u32>);
+
+impl DummyOf {
+    const NONE: u32 = u32::MAX;
+
+    fn new(n: usize) -> DummyOf {
+        DummyOf(vec![Self::NONE; n])
+    }
+
+    fn get(&self, v: usize) -> Option<DagEdgeId> {
+        match self.0.get(v) {
+            Some(&d) if d != Self::NONE => Some(DagEdgeId(d)),
+            _ => None,
+        }
+    }
+
+    /// Sets `v`'s dummy unless it has one.
+    fn get_or_set(&mut self, v: usize, d: DagEdgeId) {
+        if self.0[v] == Self::NONE {
+            self.0[v] = d.0;
+        }
+    }
 }
 
 /// Per CFG edge, the DAG edges that stand for it ([`Dag::cfg_to_dag`]),
@@ -239,12 +267,11 @@ impl Dag {
         for &(src, dst, kind) in edges {
             let id = dag.push(src, dst, kind);
             // The first dummy of each kind at a vertex is the one looked up.
-            let slot = match kind {
-                DagEdgeKind::EntryDummy => &mut dag.entry_dummy_of[dst.index()],
-                DagEdgeKind::ExitDummy => &mut dag.exit_dummy_of[src.index()],
-                DagEdgeKind::Real(_) => continue,
-            };
-            slot.get_or_insert(id);
+            match kind {
+                DagEdgeKind::EntryDummy => dag.entry_dummy_of.get_or_set(dst.index(), id),
+                DagEdgeKind::ExitDummy => dag.exit_dummy_of.get_or_set(src.index(), id),
+                DagEdgeKind::Real(_) => {}
+            }
         }
         dag.build_adjacency();
         dag.reachable = dag.reachable_from_entry();
@@ -265,8 +292,8 @@ impl Dag {
             succ: Vec::new(),
             pred_start: Vec::new(),
             pred: Vec::new(),
-            entry_dummy_of: vec![None; n],
-            exit_dummy_of: vec![None; n],
+            entry_dummy_of: DummyOf::new(n),
+            exit_dummy_of: DummyOf::new(n),
         }
     }
 
@@ -297,11 +324,12 @@ impl Dag {
     /// The dummy edges of [`dummy_ends`], after the real ones.
     fn add_dummy_edges(&mut self, cfg: &Cfg, needs_entry: &[bool], needs_exit: &[bool]) {
         for w in cfg.nodes().filter(|w| needs_entry[w.index()]) {
-            self.entry_dummy_of[w.index()] =
-                Some(self.push(Cfg::ENTRY, w, DagEdgeKind::EntryDummy));
+            let d = self.push(Cfg::ENTRY, w, DagEdgeKind::EntryDummy);
+            self.entry_dummy_of.get_or_set(w.index(), d);
         }
         for v in cfg.nodes().filter(|v| needs_exit[v.index()]) {
-            self.exit_dummy_of[v.index()] = Some(self.push(v, Cfg::EXIT, DagEdgeKind::ExitDummy));
+            let d = self.push(v, Cfg::EXIT, DagEdgeKind::ExitDummy);
+            self.exit_dummy_of.get_or_set(v.index(), d);
         }
     }
 
@@ -319,9 +347,13 @@ impl Dag {
         for e in cfg.edge_ids() {
             let (v, w) = cfg.edge(e);
             let dummies = || {
-                let exit = self.exit_dummy_of[v.index()]
+                let exit = self
+                    .exit_dummy_of
+                    .get(v.index())
                     .expect("source of a backedge or cut has an ExitDummy");
-                let entry = self.entry_dummy_of[w.index()]
+                let entry = self
+                    .entry_dummy_of
+                    .get(w.index())
                     .expect("target of a backedge or cut has an EntryDummy");
                 [exit, entry]
             };
@@ -378,11 +410,11 @@ impl Dag {
     }
     /// The dummy edge `ENTRY->w`, if `w` is a loop head or a cut target.
     pub fn entry_dummy(&self, w: NodeId) -> Option<DagEdgeId> {
-        self.entry_dummy_of.get(w.index()).copied().flatten()
+        self.entry_dummy_of.get(w.index())
     }
     /// The dummy edge `v->EXIT`, if `v` is a backedge source, cut or dead end.
     pub fn exit_dummy(&self, v: NodeId) -> Option<DagEdgeId> {
-        self.exit_dummy_of.get(v.index()).copied().flatten()
+        self.exit_dummy_of.get(v.index())
     }
     pub fn edge(&self, d: DagEdgeId) -> &DagEdge {
         &self.edges[d.index()]

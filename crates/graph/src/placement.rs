@@ -121,7 +121,7 @@ fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [Option<Op>]) {
             let v = dag.edge(d).src;
             let i = d.index();
             if incs.chord[i] {
-                // A chord that initialises (to 0) and counts: `count[Inc(c)]++`.
+                // A chord that initialises and counts: `count[Inc(c)]++`.
                 let c = incs.inc[i];
                 ops[i] = Some(match ops[i] {
                     Some(Op::Init(_)) => Op::CountConst(c),
