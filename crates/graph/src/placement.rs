@@ -86,12 +86,14 @@ pub fn place(dag: &Dag, incs: &Increments) -> Placement {
     Placement { edges: ops }
 }
 
-/// A count of `r + c` on an edge that holds `op`: after an initialisation
-/// `r = x` the count is `count[x + c]++` (only a chord is reached by both
-/// walks, but the fold is exact on any edge).
-fn count_after(op: Option<Op>, c: i64) -> Op {
+/// The count on an edge whose own increment is `c`, given the op the first
+/// walk left on it: after an initialisation `r = x`, which already includes
+/// the edge's increment (a chord's `Inc(c)`, a tree edge's 0), the path is
+/// known, `count[x]++`; otherwise `count[r + c]++`. Only a chord is reached
+/// by both walks, but this is exact on any edge.
+fn count_on(op: Option<Op>, c: i64) -> Op {
     match op {
-        Some(Op::Init(x)) => Op::CountConst(x.wrapping_add(c)),
+        Some(Op::Init(x)) => Op::CountConst(x),
         _ => Op::Count(c),
     }
 }
@@ -121,16 +123,11 @@ fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [Option<Op>]) {
             let v = dag.edge(d).src;
             let i = d.index();
             if incs.chord[i] {
-                // A chord that initialises and counts: `count[Inc(c)]++`.
-                let c = incs.inc[i];
-                ops[i] = Some(match ops[i] {
-                    Some(Op::Init(_)) => Op::CountConst(c),
-                    op => count_after(op, c),
-                });
+                ops[i] = Some(count_on(ops[i], incs.inc[i]));
             } else if dag.succs(v).len() == 1 {
                 work.push(v);
             } else {
-                ops[i] = Some(count_after(ops[i], 0));
+                ops[i] = Some(count_on(ops[i], 0));
             }
         }
     }

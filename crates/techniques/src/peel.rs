@@ -76,15 +76,15 @@ type State = [Val; MAX_REGS];
 /// backedge's count to a constant address (or the body is not a DAG once
 /// its backedges are removed).
 pub fn specialize(cfg: &Cfg, plan: &FunctionPlan, body: &LoopBody<'_>) -> Option<Specialized> {
+    if plan.registers.len() > MAX_REGS {
+        return None;
+    }
     let mut member = vec![u32::MAX; cfg.num_nodes()];
     for (i, &n) in body.nodes.iter().enumerate() {
         member[n.index()] = i as u32;
     }
     let is_back = |e: EdgeId| body.backedges.contains(&e);
     let internal = |e: EdgeId| member[cfg.src(e).index()] != u32::MAX && !is_back(e);
-    if plan.registers.len() > MAX_REGS {
-        return None;
-    }
     let order = topological(cfg, body, &member, &internal)?;
     let mut states: Vec<Option<State>> = vec![None; body.nodes.len()];
     // At the head of the loop proper, registers hold what every backedge

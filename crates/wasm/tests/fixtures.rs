@@ -143,6 +143,17 @@ fn every_instrumentation_preserves_results_and_agrees_with_the_trace_oracle() {
     }
 }
 
+/// Per function, the lengths in edges of its completed walks, in order of
+/// completion (the keys a length plan counts).
+fn walk_lengths(case: &Case) -> BTreeMap<u32, Vec<u64>> {
+    let (_, walks) = traced(case);
+    let mut lengths: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for (func, walk) in &walks.complete {
+        lengths.entry(*func).or_default().push(walk.len() as u64);
+    }
+    lengths
+}
+
 /// The hash table keeps the first `capacity` distinct keys (the probe limit
 /// covers the whole of a small table) and counts the others as lost.
 fn hash_oracle(lengths: &[u64], capacity: usize) -> (Vec<(u64, u64)>, u64) {
@@ -164,11 +175,7 @@ fn hash_oracle(lengths: &[u64], capacity: usize) -> (Vec<(u64, u64)>, u64) {
 fn hash_tables_count_collide_and_lose_like_the_oracle() {
     let mut saw_lost = false;
     for case in cases() {
-        let (_, walks) = traced(&case);
-        let mut lengths: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        for (func, walk) in &walks.complete {
-            lengths.entry(*func).or_default().push(walk.len() as u64);
-        }
+        let lengths = walk_lengths(&case);
         for capacity in [1u32, 2, 4, 1024] {
             for width in [Width::I32, Width::I64] {
                 let plans = plans_with(&case.info, |c| {
@@ -440,11 +447,7 @@ fn hash_entries_sit_at_their_fibonacci_home_and_the_inline_probe_finds_them() {
     const CAPACITY: u64 = 1024;
     let (mut at_home, mut distinguishing) = (0, 0);
     for case in cases() {
-        let (_, walks) = traced(&case);
-        let mut lengths: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-        for (func, walk) in &walks.complete {
-            lengths.entry(*func).or_default().push(walk.len() as u64);
-        }
+        let lengths = walk_lengths(&case);
         for width in [Width::I32, Width::I64] {
             let table = PathTable::Hash {
                 capacity: CAPACITY as u32,
