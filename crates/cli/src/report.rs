@@ -149,7 +149,7 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
     if lost > 0 {
         let _ = writeln!(
             s,
-            "warning: {lost} path executions were lost to full hash tables"
+            "warning: {lost} path executions were lost: a hash table was full and the counter memory could not grow"
         );
     }
     s + &render_rows(paths, top)

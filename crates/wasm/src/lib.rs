@@ -28,5 +28,5 @@ pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX
 pub use rewrite::{
     counter_layout, instrument, instrument_checked, instrument_into, read_counters, CodeMap,
     CounterLayout, FunctionLayout, Instrumented, Instrumenter, OutputCheck, Scanned, Written,
-    COUNTERS_EXPORT, PEEL_MAX_BYTES,
+    COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
 };

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use pathprof_techniques::{Action, FunctionPlan, PathTable, Width};
 use pathprof_wasm::{
-    analyze, custom_section, instrument, read_counters, FunctionLayout, WasmError,
+    analyze, custom_section, instrument, read_counters, FunctionLayout, WasmError, LAYOUT_VERSION,
 };
 
 fn small() -> Vec<u8> {
@@ -234,20 +234,67 @@ fn custom_sections_are_appended_and_found() {
     assert_eq!(custom_section(&out.bytes, "nothing").unwrap(), None);
 }
 
+/// Function 0's counters: its path table at 16, `slots` slots at
+/// `slots_offset`, its (empty) PPP table after them.
+fn layout_at_16(paths: PathTable, slots: u32, slots_offset: u32) -> FunctionLayout {
+    FunctionLayout {
+        func_index: 0,
+        paths,
+        paths_offset: 16,
+        slots,
+        slots_offset,
+        ppp_len: 0,
+        ppp_offset: slots_offset + 8 * slots,
+    }
+}
+
+/// A hash table of 2 entries at 16 whose overflow table of 4 sits at 256:
+/// a path counted in both is the sum, and a link that does not lead to an
+/// older, lower table is refused.
+#[test]
+fn read_counters_sums_overflow_tables_and_refuses_bad_links() {
+    let layout = layout_at_16(PathTable::Hash { capacity: 2 }, 0, 80);
+    let put = |m: &mut Vec<u8>, at: usize, v: u64| m[at..at + 8].copy_from_slice(&v.to_le_bytes());
+    let put32 =
+        |m: &mut Vec<u8>, at: usize, v: u32| m[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    let mut memory = vec![0u8; 256 + 32 + 4 * 16];
+    memory[..8].copy_from_slice(b"PATHPROF");
+    put32(&mut memory, 8, LAYOUT_VERSION);
+    put32(&mut memory, 16, 1); // mask
+    put32(&mut memory, 16 + 28, 256); // newest overflow table
+    put(&mut memory, 48, 5 + 1); // entry 0: path 5, 3 times
+    put(&mut memory, 56, 3);
+    put32(&mut memory, 256, 3);
+    put(&mut memory, 256 + 32 + 16, 7 + 1); // entry 1: path 7, once
+    put(&mut memory, 256 + 32 + 24, 1);
+    put(&mut memory, 256 + 32 + 48, 5 + 1); // entry 3: path 5, twice
+    put(&mut memory, 256 + 32 + 56, 2);
+    let raw = read_counters(&layout, &memory).unwrap();
+    assert_eq!((raw.paths, raw.lost), (vec![(5, 5), (7, 1)], 0));
+    for (at, link) in [
+        (256 + 28, 256),
+        (16 + 28, 8),
+        (256 + 28, 300),
+        (16 + 28, 4096),
+    ] {
+        let mut bad = memory.clone();
+        put32(&mut bad, at, link);
+        assert!(
+            matches!(
+                read_counters(&layout, &bad),
+                Err(WasmError::CorruptCounters { .. })
+            ),
+            "link {link} at {at}"
+        );
+    }
+}
+
 #[test]
 fn read_counters_rejects_short_or_foreign_memory() {
-    let layout = FunctionLayout {
-        func_index: 0,
-        paths: PathTable::Array { len: 4 },
-        paths_offset: 16,
-        slots: 2,
-        slots_offset: 48,
-        ppp_len: 0,
-        ppp_offset: 64,
-    };
+    let layout = layout_at_16(PathTable::Array { len: 4 }, 2, 48);
     let mut memory = vec![0u8; 64];
     memory[..8].copy_from_slice(b"PATHPROF");
-    memory[8..12].copy_from_slice(&1u32.to_le_bytes());
+    memory[8..12].copy_from_slice(&LAYOUT_VERSION.to_le_bytes());
     memory[16 + 8..16 + 16].copy_from_slice(&5u64.to_le_bytes()); // path 1: 5
     memory[56..64].copy_from_slice(&9u64.to_le_bytes()); // slot 1: 9
     let raw = read_counters(&layout, &memory).unwrap();

@@ -4,7 +4,7 @@
 //! what it adds is appended to the existing sections, or put in new sections
 //! at their place in the section order when the module has none.
 
-use super::layout::COUNTERS_EXPORT;
+use super::layout::{COUNTERS_EXPORT, MAX_PAGES};
 use super::lower;
 use super::types::{self, NewTypes};
 use super::{TRACE_MODULE, TRACE_NAME};
@@ -316,9 +316,16 @@ impl Assembler<'_> {
         }
     }
     fn add_memory(&self, memories: &mut wasm_encoder::MemorySection) {
+        // The hash helper grows the memory for overflow tables; without it
+        // the memory never grows.
+        let maximum = if self.helper_ty.is_some() {
+            MAX_PAGES
+        } else {
+            self.pages
+        };
         memories.memory(MemoryType {
             minimum: self.pages,
-            maximum: Some(self.pages),
+            maximum: Some(maximum),
             memory64: false,
             shared: false,
             page_size_log2: None,

@@ -23,11 +23,21 @@
 //!   +8  u64 lost                    counts dropped because no slot was found
 //!  +16  u64 last key + 1            the fast path: the key counted last ...
 //!  +24  u32 last entry address      ... and its entry
+//!  +28  u32 overflow table           the newest, or 0
 //!  +32  entries: { u64 key + 1 (0 = empty), u64 count }
 //! ```
 //! Keys are stored as path + 1 so that zeroed memory means "empty"; the one
 //! path number that cannot be stored is 2^64 - 1. All integers are
 //! little-endian, as WebAssembly memory is.
+//!
+//! Overflow (a departure from the paper, whose table could fill): when the
+//! helper finds no entry for a key within the probe limit, it grows the
+//! memory by a table of twice the capacity of the one that filled, with the
+//! same header, links it in and counts the key there. The function's own
+//! table holds the newest overflow table at +28, each overflow table the one
+//! before it (0 for the first). Only the newest one takes new keys, so a
+//! path can have entries in several tables; its count is their sum. A count
+//! is lost only when the memory cannot grow.
 
 use crate::error::{Result, WasmError};
 use pathprof_techniques::{PathTable, RawCounters};
@@ -38,7 +48,7 @@ pub const COUNTERS_EXPORT: &str = "__pathprof_counters";
 /// First bytes of the counter memory.
 pub const MAGIC: [u8; 8] = *b"PATHPROF";
 /// Version of the memory layout described in this module.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 pub(crate) const HEADER_BYTES: u64 = 16;
 pub(crate) const HASH_HEADER_BYTES: u64 = 32;
 pub(crate) const HASH_ENTRY_BYTES: u64 = 16;
@@ -51,6 +61,11 @@ pub(crate) const HASH_LIMIT: u64 = 4;
 pub(crate) const HASH_LOST: u64 = 8;
 pub(crate) const HASH_LAST_KEY: u64 = 16;
 pub(crate) const HASH_LAST_ENTRY: u64 = 24;
+pub(crate) const HASH_NEXT: u64 = 28;
+/// The counter memory may grow to 4 GiB when it holds hash tables.
+pub(crate) const MAX_PAGES: u64 = 1 << 16;
+/// More overflow tables than a 4 GiB memory can hold means corruption.
+const MAX_OVERFLOW_TABLES: usize = 32;
 
 /// Where the counters of every instrumented function live.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -275,19 +290,36 @@ pub fn read_counters(layout: &FunctionLayout, memory: &[u8]) -> Result<RawCounte
                 )));
             }
             raw.lost = u64_at(memory, base + HASH_LOST)?;
-            let entries = base + HASH_HEADER_BYTES;
-            bytes_at::<0>(memory, entries + HASH_ENTRY_BYTES * u64::from(capacity))?;
-            for i in 0..u64::from(capacity) {
-                let key = u64_at(memory, entries + HASH_ENTRY_BYTES * i)?;
-                let count = u64_at(memory, entries + HASH_ENTRY_BYTES * i + 8)?;
-                if key != 0 && count != 0 {
-                    raw.paths.push((key - 1, count));
+            read_hash_table(memory, base, &mut raw.paths)?;
+            let mut next = u64::from(u32_at(memory, base + HASH_NEXT)?);
+            let mut tables = 0;
+            while next != 0 {
+                tables += 1;
+                if tables > MAX_OVERFLOW_TABLES || next <= base {
+                    return Err(corrupt(format!(
+                        "hash table at {base}: bad overflow table link {next}"
+                    )));
                 }
+                read_hash_table(memory, next, &mut raw.paths)?;
+                // Allocated one after another above the layout: each one
+                // links to an older, lower one.
+                let older = u64::from(u32_at(memory, next + HASH_NEXT)?);
+                if older >= next {
+                    return Err(corrupt(format!(
+                        "hash table at {base}: overflow table {next} links to {older}"
+                    )));
+                }
+                next = older;
             }
+            // A path in several tables: its count is their sum.
             raw.paths.sort_unstable();
-            if raw.paths.windows(2).any(|w| w[0].0 == w[1].0) {
-                return Err(corrupt(format!("hash table at {base} holds a path twice")));
-            }
+            raw.paths.dedup_by(|later, first| {
+                let same = later.0 == first.0;
+                if same {
+                    first.1 = first.1.saturating_add(later.1);
+                }
+                same
+            });
         }
     }
     let slots = u64::from(layout.slots_offset);
@@ -299,6 +331,33 @@ pub fn read_counters(layout: &FunctionLayout, memory: &[u8]) -> Result<RawCounte
         read_ppp_table(layout, memory, &mut raw)?;
     }
     Ok(raw)
+}
+
+/// Adds the counted entries of the hash table at `at` to `paths`; a key
+/// stored twice in one table means corruption.
+fn read_hash_table(memory: &[u8], at: u64, paths: &mut Vec<(u64, u64)>) -> Result<()> {
+    let capacity = u64::from(u32_at(memory, at + HASH_MASK)?) + 1;
+    if !capacity.is_power_of_two() {
+        return Err(corrupt(format!(
+            "hash table at {at} has capacity {capacity}, not a power of two"
+        )));
+    }
+    let entries = at + HASH_HEADER_BYTES;
+    bytes_at::<0>(memory, entries + HASH_ENTRY_BYTES * capacity)?;
+    let first = paths.len();
+    for i in 0..capacity {
+        let key = u64_at(memory, entries + HASH_ENTRY_BYTES * i)?;
+        let count = u64_at(memory, entries + HASH_ENTRY_BYTES * i + 8)?;
+        if key != 0 && count != 0 {
+            paths.push((key - 1, count));
+        }
+    }
+    let table = &mut paths[first..];
+    table.sort_unstable();
+    if table.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(corrupt(format!("hash table at {at} holds a path twice")));
+    }
+    Ok(())
 }
 
 /// Adds the counted entries of a PPP table to `raw.paths`, by Ball-Larus id.

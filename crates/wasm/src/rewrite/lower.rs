@@ -5,7 +5,8 @@
 //! and the counter memory, so it can go anywhere between two instructions.
 
 use super::layout::{
-    HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK,
+    HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK, HASH_NEXT,
+    MAX_PROBES,
 };
 use pathprof_techniques::{Action, Otherwise, PathTable, Width};
 use wasm_encoder::BlockType;
@@ -328,17 +329,19 @@ const HASH_GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Body of `__pathprof_hash_inc(table_base: i32, key: i64)`: open addressing
 /// with linear probing over a power-of-two table (Ball & Larus section 5.3),
 /// keys stored as key + 1, a fast path for the key counted last, at most
-/// `limit` probes, and a `lost` counter instead of a trap when no entry is
-/// found.
+/// `limit` probes per table. A key that finds no entry goes to an overflow
+/// table of twice the capacity, grown from the memory (see the layout); the
+/// `lost` counter counts it only when the memory cannot grow. Never traps.
 pub(crate) fn hash_helper_body(memory: u32) -> Function {
     const BASE: u32 = 0;
     const KEY: u32 = 1;
     const K: u32 = 2; // key + 1
     const STORED: u32 = 3; // i64
-    const E: u32 = 4; // i32: base + 16 * i; the entry is at E + 32
+    const E: u32 = 4; // i32: table + 16 * i; the entry is at E + 32
     const I: u32 = 5;
     const N: u32 = 6;
     const MASK: u32 = 7;
+    const T: u32 = 8; // the table being probed
     let m32 = |offset: u64| MemArg {
         offset,
         align: 2,
@@ -346,7 +349,7 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
     };
     let m64 = |offset: u64| mem64(memory, offset);
     let entry = HASH_HEADER_BYTES;
-    let mut f = Function::new([(2, ValType::I64), (4, ValType::I32)]);
+    let mut f = Function::new([(2, ValType::I64), (6, ValType::I32)]);
     let mut s = f.instructions();
     // k = key + 1; the key 2^64 - 1 cannot be stored and is lost.
     s.local_get(KEY)
@@ -354,28 +357,33 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
         .i64_add()
         .local_tee(K)
         .i64_eqz();
-    s.if_(wasm_encoder::BlockType::Empty);
-    s.local_get(BASE)
-        .local_get(BASE)
-        .i64_load(m64(HASH_LOST))
-        .i64_const(1)
-        .i64_add()
-        .i64_store(m64(HASH_LOST));
+    s.if_(BlockType::Empty);
+    count_lost(&mut s, memory);
     s.return_().end();
     // Fast path: the key counted last.
     s.local_get(BASE)
         .i64_load(m64(HASH_LAST_KEY))
         .local_get(K)
         .i64_eq();
-    s.if_(wasm_encoder::BlockType::Empty);
+    s.if_(BlockType::Empty);
     s.local_get(BASE)
         .i32_load(m32(HASH_LAST_ENTRY))
         .local_tee(E)
         .local_get(E);
     s.i64_load(m64(8)).i64_const(1).i64_add().i64_store(m64(8));
     s.return_().end();
-    // i = (k * golden) >> 32 & mask; n = probe limit.
-    s.local_get(BASE).i32_load(m32(HASH_MASK)).local_set(MASK);
+    // Probe the newest overflow table, or the function's own.
+    s.local_get(BASE)
+        .i32_load(m32(HASH_NEXT))
+        .local_tee(T)
+        .i32_eqz();
+    s.if_(BlockType::Empty);
+    s.local_get(BASE).local_set(T);
+    s.end();
+    s.block(BlockType::Empty); // $found
+    s.loop_(BlockType::Empty); // $table
+                               // i = (k * golden) >> 32 & mask; n = probe limit.
+    s.local_get(T).i32_load(m32(HASH_MASK)).local_set(MASK);
     s.local_get(K)
         .i64_const(HASH_GOLDEN as i64)
         .i64_mul()
@@ -383,10 +391,9 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
         .i64_shr_u()
         .i32_wrap_i64();
     s.local_get(MASK).i32_and().local_set(I);
-    s.local_get(BASE).i32_load(m32(HASH_LIMIT)).local_set(N);
-    s.block(wasm_encoder::BlockType::Empty); // $found
-    s.loop_(wasm_encoder::BlockType::Empty); // $probe
-    s.local_get(BASE)
+    s.local_get(T).i32_load(m32(HASH_LIMIT)).local_set(N);
+    s.loop_(BlockType::Empty); // $probe
+    s.local_get(T)
         .local_get(I)
         .i32_const(4)
         .i32_shl()
@@ -396,10 +403,10 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
         .local_tee(STORED)
         .local_get(K)
         .i64_eq()
-        .br_if(1);
+        .br_if(2);
     s.local_get(STORED).i64_eqz();
-    s.if_(wasm_encoder::BlockType::Empty);
-    s.local_get(E).local_get(K).i64_store(m64(entry)).br(2);
+    s.if_(BlockType::Empty);
+    s.local_get(E).local_get(K).i64_store(m64(entry)).br(3);
     s.end();
     s.local_get(I)
         .i32_const(1)
@@ -409,14 +416,9 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
         .local_set(I);
     s.local_get(N).i32_const(1).i32_sub().local_tee(N).br_if(0);
     s.end(); // $probe
-             // No entry within the probe limit.
-    s.local_get(BASE)
-        .local_get(BASE)
-        .i64_load(m64(HASH_LOST))
-        .i64_const(1)
-        .i64_add()
-        .i64_store(m64(HASH_LOST));
-    s.return_();
+    grow_overflow_table(&mut s, memory);
+    s.br(0);
+    s.end(); // $table
     s.end(); // $found
     s.local_get(E)
         .local_get(E)
@@ -432,4 +434,80 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
         .i32_store(m32(HASH_LAST_ENTRY));
     s.end();
     f
+}
+
+/// `lost++` in the function's own table header, of the helper's `BASE`.
+fn count_lost(s: &mut InstructionSink<'_>, memory: u32) {
+    s.local_get(0)
+        .local_get(0)
+        .i64_load(mem64(memory, HASH_LOST))
+        .i64_const(1)
+        .i64_add()
+        .i64_store(mem64(memory, HASH_LOST));
+}
+
+/// The helper's table `T` is full for its key: grows the memory by a table
+/// of twice its capacity, links it in and makes it `T`; when the memory
+/// cannot grow (or the table would pass 2^26 entries, 1 GiB), counts the key
+/// lost and returns.
+fn grow_overflow_table(s: &mut InstructionSink<'_>, memory: u32) {
+    const BASE: u32 = 0;
+    const MASK: u32 = 7;
+    const T: u32 = 8;
+    const NEW: u32 = 9;
+    let m32 = |offset: u64| MemArg {
+        offset,
+        align: 2,
+        memory_index: memory,
+    };
+    // new capacity = 2 * (mask + 1)
+    s.local_get(MASK)
+        .i32_const(1)
+        .i32_add()
+        .i32_const(1)
+        .i32_shl()
+        .local_tee(NEW);
+    s.i32_const(1 << 26).i32_gt_u();
+    s.if_(BlockType::Empty);
+    count_lost(s, memory);
+    s.return_().end();
+    // pages = (32 + 16 * capacity + 65535) >> 16
+    s.local_get(NEW)
+        .i32_const(4)
+        .i32_shl()
+        .i32_const((HASH_HEADER_BYTES + 65535) as i32)
+        .i32_add()
+        .i32_const(16)
+        .i32_shr_u()
+        .memory_grow(memory)
+        .local_tee(MASK)
+        .i32_const(-1)
+        .i32_eq();
+    s.if_(BlockType::Empty);
+    count_lost(s, memory);
+    s.return_().end();
+    // The new table: its header, then its link to the table before it.
+    s.local_get(MASK).i32_const(16).i32_shl().local_tee(MASK);
+    s.local_get(NEW)
+        .i32_const(1)
+        .i32_sub()
+        .i32_store(m32(HASH_MASK));
+    s.local_get(MASK)
+        .local_get(NEW)
+        .i32_const(MAX_PROBES as i32)
+        .local_get(NEW)
+        .i32_const(MAX_PROBES as i32)
+        .i32_lt_u()
+        .select()
+        .i32_store(m32(HASH_LIMIT));
+    s.local_get(MASK)
+        .local_get(T)
+        .i32_const(0)
+        .local_get(T)
+        .local_get(BASE)
+        .i32_ne()
+        .select()
+        .i32_store(m32(HASH_NEXT));
+    s.local_get(BASE).local_get(MASK).i32_store(m32(HASH_NEXT));
+    s.local_get(MASK).local_set(T);
 }
