@@ -79,17 +79,14 @@ pub fn specialize(cfg: &Cfg, plan: &FunctionPlan, body: &LoopBody<'_>) -> Option
     if plan.registers.len() > MAX_REGS {
         return None;
     }
-    let mut member = vec![u32::MAX; cfg.num_nodes()];
-    for (i, &n) in body.nodes.iter().enumerate() {
-        member[n.index()] = i as u32;
-    }
+    let member = Members::new(body.nodes);
     let is_back = |e: EdgeId| body.backedges.contains(&e);
-    let internal = |e: EdgeId| member[cfg.src(e).index()] != u32::MAX && !is_back(e);
+    let internal = |e: EdgeId| member.of(cfg.src(e)).is_some() && !is_back(e);
     let order = topological(cfg, body, &member, &internal)?;
     let mut states: Vec<Option<State>> = vec![None; body.nodes.len()];
     // At the head of the loop proper, registers hold what every backedge
     // leaves in them, from any value before it.
-    states[member[body.head.index()] as usize] = body
+    states[member.of(body.head)?] = body
         .backedges
         .iter()
         .map(|&e| transfer(plan, [None; MAX_REGS], &plan.edges[e.index()]))
@@ -101,8 +98,8 @@ pub fn specialize(cfg: &Cfg, plan: &FunctionPlan, body: &LoopBody<'_>) -> Option
         let mut state: Option<State> = None;
         for &e in cfg.preds(n) {
             let incoming = if internal(e) {
-                match &states[member[cfg.src(e).index()] as usize] {
-                    Some(s) => transfer(plan, *s, &plan.edges[e.index()]),
+                match member.of(cfg.src(e)).and_then(|i| states[i]) {
+                    Some(s) => transfer(plan, s, &plan.edges[e.index()]),
                     None => continue, // not reached in the loop proper
                 }
             } else {
@@ -113,17 +110,17 @@ pub fn specialize(cfg: &Cfg, plan: &FunctionPlan, body: &LoopBody<'_>) -> Option
                 None => incoming,
             });
         }
-        states[member[n.index()] as usize] = state;
+        states[member.of(n)?] = state;
     }
     let mut edges = Vec::new();
     let mut gained = false;
     let mut new = Vec::new();
     for &n in body.nodes {
-        let Some(state) = states[member[n.index()] as usize] else {
+        let Some(state) = member.of(n).and_then(|i| states[i]) else {
             continue;
         };
         for &e in cfg.succs(n) {
-            if member[cfg.dst(e).index()] == u32::MAX || (cfg.dst(e) == body.head && !is_back(e)) {
+            if member.of(cfg.dst(e)).is_none() || (cfg.dst(e) == body.head && !is_back(e)) {
                 continue; // leaves the body: emitted once, unchanged
             }
             let old = &plan.edges[e.index()];
@@ -143,33 +140,30 @@ pub fn specialize(cfg: &Cfg, plan: &FunctionPlan, body: &LoopBody<'_>) -> Option
 fn topological(
     cfg: &Cfg,
     body: &LoopBody<'_>,
-    member: &[u32],
+    member: &Members,
     internal: &impl Fn(EdgeId) -> bool,
 ) -> Option<Vec<NodeId>> {
     let mut indegree = vec![0u32; body.nodes.len()];
-    for &n in body.nodes {
-        for &e in cfg.preds(n) {
-            if internal(e) {
-                indegree[member[n.index()] as usize] += 1;
-            }
-        }
+    for (i, &n) in body.nodes.iter().enumerate() {
+        indegree[i] = cfg.preds(n).iter().filter(|&&e| internal(e)).count() as u32;
     }
-    if indegree[member[body.head.index()] as usize] != 0 {
+    if indegree[member.of(body.head)?] != 0 {
         return None;
     }
     let mut order = Vec::with_capacity(body.nodes.len());
     let mut ready: Vec<NodeId> = body
         .nodes
         .iter()
-        .copied()
-        .filter(|n| indegree[member[n.index()] as usize] == 0)
+        .zip(&indegree)
+        .filter(|(_, &k)| k == 0)
+        .map(|(&n, _)| n)
         .collect();
     while let Some(n) = ready.pop() {
         order.push(n);
         for &e in cfg.succs(n) {
             let d = cfg.dst(e);
-            if internal(e) && member[d.index()] != u32::MAX {
-                let k = &mut indegree[member[d.index()] as usize];
+            if let (true, Some(i)) = (internal(e), member.of(d)) {
+                let k = &mut indegree[i];
                 *k -= 1;
                 if *k == 0 {
                     ready.push(d);
@@ -178,6 +172,31 @@ fn topological(
         }
     }
     (order.len() == body.nodes.len()).then_some(order)
+}
+
+/// Each body node's position in `body.nodes`, in a table that spans the
+/// body's node ids only (a function has many loops, each a few blocks, and
+/// a table per loop over all its nodes made peeling quadratic).
+struct Members {
+    first: usize,
+    position: Vec<u32>,
+}
+
+impl Members {
+    fn new(nodes: &[NodeId]) -> Members {
+        let first = nodes.iter().map(|n| n.index()).min().unwrap_or(0);
+        let last = nodes.iter().map(|n| n.index()).max().unwrap_or(0);
+        let mut position = vec![u32::MAX; last + 1 - first];
+        for (i, n) in nodes.iter().enumerate() {
+            position[n.index() - first] = i as u32;
+        }
+        Members { first, position }
+    }
+
+    fn of(&self, n: NodeId) -> Option<usize> {
+        let p = *self.position.get(n.index().checked_sub(self.first)?)?;
+        (p != u32::MAX).then_some(p as usize)
+    }
 }
 
 fn meet(a: State, b: State) -> State {
