@@ -120,27 +120,81 @@ fn every_instrumentation_preserves_results_and_agrees_with_the_trace_oracle() {
         for (width, start, offset) in variants {
             let table = PathTable::Array { len: MAX_WALK };
             let plans = plans_with(&case.info, |c| length_plan(c, width, start, offset, table));
-            let out = instrumented(&case.bytes, &case.info, &plans);
-            let r = run(&out.bytes, &case.calls);
-            assert_same_outcomes(
-                &format!("{name}: length plan {width:?} {start} {offset}"),
-                &case.calls,
-                &r.outcomes,
-                &case.original.outcomes,
-            );
-            for (func, raw) in counters(&out, &r) {
-                let expected: Vec<(u64, u64)> = hist
-                    .get(&func)
-                    .map(|h| h.iter().map(|(&l, &c)| (l, c)).collect())
-                    .unwrap_or_default();
-                assert_eq!(
-                    raw.paths, expected,
-                    "{name}: lengths of {func} ({width:?}, {start}, {offset})"
-                );
-                assert_eq!(raw.lost, 0);
-            }
+            let what = format!("{name}: length plan {width:?} {start} {offset}");
+            assert_length_counts(&case, &plans, &hist, &what);
         }
     }
+}
+
+/// Runs `plans` (length plans) on the case: the same outcomes as the
+/// original, and every function's counters the walk-length histogram of
+/// the trace, nothing lost.
+fn assert_length_counts(
+    case: &Case,
+    plans: &[Option<FunctionPlan>],
+    hist: &BTreeMap<u32, BTreeMap<u64, u64>>,
+    what: &str,
+) -> Instrumented {
+    let out = instrumented(&case.bytes, &case.info, plans);
+    let r = run(&out.bytes, &case.calls);
+    assert_same_outcomes(what, &case.calls, &r.outcomes, &case.original.outcomes);
+    for (func, raw) in counters(&out, &r) {
+        let expected: Vec<(u64, u64)> = hist
+            .get(&func)
+            .map(|h| h.iter().map(|(&l, &c)| (l, c)).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            (raw.paths, raw.lost),
+            (expected, 0),
+            "{what}: function {func}"
+        );
+    }
+    out
+}
+
+/// Counter tables past 32 MiB, wasmtime's guard region, whose addresses the
+/// rewriter moves from the memarg offset into the index: the first
+/// function's array of 2^22 counters pushes the others' tables there, and
+/// they count the same walk-length histograms as anywhere else, in arrays
+/// (registers scaled or not) and in hash tables.
+#[test]
+fn counters_past_the_guard_region_count_the_same() {
+    let mut past = 0;
+    for case in cases() {
+        let (_, walks) = traced(&case);
+        let hist = length_histogram(&walks);
+        let first = cfgs(&case.info).flatten().map(|c| c.func_index).min();
+        let tables = [
+            (Width::I32, PathTable::Array { len: MAX_WALK }),
+            (Width::I64, PathTable::Array { len: MAX_WALK }),
+            (Width::I64, PathTable::Hash { capacity: 64 }),
+        ];
+        for (width, table) in tables {
+            let plans = plans_with(&case.info, |c| {
+                let big = PathTable::Array { len: 1 << 22 };
+                length_plan(
+                    c,
+                    width,
+                    0,
+                    0,
+                    if Some(c.func_index) == first {
+                        big
+                    } else {
+                        table
+                    },
+                )
+            });
+            let what = format!("{}: {width:?} {table:?}", case.name);
+            let out = assert_length_counts(&case, &plans, &hist, &what);
+            past += out
+                .layout
+                .functions
+                .iter()
+                .filter(|f| f.paths_offset > 1 << 25)
+                .count();
+        }
+    }
+    assert!(past > 0, "no table past 32 MiB");
 }
 
 /// Per function, the lengths in edges of its completed walks, in order of
