@@ -53,6 +53,14 @@ fn add(sink: &mut InstructionSink<'_>, width: Width) {
     };
 }
 
+fn mem32(memory: u32, offset: u64) -> MemArg {
+    MemArg {
+        offset,
+        align: 2,
+        memory_index: memory,
+    }
+}
+
 fn mem64(memory: u32, offset: u64) -> MemArg {
     MemArg {
         offset,
@@ -323,19 +331,20 @@ impl Lowerer {
         // (dynamic part + memarg offset) does not wrap at 2^32. A base that
         // [`place`] puts in the index joins the i32 sum instead, which wraps
         // and so comes out exact.
-        let (index, base) = place(u64::from(self.paths_offset));
-        if self.scaled {
+        let paths = u64::from(self.paths_offset);
+        let base = if self.scaled {
             // Already a byte offset: `8r + 8 offset`.
-            let sum = self.scale(offset).wrapping_add(index as i64);
-            self.push_sum(sink, reg, sum);
+            let (index, base) = place(paths);
+            self.push_sum(sink, reg, self.scale(offset).wrapping_add(index as i64));
+            base
         } else {
             self.push_sum(sink, reg, offset);
             if self.regs[reg as usize].1 == Width::I64 {
                 sink.i32_wrap_i64();
             }
             sink.i32_const(3).i32_shl();
-            self.add_base(sink, index);
-        }
+            self.add_base(sink, paths)
+        };
         sink.local_tee(self.scratch).local_get(self.scratch);
         bump(sink, self.memory, base);
     }
@@ -365,6 +374,18 @@ fn place(address: u64) -> (u64, u64) {
 /// The multiplier of the table's hash (Fibonacci hashing: 2^64 / phi).
 const HASH_GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
+// The hash helper's parameters and locals.
+const BASE: u32 = 0; // i32 param: the function's own table
+const KEY: u32 = 1; // i64 param
+const K: u32 = 2; // i64: key + 1
+const STORED: u32 = 3; // i64
+const E: u32 = 4; // i32: T + 16 * i; the entry is at E + 32
+const I: u32 = 5;
+const N: u32 = 6;
+const MASK: u32 = 7; // T's; a scratch when T is full
+const T: u32 = 8; // the table being probed
+const NEW: u32 = 9; // the capacity of a new overflow table
+
 /// Body of `__pathprof_hash_inc(table_base: i32, key: i64)`: open addressing
 /// with linear probing over a power-of-two table (Ball & Larus section 5.3),
 /// keys stored as key + 1, a fast path for the key counted last, at most
@@ -372,20 +393,7 @@ const HASH_GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 /// table of twice the capacity, grown from the memory (see the layout); the
 /// `lost` counter counts it only when the memory cannot grow. Never traps.
 pub(crate) fn hash_helper_body(memory: u32) -> Function {
-    const BASE: u32 = 0;
-    const KEY: u32 = 1;
-    const K: u32 = 2; // key + 1
-    const STORED: u32 = 3; // i64
-    const E: u32 = 4; // i32: table + 16 * i; the entry is at E + 32
-    const I: u32 = 5;
-    const N: u32 = 6;
-    const MASK: u32 = 7;
-    const T: u32 = 8; // the table being probed
-    let m32 = |offset: u64| MemArg {
-        offset,
-        align: 2,
-        memory_index: memory,
-    };
+    let m32 = |offset: u64| mem32(memory, offset);
     let m64 = |offset: u64| mem64(memory, offset);
     let entry = HASH_HEADER_BYTES;
     let mut f = Function::new([(2, ValType::I64), (6, ValType::I32)]);
@@ -421,7 +429,7 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
     s.end();
     s.block(BlockType::Empty); // $found
     s.loop_(BlockType::Empty); // $table
-                               // i = (k * golden) >> 32 & mask; n = probe limit.
+                               // In T: i = (k * golden) >> 32 & mask; n = probe limit.
     s.local_get(T).i32_load(m32(HASH_MASK)).local_set(MASK);
     s.local_get(K)
         .i64_const(HASH_GOLDEN as i64)
@@ -477,8 +485,8 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
 
 /// `lost++` in the function's own table header, of the helper's `BASE`.
 fn count_lost(s: &mut InstructionSink<'_>, memory: u32) {
-    s.local_get(0)
-        .local_get(0)
+    s.local_get(BASE)
+        .local_get(BASE)
         .i64_load(mem64(memory, HASH_LOST))
         .i64_const(1)
         .i64_add()
@@ -490,15 +498,7 @@ fn count_lost(s: &mut InstructionSink<'_>, memory: u32) {
 /// cannot grow (or the table would pass 2^26 entries, 1 GiB), counts the key
 /// lost and returns.
 fn grow_overflow_table(s: &mut InstructionSink<'_>, memory: u32) {
-    const BASE: u32 = 0;
-    const MASK: u32 = 7;
-    const T: u32 = 8;
-    const NEW: u32 = 9;
-    let m32 = |offset: u64| MemArg {
-        offset,
-        align: 2,
-        memory_index: memory,
-    };
+    let m32 = |offset: u64| mem32(memory, offset);
     // new capacity = 2 * (mask + 1)
     s.local_get(MASK)
         .i32_const(1)
@@ -510,7 +510,9 @@ fn grow_overflow_table(s: &mut InstructionSink<'_>, memory: u32) {
     s.if_(BlockType::Empty);
     count_lost(s, memory);
     s.return_().end();
-    // pages = (32 + 16 * capacity + 65535) >> 16
+    // pages = (32 + 16 * capacity + 65535) >> 16; MASK, no longer needed
+    // (the probe reloads it from the new T), holds the old size, then the
+    // new table's address.
     s.local_get(NEW)
         .i32_const(4)
         .i32_shl()
