@@ -933,6 +933,7 @@ fn ppp_options(bytes: &[u8], n: usize) -> driver::Options {
     opts.ppp.policy = [Policy::Record, Policy::Count, Policy::Ignore][n % 3];
     // PPP tables in every function, not only where Ball-Larus would hash.
     opts.ball_larus.array_max = 0;
+    opts.ball_larus.array_budget = 0;
     let Ok(info) = pathprof_wasm::analyze(bytes) else {
         return opts;
     };

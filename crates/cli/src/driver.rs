@@ -179,17 +179,28 @@ fn instrument_to(
         to.out
     });
     // Built and planned ahead on worker threads (when the module is large
-    // enough), recorded and rewritten here in function order.
+    // enough), recorded and rewritten here in function order, where the
+    // array budget is given out.
+    let ahead = ball_larus::Options {
+        array_max: opts.ball_larus.planning_array_max(),
+        ..opts.ball_larus.clone()
+    };
+    let mut budget = ball_larus::ArrayBudget::new(&opts.ball_larus);
     let build_and_plan = |i| -> Result<Result<(FunctionCfg, Planned), Unsupported>> {
         Ok(match scanned.build(i)? {
             Ok(cfg) => {
-                let planned = plan_one(&cfg, technique, exceptions, opts)?;
+                let planned = plan_one(&cfg, technique, exceptions, opts, &ahead)?;
                 Ok((cfg, planned))
             }
             Err(u) => Err(u),
         })
     };
-    pathprof_wasm::par::pipeline(&scanned.body_sizes(), build_and_plan, |slot| {
+    pathprof_wasm::par::pipeline(&scanned.body_sizes(), build_and_plan, |mut slot| {
+        if let Ok((cfg, planned)) = &mut slot {
+            if !budget.admit(planned.plan.paths) {
+                *planned = plan_one(cfg, technique, exceptions, opts, &opts.ball_larus)?;
+            }
+        }
         let slot = slot.as_ref().map(|(cfg, p)| (cfg, p));
         rec.record(slot)?;
         inst.function(slot.ok().map(|(cfg, p)| (cfg, &p.plan)))?;
@@ -349,15 +360,17 @@ impl Planned {
     }
 }
 
-/// The plan of a modelled function, with the function named in an error.
+/// The plan of a modelled function, with the function named in an error;
+/// `bl` replaces `opts.ball_larus` (for the array limit it plans with).
 fn plan_one(
     cfg: &FunctionCfg,
     technique: Technique,
     exceptions: bool,
     opts: &Options,
+    bl: &ball_larus::Options,
 ) -> Result<Planned> {
     let weights = opts.weights.as_ref().and_then(|w| weights_of(w, cfg));
-    plan_function(cfg, technique, weights.as_deref(), exceptions, opts)
+    plan_function(cfg, technique, weights.as_deref(), exceptions, opts, bl)
         .with_context(|| format!("function {}", display_name(cfg.func_index, &cfg.name)))
 }
 
@@ -367,17 +380,18 @@ fn plan_function(
     weights: Option<&[u64]>,
     exceptions: bool,
     opts: &Options,
+    bl: &ball_larus::Options,
 ) -> Result<Planned> {
     Ok(match technique {
         Technique::Path => Planned {
-            plan: ball_larus::plan_only(&f.cfg, weights, &opts.ball_larus)?,
+            plan: ball_larus::plan_only(&f.cfg, weights, bl)?,
             chosen: Chosen::Path,
         },
         Technique::Ppp => {
             let chosen = &opts.ppp.interesting;
             let interesting = chosen.paths.get(&f.func_index).map_or(&[][..], |v| &v[..]);
             let ppp_opts = ppp::Options {
-                ball_larus: opts.ball_larus.clone(),
+                ball_larus: bl.clone(),
                 policy: opts.ppp.policy,
                 force_ball_larus: opts.ppp.force_ball_larus,
             };

@@ -131,6 +131,9 @@ struct Tuning {
     /// Count paths in an array when a function has at most N paths, else in a hash table.
     #[arg(long, value_name = "N", default_value_t = ball_larus::Options::default().array_max)]
     array_max: u64,
+    /// Counter memory (bytes) for the arrays of functions with more than --array-max paths, given in function order; the others hash (0: none).
+    #[arg(long, value_name = "BYTES", default_value_t = ball_larus::Options::default().array_budget)]
+    array_budget: u64,
     /// Entries of each function's hash table (a power of two).
     #[arg(long, value_name = "N", default_value_t = ball_larus::Options::default().hash_capacity)]
     hash_capacity: u32,
@@ -307,6 +310,7 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
         truncate_above: t.truncate_above,
         array_max: t.array_max,
         hash_capacity: t.hash_capacity,
+        array_budget: t.array_budget,
     };
     Ok(driver::Options {
         ball_larus,

@@ -6,6 +6,7 @@
 //! The thesis' δ is a ratio, `(max - min + 1) / |I|`; the plans use the
 //! number of holes `(max - min + 1) - |I|`. Both are reported.
 
+use pathprof_techniques::ball_larus;
 use pathprof_techniques::ppp::{self, IdScheme, PppInfo};
 use pathprof_techniques::PathTable;
 use pathprof_wasm::ModuleInfo;
@@ -55,16 +56,36 @@ pub fn ppp_stats(
     opts: &ppp::Options,
 ) -> anyhow::Result<PppSummary> {
     let mut functions = Vec::new();
+    // Every function is planned, in order, for the array budget to go
+    // where the instrumenter gives it.
+    let ahead = ball_larus::Options {
+        array_max: opts.ball_larus.planning_array_max(),
+        ..opts.ball_larus.clone()
+    };
+    let mut budget = ball_larus::ArrayBudget::new(&opts.ball_larus);
     for f in info.functions.iter().flatten() {
-        let Some(ids) = chosen.paths.get(&f.func_index).filter(|v| !v.is_empty()) else {
-            continue;
-        };
+        let ids = chosen.paths.get(&f.func_index).map_or(&[][..], |v| &v[..]);
         let name = f
             .name
             .clone()
             .unwrap_or_else(|| format!("func[{}]", f.func_index));
-        let planned = ppp::plan(&f.cfg, None, opts, ids)
+        let planned = budget
+            .plan(
+                &opts.ball_larus,
+                &ahead,
+                |bl| {
+                    let o = ppp::Options {
+                        ball_larus: bl.clone(),
+                        ..opts.clone()
+                    };
+                    ppp::plan(&f.cfg, None, &o, ids)
+                },
+                |p| p.plan.paths,
+            )
             .map_err(|e| anyhow::anyhow!("function {name}: {e}"))?;
+        if ids.is_empty() {
+            continue;
+        }
         functions.push(function_ppp(
             f.func_index,
             name,

@@ -1,6 +1,6 @@
 //! `pathprof stats`: what instrumenting each function involves.
 
-use pathprof_graph::Cfg;
+use pathprof_graph::{Cfg, GraphError};
 use pathprof_techniques::{ball_larus, PathTable};
 use pathprof_wasm::ModuleInfo;
 use serde::Serialize;
@@ -25,7 +25,14 @@ pub struct FunctionStats {
     pub skipped: Option<String>,
 }
 
+/// Every function's statistics, its storage as the instrumenter chooses it
+/// (the array budget given out in function order).
 pub fn module_stats(info: &ModuleInfo, opts: &ball_larus::Options) -> Vec<FunctionStats> {
+    let ahead = ball_larus::Options {
+        array_max: opts.planning_array_max(),
+        ..opts.clone()
+    };
+    let mut budget = ball_larus::ArrayBudget::new(opts);
     info.functions
         .iter()
         .map(|f| match f {
@@ -34,7 +41,13 @@ pub fn module_stats(info: &ModuleInfo, opts: &ball_larus::Options) -> Vec<Functi
                     .name
                     .clone()
                     .unwrap_or_else(|| format!("func[{}]", f.func_index));
-                function_stats(f.func_index, name, &f.cfg, opts)
+                let planned = budget.plan(
+                    opts,
+                    &ahead,
+                    |o| ball_larus::plan(&f.cfg, None, o),
+                    |p| p.plan.paths,
+                );
+                function_stats(f.func_index, name, &f.cfg, planned)
             }
             Err(u) => FunctionStats {
                 skipped: Some(u.reason.clone()),
@@ -72,14 +85,14 @@ fn function_stats(
     func_index: u32,
     name: String,
     cfg: &Cfg,
-    opts: &ball_larus::Options,
+    planned: Result<ball_larus::Planned, GraphError>,
 ) -> FunctionStats {
     let base = FunctionStats {
         blocks: cfg.num_nodes() - 2,
         edges: cfg.num_edges(),
         ..FunctionStats::empty(func_index, name)
     };
-    let planned = match ball_larus::plan(cfg, None, opts) {
+    let planned = match planned {
         Ok(p) => p,
         Err(e) => {
             return FunctionStats {

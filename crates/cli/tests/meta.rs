@@ -48,6 +48,7 @@ fn fixtures() -> Vec<(String, Vec<u8>)> {
 fn ppp_options(bytes: &[u8]) -> driver::Options {
     let mut opts = driver::Options::default();
     opts.ball_larus.array_max = 0;
+    opts.ball_larus.array_budget = 0;
     opts.ppp.policy = ppp::Policy::Count;
     let info = pathprof_wasm::analyze(bytes).unwrap();
     for f in info.functions.iter().flatten() {

@@ -138,7 +138,7 @@ fn check_pair(
     // record: every path counted exactly, the interesting set is the test run's.
     let mut opts = ppp_options(module, &test_profile, Policy::Record);
     opts.ppp.force_ball_larus = force_ball_larus;
-    opts.ball_larus.array_max = array_max;
+    tables_everywhere_if_zero(&mut opts, array_max);
     let (out, profile) = programs::profiled_run(engine, module, Technique::Ppp, &opts, field);
     assert_eq!(
         (out.exit.clone(), &out.stdout),
@@ -209,7 +209,7 @@ fn check_pair(
     for policy in [Policy::Count, Policy::Ignore] {
         let mut opts = ppp_options(module, &test_profile, policy);
         opts.ppp.force_ball_larus = force_ball_larus;
-        opts.ball_larus.array_max = array_max;
+        tables_everywhere_if_zero(&mut opts, array_max);
         let (out, profile) = programs::profiled_run(engine, module, Technique::Ppp, &opts, field);
         assert_eq!(out.stdout, plain.stdout, "{what}: {policy} output");
         assert_eq!(
@@ -340,4 +340,13 @@ fn residual_of_plain_profiles_is_their_set_difference() {
         r.summary.executed_paths as usize,
         f.len() + programs::path_counts(&field).self_loops.len()
     );
+}
+
+/// `array_max` 0: no function counts in an array, not even from the budget
+/// for large arrays, so PPP tables are used in every function.
+fn tables_everywhere_if_zero(opts: &mut driver::Options, array_max: u64) {
+    opts.ball_larus.array_max = array_max;
+    if array_max == 0 {
+        opts.ball_larus.array_budget = 0;
+    }
 }

@@ -178,6 +178,7 @@ fn hash_tables_count_exactly_even_when_they_overflow() {
 
         let mut opts = driver::Options::default();
         opts.ball_larus.array_max = 0;
+        opts.ball_larus.array_budget = 0;
         for capacity in [opts.ball_larus.hash_capacity, 2] {
             opts.ball_larus.hash_capacity = capacity;
             let (_, profile) =
@@ -198,6 +199,87 @@ fn hash_tables_count_exactly_even_when_they_overflow() {
         }
     }
     assert!(overflowed, "no table of two entries ever overflowed");
+}
+
+/// The array budget: functions of more paths than `array_max` count in an
+/// array while the budget lasts, in function order, and hash after that.
+/// The expected choice is worked out here from the functions' path counts;
+/// the counts of both kinds must equal the trace's.
+#[test]
+fn array_budget_goes_in_function_order_and_counts_stay_exact() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let module =
+        std::fs::read(build.join("interp.O2.wasm")).expect("run scripts/build-c-fixtures.sh");
+    let (name, inv) = programs::c_cases()
+        .into_iter()
+        .find(|(n, _)| n == "interp")
+        .unwrap();
+    let mut opts = driver::Options::default();
+    opts.ball_larus.array_max = 4;
+    opts.ball_larus.array_budget = 0;
+    let (_, hashed) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+    // Paths per function, in function order. The budget holds the largest
+    // array below 2^16 paths alone, so the order decides: what smaller
+    // functions before it take leaves too little for it. (Functions of
+    // millions of paths would not fit in a 32-bit memory.)
+    let totals: Vec<(u32, u64)> = hashed
+        .functions
+        .iter()
+        .filter_map(|f| match &f.data {
+            pathprof_profile::FunctionData::Path { numbered, .. } => {
+                Some((f.func_index, numbered.total))
+            }
+            _ => None,
+        })
+        .collect();
+    let largest = totals
+        .iter()
+        .map(|t| t.1)
+        .filter(|&t| t <= 1 << 16)
+        .max()
+        .unwrap();
+    opts.ball_larus.array_budget = 8 * largest;
+    let mut left = 8 * largest;
+    let mut expected = std::collections::BTreeMap::new();
+    for &(f, total) in &totals {
+        let array = total <= 4 || 8 * total <= left;
+        if total > 4 && array {
+            left -= 8 * total;
+        }
+        expected.insert(f, array);
+    }
+
+    let inst = driver::instrument(&module, Technique::Path, &opts).unwrap();
+    let got: std::collections::BTreeMap<u32, bool> = inst
+        .meta()
+        .unwrap()
+        .layout
+        .functions
+        .iter()
+        .map(|f| {
+            let array = matches!(f.paths, pathprof_techniques::PathTable::Array { .. });
+            (f.func_index, array)
+        })
+        .collect();
+    assert_eq!(got, expected, "which functions count in arrays");
+    let large_arrays = totals.iter().filter(|t| t.1 > 4 && expected[&t.0]).count();
+    let large_hashed = totals.iter().filter(|t| t.1 > 4 && !expected[&t.0]).count();
+    assert!(
+        large_arrays > 0 && large_hashed > 0,
+        "{large_arrays} large arrays, {large_hashed} hashed: the budget did not split them"
+    );
+
+    let traced =
+        driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+    let trace = programs::run(&engine, &traced.bytes, &inv, true).trace;
+    let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+    let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
+    assert_counts(
+        &programs::path_counts(&profile).paths,
+        &expected.paths,
+        &format!("{name} {inv:?}: counts with an array budget"),
+    );
 }
 
 /// Truncation (5.3) at a low threshold cuts paths in many functions; the

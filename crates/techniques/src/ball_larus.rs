@@ -33,6 +33,10 @@ pub struct Options {
     pub array_max: u64,
     /// Entries of a hash table (rounded up to a power of two).
     pub hash_capacity: u32,
+    /// Bytes of counter memory for the arrays of functions with more than
+    /// `array_max` paths, handed out in function order ([`ArrayBudget`]);
+    /// 0: such functions always hash.
+    pub array_budget: u64,
 }
 
 impl Default for Options {
@@ -43,6 +47,79 @@ impl Default for Options {
             truncate_above: 1 << 40,
             array_max: 1 << 18,
             hash_capacity: 1 << 12,
+            // 16 MiB: one function of up to 2^21 paths, or several smaller.
+            // An array count is 4-5 machine instructions, a hash probe 11
+            // (BENCHMARKS.md, round 5); lz4's 788K-path function runs 2.2 %
+            // faster in an array. Counter memory is zero pages until touched,
+            // but a host reads and saves all of it after the run, so the
+            // budget bounds what a module can add.
+            array_budget: 1 << 24,
+        }
+    }
+}
+
+impl Options {
+    /// The array limit to plan with when an [`ArrayBudget`] decides later:
+    /// a function whose array the whole budget could hold plans an array.
+    pub fn planning_array_max(&self) -> u64 {
+        self.array_max.max(self.array_budget / 8)
+    }
+}
+
+/// A module's budget of counter memory for arrays above `array_max` paths.
+/// The functions are planned with [`Options::planning_array_max`] (on
+/// worker threads, in any order), then admitted in function order: an array
+/// of at most `array_max` paths always, a larger one while the budget
+/// lasts. A function refused is planned again with `array_max` and hashes.
+/// The order makes the choice deterministic; it does not know which
+/// functions are hot, so the first large functions get the arrays.
+/// (Departure from 5.3, which chooses by path count alone.)
+#[derive(Clone, Debug)]
+pub struct ArrayBudget {
+    array_max: u64,
+    left: u64,
+}
+
+impl ArrayBudget {
+    pub fn new(opts: &Options) -> Self {
+        ArrayBudget {
+            array_max: opts.array_max,
+            left: opts.array_budget,
+        }
+    }
+
+    /// Whether a function planned with `table` keeps it; a large array
+    /// takes its bytes from the budget.
+    pub fn admit(&mut self, table: PathTable) -> bool {
+        match table {
+            PathTable::Array { len } if len > self.array_max => {
+                match len.checked_mul(8).filter(|&b| b <= self.left) {
+                    Some(bytes) => {
+                        self.left -= bytes;
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => true,
+        }
+    }
+
+    /// For a planner that goes in function order: plans with the planning
+    /// limit (`ahead`, from [`Options::planning_array_max`]), and again with
+    /// `opts` when the budget refuses the table.
+    pub fn plan<P, E>(
+        &mut self,
+        opts: &Options,
+        ahead: &Options,
+        plan: impl Fn(&Options) -> Result<P, E>,
+        table: impl Fn(&P) -> PathTable,
+    ) -> Result<P, E> {
+        let planned = plan(ahead)?;
+        if self.admit(table(&planned)) {
+            Ok(planned)
+        } else {
+            plan(opts)
         }
     }
 }
