@@ -47,13 +47,12 @@ impl Default for Options {
             truncate_above: 1 << 40,
             array_max: 1 << 18,
             hash_capacity: 1 << 12,
-            // 16 MiB: one function of up to 2^21 paths, or several smaller.
-            // An array count is 4-5 machine instructions, a hash probe 11
-            // (BENCHMARKS.md, round 5); lz4's 788K-path function runs 2.2 %
-            // faster in an array. Counter memory is zero pages until touched,
-            // but a host reads and saves all of it after the run, so the
-            // budget bounds what a module can add.
-            array_budget: 1 << 24,
+            // Off: an array of a large function is fewer instructions than
+            // its hash table (lz4: -2.2 % of run time with 16 MiB), but not
+            // always faster (zlib: +1.1 %), and the host reads and keeps all
+            // of the counter memory (zlib's run: +15 MiB of counters, +43 MiB
+            // of peak RSS). BENCHMARKS.md, round 6.
+            array_budget: 0,
         }
     }
 }
