@@ -149,6 +149,9 @@ pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering)
         let round = choose_cuts(&base, &order, t);
         if !round.cuts.is_empty() {
             if round.total.is_some_and(|n| n <= truncate_above) {
+                // The uncut DAG goes first: two DAGs of the largest
+                // function alive at once were the instrumenter's peak.
+                drop(base);
                 let dag = Dag::with_cuts(cfg, &round.cuts)?;
                 let numbering = number_in(&dag, &order)?;
                 debug_assert_eq!(Some(numbering.total()), round.total);
@@ -173,6 +176,7 @@ pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering)
                 && base.succs(v).iter().any(|&d| cuttable_edge(&base, d))
         })
         .collect();
+    drop(base);
     let dag = Dag::with_cuts(cfg, &everywhere)?;
     let numbering = number_in(&dag, &order)?;
     Ok((dag, numbering))

@@ -61,6 +61,11 @@ impl Placement {
         self.edges.len()
     }
 
+    /// How many edges carry an op.
+    pub fn ops(&self) -> usize {
+        self.edges.iter().filter(|op| op.is_some()).count()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.edges.is_empty()
     }

@@ -167,7 +167,8 @@ pub struct Planned {
 /// Plans Ball-Larus path profiling of `cfg`. `weights` are per-CFG-edge
 /// execution estimates (a prior profile); `None` uses loop-nesting weights.
 pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planned, GraphError> {
-    let (plan, dag, numbering, chords) = plan_numbered(cfg, weights, opts)?;
+    let (dag, numbering, ops, chords) = place(cfg, weights, opts)?;
+    let plan = lower(cfg, &dag, &ops, numbering.total(), opts)?;
     Ok(Planned {
         plan,
         numbered: numbered(&dag, &numbering),
@@ -176,38 +177,54 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
 }
 
 /// The plan alone, as [`plan`] makes it: for an instrumenter that records
-/// the CFG and rebuilds the numbering when decoding, a [`Numbered`] copy of
-/// the DAG would be made only to be dropped.
+/// the CFG and rebuilds the numbering when decoding. The numbering is
+/// dropped before the actions are built, which is when a large function's
+/// planning needs the most memory.
 pub fn plan_only(
     cfg: &Cfg,
     weights: Option<&[u64]>,
     opts: &Options,
 ) -> Result<FunctionPlan, GraphError> {
-    Ok(plan_numbered(cfg, weights, opts)?.0)
+    let (dag, numbering, ops, _) = place(cfg, weights, opts)?;
+    let total = numbering.total();
+    drop(numbering);
+    lower(cfg, &dag, &ops, total, opts)
 }
 
-/// The plan, the DAG and numbering it was made from, and its chord count.
-fn plan_numbered(
+/// The DAG, its numbering, the Fig. 8 placement of its ops on a maximum
+/// spanning tree's chords, and how many chords carry an increment; the
+/// tree and the increments, no longer needed, are dropped.
+fn place(
     cfg: &Cfg,
     weights: Option<&[u64]>,
     opts: &Options,
-) -> Result<(FunctionPlan, Dag, Numbering, usize), GraphError> {
+) -> Result<(Dag, Numbering, placement::Placement, usize), GraphError> {
     let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
     let tree = spanning_tree(cfg, &dag, weights);
     let incs = spanning::increments_on_tree(&dag, &tree, &numbering.val);
     let ops = placement::place(&dag, &incs);
-    let total = numbering.total();
-    let width = register_width(total);
-    let paths = path_table(total, opts);
+    let chords = incs.chord.iter().filter(|&&c| c).count();
+    Ok((dag, numbering, ops, chords))
+}
+
+/// The plan that carries out `ops` for `total` paths.
+fn lower(
+    cfg: &Cfg,
+    dag: &Dag,
+    ops: &placement::Placement,
+    total: u64,
+    opts: &Options,
+) -> Result<FunctionPlan, GraphError> {
     let mut plan = FunctionPlan::empty(cfg.num_edges());
-    plan.registers = vec![width];
-    plan.paths = paths;
+    plan.registers = vec![register_width(total)];
+    plan.paths = path_table(total, opts);
     plan.slots = u32::try_from(dag.self_loops.len()).map_err(|_| GraphError::TooManyPaths)?;
     // A self loop has no DAG edge, only its slot; `self_loops` is in edge
     // order, so its slots are met in order.
     let mut self_loops = dag.self_loops.iter().peekable();
     let mut slot = 0;
-    plan.edges = EdgeActions::from_fn(cfg.num_edges(), |e, actions| {
+    let actions = ops.ops() + dag.self_loops.len();
+    plan.edges = EdgeActions::from_fn_sized(cfg.num_edges(), actions, |e, actions| {
         for &d in &dag.cfg_to_dag[e] {
             actions.extend(ops[d.index()].iter().map(lower_op));
         }
@@ -216,8 +233,7 @@ fn plan_numbered(
             slot += 1;
         }
     });
-    let chords = incs.chord.iter().filter(|&&c| c).count();
-    Ok((plan, dag, numbering, chords))
+    Ok(plan)
 }
 
 /// The maximum spanning tree (3.3) of `dag` under `weights` (per CFG edge,

@@ -134,9 +134,20 @@ impl EdgeActions {
 
     /// The actions of `num_edges` edges, edge by edge in order: `f(e, out)`
     /// pushes edge `e`'s onto `out`.
-    pub fn from_fn(num_edges: usize, mut f: impl FnMut(usize, &mut Vec<Action>)) -> Self {
+    pub fn from_fn(num_edges: usize, f: impl FnMut(usize, &mut Vec<Action>)) -> Self {
+        Self::from_fn_sized(num_edges, 0, f)
+    }
+
+    /// As [`EdgeActions::from_fn`], for `actions` actions in all (a hint):
+    /// a large function's list is allocated once, not grown by doubling
+    /// while its planning data are all alive.
+    pub fn from_fn_sized(
+        num_edges: usize,
+        actions: usize,
+        mut f: impl FnMut(usize, &mut Vec<Action>),
+    ) -> Self {
         let built: Result<Self, std::convert::Infallible> =
-            Self::try_from_fn(num_edges, |e, out| {
+            Self::try_from_fn_sized(num_edges, actions, |e, out| {
                 f(e, out);
                 Ok(())
             });
@@ -149,10 +160,18 @@ impl EdgeActions {
     /// As [`EdgeActions::from_fn`], stopping at the first error.
     pub fn try_from_fn<E>(
         num_edges: usize,
+        f: impl FnMut(usize, &mut Vec<Action>) -> Result<(), E>,
+    ) -> Result<Self, E> {
+        Self::try_from_fn_sized(num_edges, 0, f)
+    }
+
+    fn try_from_fn_sized<E>(
+        num_edges: usize,
+        actions: usize,
         mut f: impl FnMut(usize, &mut Vec<Action>) -> Result<(), E>,
     ) -> Result<Self, E> {
         let mut start = Vec::with_capacity(num_edges + 1);
-        let mut actions = Vec::new();
+        let mut actions = Vec::with_capacity(actions);
         start.push(0);
         for e in 0..num_edges {
             f(e, &mut actions)?;
