@@ -25,9 +25,13 @@ use crate::mst::max_spanning_tree;
 /// (true = uninstrumented). Missing weights count as 0; ties go to the lower
 /// edge id.
 pub fn edge_spanning_tree(cfg: &Cfg, weights: &[u64]) -> Vec<bool> {
-    max_spanning_tree(cfg.num_nodes(), cfg.edge_list(), |i| {
-        weights.get(i).copied().unwrap_or(0)
-    })
+    let ends = cfg.edge_list();
+    max_spanning_tree(
+        cfg.num_nodes(),
+        ends.len(),
+        |i| ends[i],
+        |i| weights.get(i).copied().unwrap_or(0),
+    )
 }
 
 /// The tree edges still unknown, plus the virtual edge (index `num_edges`).

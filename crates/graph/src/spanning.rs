@@ -23,7 +23,7 @@
 //! value modulo 2^64, read as `i64`, so path sums are right modulo 2^64 (and
 //! modulo 2^32 for a 32-bit register when there are at most 2^32 paths).
 
-use crate::cfg::{rows, Cfg, NodeId};
+use crate::cfg::{rows, Cfg};
 use crate::dag::{Dag, DagEdgeId};
 use crate::mst::max_spanning_tree;
 use crate::numbering::Numbering;
@@ -82,10 +82,12 @@ pub fn chord_increments(dag: &Dag, numbering: &Numbering, weights: &[u64]) -> In
 /// weights only, so several numberings of one DAG (PPP keeps two) can share
 /// its chords.
 pub fn spanning_tree(dag: &Dag, weights: &[u64]) -> Vec<bool> {
-    let ends: Vec<(NodeId, NodeId)> = dag.edges.iter().map(|e| (e.src, e.dst)).collect();
-    max_spanning_tree(dag.num_nodes, &ends, |i| {
-        weights.get(i).copied().unwrap_or(0)
-    })
+    max_spanning_tree(
+        dag.num_nodes,
+        dag.edges.len(),
+        |i| (dag.edges[i].src, dag.edges[i].dst),
+        |i| weights.get(i).copied().unwrap_or(0),
+    )
 }
 
 /// Event-counting increments (3.3) of the edge values `val` (any values whose

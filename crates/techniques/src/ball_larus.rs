@@ -239,15 +239,16 @@ fn lower(
 /// The maximum spanning tree (3.3) of `dag` under `weights` (per CFG edge,
 /// a prior profile's counts), or under loop-nesting weights without them.
 pub(crate) fn spanning_tree(cfg: &Cfg, dag: &Dag, weights: Option<&[u64]>) -> Vec<bool> {
-    let static_weights;
-    let cfg_weights = match weights {
-        Some(w) => w,
-        None => {
-            static_weights = pathprof_graph::weights::loop_nesting_weights(cfg);
-            &static_weights
-        }
+    // The CFG's static weights are gone before the tree is built.
+    let dag_weights = match weights {
+        Some(w) => spanning::dag_weights(dag, cfg, w),
+        None => spanning::dag_weights(
+            dag,
+            cfg,
+            &pathprof_graph::weights::loop_nesting_weights(cfg),
+        ),
     };
-    spanning::spanning_tree(dag, &spanning::dag_weights(dag, cfg, cfg_weights))
+    spanning::spanning_tree(dag, &dag_weights)
 }
 
 /// The narrowest register that holds every path number below `total`.
