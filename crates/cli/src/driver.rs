@@ -181,10 +181,7 @@ fn instrument_to(
     // Built and planned ahead on worker threads (when the module is large
     // enough), recorded and rewritten here in function order, where the
     // array budget is given out.
-    let ahead = ball_larus::Options {
-        array_max: opts.ball_larus.planning_array_max(),
-        ..opts.ball_larus.clone()
-    };
+    let ahead = opts.ball_larus.planning();
     let mut budget = ball_larus::ArrayBudget::new(&opts.ball_larus);
     let build_and_plan = |i| -> Result<Result<(FunctionCfg, Planned), Unsupported>> {
         Ok(match scanned.build(i)? {

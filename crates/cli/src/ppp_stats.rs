@@ -58,10 +58,7 @@ pub fn ppp_stats(
     let mut functions = Vec::new();
     // Every function is planned, in order, for the array budget to go
     // where the instrumenter gives it.
-    let ahead = ball_larus::Options {
-        array_max: opts.ball_larus.planning_array_max(),
-        ..opts.ball_larus.clone()
-    };
+    let ahead = opts.ball_larus.planning();
     let mut budget = ball_larus::ArrayBudget::new(&opts.ball_larus);
     for f in info.functions.iter().flatten() {
         let ids = chosen.paths.get(&f.func_index).map_or(&[][..], |v| &v[..]);

@@ -28,10 +28,7 @@ pub struct FunctionStats {
 /// Every function's statistics, its storage as the instrumenter chooses it
 /// (the array budget given out in function order).
 pub fn module_stats(info: &ModuleInfo, opts: &ball_larus::Options) -> Vec<FunctionStats> {
-    let ahead = ball_larus::Options {
-        array_max: opts.planning_array_max(),
-        ..opts.clone()
-    };
+    let ahead = opts.planning();
     let mut budget = ball_larus::ArrayBudget::new(opts);
     info.functions
         .iter()

@@ -58,15 +58,18 @@ impl Default for Options {
 }
 
 impl Options {
-    /// The array limit to plan with when an [`ArrayBudget`] decides later:
-    /// a function whose array the whole budget could hold plans an array.
-    pub fn planning_array_max(&self) -> u64 {
-        self.array_max.max(self.array_budget / 8)
+    /// The options to plan with when an [`ArrayBudget`] decides later: a
+    /// function whose array the whole budget could hold plans an array.
+    pub fn planning(&self) -> Options {
+        Options {
+            array_max: self.array_max.max(self.array_budget / 8),
+            ..self.clone()
+        }
     }
 }
 
 /// A module's budget of counter memory for arrays above `array_max` paths.
-/// The functions are planned with [`Options::planning_array_max`] (on
+/// The functions are planned with [`Options::planning`] (on
 /// worker threads, in any order), then admitted in function order: an array
 /// of at most `array_max` paths always, a larger one while the budget
 /// lasts. A function refused is planned again with `array_max` and hashes.
@@ -105,7 +108,7 @@ impl ArrayBudget {
     }
 
     /// For a planner that goes in function order: plans with the planning
-    /// limit (`ahead`, from [`Options::planning_array_max`]), and again with
+    /// limit (`ahead`, from [`Options::planning`]), and again with
     /// `opts` when the budget refuses the table.
     pub fn plan<P, E>(
         &mut self,
