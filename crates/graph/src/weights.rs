@@ -49,42 +49,80 @@ fn depths(cfg: &Cfg, dfs: &Dfs) -> Vec<u32> {
     let mut depth = vec![0u32; cfg.num_nodes()];
     // A head precedes its body in preorder, so its depth is known first.
     for (p, &v) in dfs.preorder().iter().enumerate() {
-        let outer = forest.header[p].map_or(0, |h| depth[dfs.preorder()[h].index()]);
+        let h = forest.header[p];
+        let outer = if h == NONE {
+            0
+        } else {
+            depth[dfs.preorder()[h as usize].index()]
+        };
         depth[v.index()] = outer + u32::from(forest.is_head[p]);
     }
     depth
 }
 
-/// Havlak's loop nesting forest, indexed by preorder number.
+/// No vertex: preorder numbers fit u32, as node ids do.
+const NONE: u32 = u32::MAX;
+
+/// Havlak's loop nesting forest, indexed by preorder number. Its vectors
+/// hold 4-byte preorder numbers: this runs while a large function's CFG
+/// is alive, and 8-byte ones and a vector of lists per vertex made it one
+/// of the planning's largest allocations.
 struct LoopForest {
-    /// The innermost loop head strictly containing each vertex.
-    header: Vec<Option<usize>>,
+    /// The innermost loop head strictly containing each vertex, or NONE.
+    header: Vec<u32>,
     is_head: Vec<bool>,
+}
+
+/// Irreducible entries handed to heads, beside their own preds: a list per
+/// vertex, linked through one pool (few vertices have any).
+struct ExtraPreds {
+    first: Vec<u32>,
+    /// (pred, next entry of the same vertex's list or NONE).
+    pool: Vec<(u32, u32)>,
+}
+
+impl ExtraPreds {
+    fn of(&self, x: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.first[x];
+        std::iter::from_fn(move || {
+            let (pred, next) = *self.pool.get(at as usize)?;
+            at = next;
+            Some(pred as usize)
+        })
+    }
+
+    fn push(&mut self, x: usize, pred: u32) {
+        let at = u32::try_from(self.pool.len()).expect("fewer entries than edges");
+        self.pool.push((pred, self.first[x]));
+        self.first[x] = at;
+    }
 }
 
 impl LoopForest {
     fn build(cfg: &Cfg, dfs: &Dfs) -> LoopForest {
         let n = dfs.preorder().len();
-        // Irreducible entries handed to a head, beside its own preds (the
-        // outer vector only: an empty list does not allocate).
-        let mut extra_preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut extra = ExtraPreds {
+            first: vec![NONE; n],
+            pool: Vec::new(),
+        };
         let mut forest = LoopForest {
-            header: vec![None; n],
+            header: vec![NONE; n],
             is_head: vec![false; n],
         };
         // Union-find whose representative is the outermost collapsed head.
-        let mut collapsed: Vec<usize> = (0..n).collect();
+        let mut collapsed: Vec<u32> = (0..n as u32).collect();
         // `in_body[x] == w + 1` marks x as collected into the loop of w.
-        let mut in_body = vec![0usize; n];
+        let mut in_body = vec![0u32; n];
         // Reused for every head.
         let (mut body, mut entries, mut work) = (Vec::new(), Vec::new(), Vec::new());
         for w in (0..n).rev() {
+            let mark = w as u32 + 1;
             body.clear();
             for v in preds(cfg, dfs, w, true) {
                 forest.is_head[w] = true;
                 let x = find(&mut collapsed, v);
-                if x != w && in_body[x] != w + 1 {
-                    in_body[x] = w + 1;
+                if x != w && in_body[x] != mark {
+                    in_body[x] = mark;
                     body.push(x);
                 }
             }
@@ -92,23 +130,25 @@ impl LoopForest {
             work.clear();
             work.extend_from_slice(&body);
             while let Some(x) = work.pop() {
-                for y in preds(cfg, dfs, x, false).chain(extra_preds[x].iter().copied()) {
+                for y in preds(cfg, dfs, x, false).chain(extra.of(x)) {
                     let y = find(&mut collapsed, y);
                     if !dfs_descends(dfs, w, y) {
                         // Irreducible: the loop is entered past its head. The
                         // entry becomes the head's, so enclosing loops see it.
-                        entries.push(y);
-                    } else if y != w && in_body[y] != w + 1 {
-                        in_body[y] = w + 1;
+                        entries.push(y as u32);
+                    } else if y != w && in_body[y] != mark {
+                        in_body[y] = mark;
                         body.push(y);
                         work.push(y);
                     }
                 }
             }
-            extra_preds[w].extend_from_slice(&entries);
+            for &y in &entries {
+                extra.push(w, y);
+            }
             for &x in &body {
-                forest.header[x] = Some(w);
-                collapsed[x] = w;
+                forest.header[x] = w as u32;
+                collapsed[x] = w as u32;
             }
         }
         forest
@@ -132,11 +172,11 @@ fn dfs_descends(dfs: &Dfs, a: usize, d: usize) -> bool {
     dfs.is_ancestor(dfs.preorder()[a], dfs.preorder()[d])
 }
 
-fn find(parent: &mut [usize], x: usize) -> usize {
+fn find(parent: &mut [u32], x: usize) -> usize {
     let mut x = x;
-    while parent[x] != x {
-        parent[x] = parent[parent[x]];
-        x = parent[x];
+    while parent[x] as usize != x {
+        parent[x] = parent[parent[x] as usize];
+        x = parent[x] as usize;
     }
     x
 }

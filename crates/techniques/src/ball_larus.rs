@@ -14,7 +14,7 @@
 //! - A self loop gets a slot counter of its own (4.1); its iterations do not
 //!   split the path that runs through its block.
 
-use pathprof_graph::dag::{Dag, DagEdgeId, DagEdgeKind};
+use pathprof_graph::dag::{CfgToDag, Dag, DagEdgeId, DagEdgeKind};
 use pathprof_graph::numbering::{self, Numbering};
 use pathprof_graph::placement::{self, Op};
 use pathprof_graph::spanning;
@@ -170,8 +170,18 @@ pub struct Planned {
 /// Plans Ball-Larus path profiling of `cfg`. `weights` are per-CFG-edge
 /// execution estimates (a prior profile); `None` uses loop-nesting weights.
 pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planned, GraphError> {
-    let (dag, numbering, ops, chords) = place(cfg, weights, opts)?;
-    let plan = lower(cfg, &dag, &ops, numbering.total(), opts)?;
+    let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
+    let incs = increments(cfg, &dag, &numbering, weights);
+    let ops = placement::place(&dag, &incs);
+    let chords = incs.chord.iter().filter(|&&c| c).count();
+    let plan = lower(
+        cfg,
+        &dag.cfg_to_dag,
+        &dag.self_loops,
+        &ops,
+        numbering.total(),
+        opts,
+    )?;
     Ok(Planned {
         plan,
         numbered: numbered(&dag, &numbering),
@@ -180,40 +190,49 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
 }
 
 /// The plan alone, as [`plan`] makes it: for an instrumenter that records
-/// the CFG and rebuilds the numbering when decoding. The numbering is
-/// dropped before the actions are built, which is when a large function's
-/// planning needs the most memory.
+/// the CFG and rebuilds the numbering when decoding. Each structure goes as
+/// soon as the next step no longer needs it (the numbering once the
+/// increments are known, all of the DAG but its map from CFG edges once
+/// the ops are placed): a large function's planning is when the
+/// instrumenter needs the most memory.
 pub fn plan_only(
     cfg: &Cfg,
     weights: Option<&[u64]>,
     opts: &Options,
 ) -> Result<FunctionPlan, GraphError> {
-    let (dag, numbering, ops, _) = place(cfg, weights, opts)?;
+    let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
+    let incs = increments(cfg, &dag, &numbering, weights);
     let total = numbering.total();
     drop(numbering);
-    lower(cfg, &dag, &ops, total, opts)
+    let ops = placement::place(&dag, &incs);
+    drop(incs);
+    // A temporary, so that the fields not bound are dropped here.
+    let Dag {
+        cfg_to_dag,
+        self_loops,
+        ..
+    } = { dag };
+    lower(cfg, &cfg_to_dag, &self_loops, &ops, total, opts)
 }
 
-/// The DAG, its numbering, the Fig. 8 placement of its ops on a maximum
-/// spanning tree's chords, and how many chords carry an increment; the
-/// tree and the increments, no longer needed, are dropped.
-fn place(
+/// The chord increments (3.3) of `dag` on a maximum spanning tree; the
+/// tree, no longer needed, is dropped.
+fn increments(
     cfg: &Cfg,
+    dag: &Dag,
+    numbering: &Numbering,
     weights: Option<&[u64]>,
-    opts: &Options,
-) -> Result<(Dag, Numbering, placement::Placement, usize), GraphError> {
-    let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
-    let tree = spanning_tree(cfg, &dag, weights);
-    let incs = spanning::increments_on_tree(&dag, &tree, &numbering.val);
-    let ops = placement::place(&dag, &incs);
-    let chords = incs.chord.iter().filter(|&&c| c).count();
-    Ok((dag, numbering, ops, chords))
+) -> spanning::Increments {
+    let tree = spanning_tree(cfg, dag, weights);
+    spanning::increments_on_tree(dag, &tree, &numbering.val)
 }
 
 /// The plan that carries out `ops` for `total` paths.
+/// `cfg_to_dag` and `self_loops` are the DAG's.
 fn lower(
     cfg: &Cfg,
-    dag: &Dag,
+    cfg_to_dag: &CfgToDag,
+    self_loops: &[EdgeId],
     ops: &placement::Placement,
     total: u64,
     opts: &Options,
@@ -221,14 +240,14 @@ fn lower(
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     plan.registers = vec![register_width(total)];
     plan.paths = path_table(total, opts);
-    plan.slots = u32::try_from(dag.self_loops.len()).map_err(|_| GraphError::TooManyPaths)?;
+    plan.slots = u32::try_from(self_loops.len()).map_err(|_| GraphError::TooManyPaths)?;
+    let actions = ops.ops() + self_loops.len();
     // A self loop has no DAG edge, only its slot; `self_loops` is in edge
     // order, so its slots are met in order.
-    let mut self_loops = dag.self_loops.iter().peekable();
+    let mut self_loops = self_loops.iter().peekable();
     let mut slot = 0;
-    let actions = ops.ops() + dag.self_loops.len();
     plan.edges = EdgeActions::from_fn_sized(cfg.num_edges(), actions, |e, actions| {
-        for &d in &dag.cfg_to_dag[e] {
+        for &d in &cfg_to_dag[e] {
             actions.extend(ops[d.index()].iter().map(lower_op));
         }
         if self_loops.next_if(|s| s.index() == e).is_some() {
