@@ -343,7 +343,17 @@ impl Dag {
                 DagEdgeKind::Real(_) => Some(DagEdgeId::new(i)),
                 _ => None,
             });
-        let mut cfg_to_dag = CfgToDag::with_capacity(cfg.num_edges(), self.edges.len());
+        // Exactly: backedges into one head share its EntryDummy, so the
+        // lists can outnumber the DAG's edges.
+        let listed = roles
+            .iter()
+            .map(|r| match r {
+                Role::Real => 1,
+                Role::Backedge | Role::Cut => 2,
+                Role::SelfLoop | Role::Unreachable => 0,
+            })
+            .sum();
+        let mut cfg_to_dag = CfgToDag::with_capacity(cfg.num_edges(), listed);
         for e in cfg.edge_ids() {
             let (v, w) = cfg.edge(e);
             let dummies = || {

@@ -23,7 +23,7 @@
 //! value modulo 2^64, read as `i64`, so path sums are right modulo 2^64 (and
 //! modulo 2^32 for a 32-bit register when there are at most 2^32 paths).
 
-use crate::cfg::{rows, Cfg};
+use crate::cfg::{rows, Cfg, EdgeId};
 use crate::dag::{Dag, DagEdgeId};
 use crate::mst::max_spanning_tree;
 use crate::numbering::Numbering;
@@ -36,9 +36,16 @@ use crate::numbering::Numbering;
 /// Weights only steer the tree, so a `cfg_weights` of the wrong length (a
 /// stale profile) is tolerated: missing weights count as 0.
 pub fn dag_weights(dag: &Dag, cfg: &Cfg, cfg_weights: &[u64]) -> Vec<u64> {
+    dag_weights_by(dag, cfg, |e| {
+        cfg_weights.get(e.index()).copied().unwrap_or(0)
+    })
+}
+
+/// [`dag_weights`] with the CFG edges' weights given by `weight`.
+pub fn dag_weights_by(dag: &Dag, cfg: &Cfg, weight: impl Fn(EdgeId) -> u64) -> Vec<u64> {
     let mut weights = vec![0u64; dag.num_edges()];
     for e in cfg.edge_ids() {
-        let w = cfg_weights.get(e.index()).copied().unwrap_or(0);
+        let w = weight(e);
         for &d in dag.cfg_to_dag.get(e.index()).unwrap_or(&[]) {
             weights[d.index()] = weights[d.index()].saturating_add(w);
         }

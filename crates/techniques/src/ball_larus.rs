@@ -171,7 +171,7 @@ pub struct Planned {
 /// execution estimates (a prior profile); `None` uses loop-nesting weights.
 pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planned, GraphError> {
     let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
-    let incs = increments(cfg, &dag, &numbering, weights);
+    let incs = increments(cfg, &dag, &numbering.val, weights);
     let ops = placement::place(&dag, &incs);
     let chords = incs.chord.iter().filter(|&&c| c).count();
     let plan = lower(
@@ -191,9 +191,9 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
 
 /// The plan alone, as [`plan`] makes it: for an instrumenter that records
 /// the CFG and rebuilds the numbering when decoding. Each structure goes as
-/// soon as the next step no longer needs it (the numbering once the
-/// increments are known, all of the DAG but its map from CFG edges once
-/// the ops are placed): a large function's planning is when the
+/// soon as the next step no longer needs it (NumPaths before the spanning
+/// tree, Val once the increments are known, all of the DAG but its map from
+/// CFG edges once the ops are placed): a large function's planning is when the
 /// instrumenter needs the most memory.
 pub fn plan_only(
     cfg: &Cfg,
@@ -201,9 +201,12 @@ pub fn plan_only(
     opts: &Options,
 ) -> Result<FunctionPlan, GraphError> {
     let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
-    let incs = increments(cfg, &dag, &numbering, weights);
     let total = numbering.total();
-    drop(numbering);
+    // NumPaths goes before the tree; Val once the increments are known.
+    let Numbering { val, num_paths } = numbering;
+    drop(num_paths);
+    let incs = increments(cfg, &dag, &val, weights);
+    drop(val);
     let ops = placement::place(&dag, &incs);
     drop(incs);
     // A temporary, so that the fields not bound are dropped here.
@@ -217,14 +220,9 @@ pub fn plan_only(
 
 /// The chord increments (3.3) of `dag` on a maximum spanning tree; the
 /// tree, no longer needed, is dropped.
-fn increments(
-    cfg: &Cfg,
-    dag: &Dag,
-    numbering: &Numbering,
-    weights: Option<&[u64]>,
-) -> spanning::Increments {
+fn increments(cfg: &Cfg, dag: &Dag, val: &[u64], weights: Option<&[u64]>) -> spanning::Increments {
     let tree = spanning_tree(cfg, dag, weights);
-    spanning::increments_on_tree(dag, &tree, &numbering.val)
+    spanning::increments_on_tree(dag, &tree, val)
 }
 
 /// The plan that carries out `ops` for `total` paths.
@@ -261,14 +259,14 @@ fn lower(
 /// The maximum spanning tree (3.3) of `dag` under `weights` (per CFG edge,
 /// a prior profile's counts), or under loop-nesting weights without them.
 pub(crate) fn spanning_tree(cfg: &Cfg, dag: &Dag, weights: Option<&[u64]>) -> Vec<bool> {
-    // The CFG's static weights are gone before the tree is built.
+    // The CFG's static weights are gone before the tree is built, and are
+    // never a vector of their own: the nesting depths give them edge by edge.
     let dag_weights = match weights {
         Some(w) => spanning::dag_weights(dag, cfg, w),
-        None => spanning::dag_weights(
-            dag,
-            cfg,
-            &pathprof_graph::weights::loop_nesting_weights(cfg),
-        ),
+        None => {
+            let nesting = pathprof_graph::weights::LoopNesting::new(cfg);
+            spanning::dag_weights_by(dag, cfg, |e| nesting.weight(e))
+        }
     };
     spanning::spanning_tree(dag, &dag_weights)
 }

@@ -15,6 +15,6 @@ pub mod ppp;
 pub mod trace;
 
 pub use plan::{
-    Action, EdgeActions, FunctionPlan, Otherwise, PathTable, PppTable, RawCounters, Reg, Width,
-    PPP_HOLE,
+    Action, EdgeActions, FunctionPlan, Otherwise, PathTable, PppEnd, PppTable, RawCounters, Reg,
+    Width, PPP_HOLE,
 };

@@ -28,7 +28,7 @@
 //! This module knows nothing of wasm: the caller says which nodes form the
 //! loop body, which edges are its backedges, and emits the two copies.
 
-use crate::plan::{Action, FunctionPlan, Otherwise, PathTable, Width};
+use crate::plan::{Action, FunctionPlan, Otherwise, PathTable, PppEnd, Width};
 use pathprof_graph::{Cfg, EdgeId, NodeId};
 
 /// A loop as its rewriter sees it.
@@ -254,7 +254,7 @@ fn rewrite(plan: &FunctionPlan, mut state: State, actions: &[Action], out: &mut 
                 }
                 _ => out.push(a.clone()),
             },
-            Action::CountPpp { .. } => match classify(plan, &state, a) {
+            Action::CountPpp(_) => match classify(plan, &state, a) {
                 Some(static_end) => out.extend(static_end),
                 None => out.push(a.clone()),
             },
@@ -277,16 +277,16 @@ fn constant_path(plan: &FunctionPlan, path: u64) -> bool {
 /// The end of a PPP path (see [`Action::CountPpp`]) with both registers
 /// known, decided now: at most one action.
 fn classify(plan: &FunctionPlan, state: &[Val], a: &Action) -> Option<Option<Action>> {
-    let Action::CountPpp {
+    let Action::CountPpp(ref end) = *a else {
+        return None;
+    };
+    let PppEnd {
         bl,
         bl_offset,
         ppp,
         ppp_offset,
         otherwise,
-    } = *a
-    else {
-        return None;
-    };
+    } = **end;
     let table = plan.ppp.as_ref()?;
     let b = sum(plan, state, bl, bl_offset)?;
     let index = sum(plan, state, ppp, ppp_offset.wrapping_sub(table.min))?;
@@ -308,7 +308,7 @@ fn classify(plan: &FunctionPlan, state: &[Val], a: &Action) -> Option<Option<Act
 fn counts(actions: &[Action]) -> usize {
     actions
         .iter()
-        .filter(|a| matches!(a, Action::CountPath { .. } | Action::CountPpp { .. }))
+        .filter(|a| matches!(a, Action::CountPath { .. } | Action::CountPpp(_)))
         .count()
 }
 
@@ -469,12 +469,14 @@ mod tests {
     #[test]
     fn ppp_path_ends_are_classified_when_planning() {
         let (cfg, [_, _, bh, ..], [h, b]) = loop_graph();
-        let end = |otherwise| Action::CountPpp {
-            bl: 0,
-            bl_offset: 2,
-            ppp: 1,
-            ppp_offset: 5,
-            otherwise,
+        let end = |otherwise| {
+            Action::CountPpp(Box::new(PppEnd {
+                bl: 0,
+                bl_offset: 2,
+                ppp: 1,
+                ppp_offset: 5,
+                otherwise,
+            }))
         };
         let on = |expected: Vec<u64>, otherwise| FunctionPlan {
             registers: vec![Width::I64, Width::I32],

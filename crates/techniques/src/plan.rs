@@ -45,18 +45,26 @@ pub enum Action {
     /// is interesting iff `p < table.len` and `table[p].bl == b`; then
     /// `table[p].count++`, else `otherwise` applies. `bl` and `ppp` may be the
     /// same register (a function whose PPP numbering is its Ball-Larus one).
-    CountPpp {
-        bl: Reg,
-        bl_offset: i64,
-        ppp: Reg,
-        ppp_offset: i64,
-        otherwise: Otherwise,
-    },
+    /// Boxed: its operands would make every action 32 bytes instead of 16,
+    /// and a large function's actions are alive through its rewrite.
+    CountPpp(Box<PppEnd>),
     /// `table[index].count++` in the function's PPP table: the end of a path
     /// whose identity, and so its classification, is known statically.
     CountInteresting { index: u64 },
     /// Test-only oracle hook: reports `(function index, edge)` to the host.
     Trace { edge: u32 },
+}
+
+const _: () = assert!(std::mem::size_of::<Action>() == 16);
+
+/// The operands of [`Action::CountPpp`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PppEnd {
+    pub bl: Reg,
+    pub bl_offset: i64,
+    pub ppp: Reg,
+    pub ppp_offset: i64,
+    pub otherwise: Otherwise,
 }
 
 /// What [`Action::CountPpp`] does with a path that is not interesting.

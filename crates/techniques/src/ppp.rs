@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ball_larus::{self, Numbered, PathCounts};
 use crate::plan::{
-    Action, EdgeActions, FunctionPlan, Otherwise, PppTable, RawCounters, Width, PPP_HOLE,
+    Action, EdgeActions, FunctionPlan, Otherwise, PppEnd, PppTable, RawCounters, Width, PPP_HOLE,
 };
 
 /// What happens to a path that is not interesting.
@@ -354,13 +354,13 @@ impl Lowering<'_> {
                 }
             }
             (Op::Count(b), Op::Count(p)) => out.push(match self.table {
-                Some(_) => Action::CountPpp {
+                Some(_) => Action::CountPpp(Box::new(PppEnd {
                     bl: 0,
                     bl_offset: b,
                     ppp: self.ppp_reg,
                     ppp_offset: if two { p } else { b },
                     otherwise: self.otherwise,
-                },
+                })),
                 None => match self.otherwise {
                     Otherwise::Record => Action::CountPath { reg: 0, offset: b },
                     Otherwise::Count { slot } => Action::CountSlot { index: slot },

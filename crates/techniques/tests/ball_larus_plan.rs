@@ -31,9 +31,7 @@ fn execute(
                 }
                 Action::CountPathConst { path } => counted.push(path),
                 Action::CountSlot { index } => slots[index as usize] += 1,
-                Action::Trace { .. }
-                | Action::CountPpp { .. }
-                | Action::CountInteresting { .. } => {
+                Action::Trace { .. } | Action::CountPpp(_) | Action::CountInteresting { .. } => {
                     unreachable!("only Ball-Larus actions in a Ball-Larus plan")
                 }
             }

@@ -94,6 +94,9 @@ impl Encoder {
             spill.file.write_all(&self.body.buf)?;
             spill.len += self.body.buf.len() as u64;
             self.body.buf.clear();
+            // A large function's record grew the buffer past what the next
+            // ones need; it would stay through the rest of the module.
+            self.body.buf.shrink_to(2 * SPILL_AT);
         }
         Ok(())
     }

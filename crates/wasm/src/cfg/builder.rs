@@ -336,7 +336,7 @@ impl Builder {
         self.not_taken(offset);
     }
 
-    fn open(&mut self, offset: usize, kind: FrameKind, node: u32, blockty: BlockType, live: bool) {
+    fn open(&mut self, offset: usize, kind: FrameKind, node: u32, live: bool) {
         let open = if live {
             let construct = match kind {
                 FrameKind::Loop => Construct::Loop,
@@ -348,7 +348,6 @@ impl Builder {
                 offset,
                 SiteKind::Open {
                     construct,
-                    blockty,
                     pads_start: 0,
                     pads_len: 0,
                 },
@@ -571,15 +570,15 @@ impl<'a> VisitOperator<'a> for Builder {
         Some(self)
     }
 
-    fn visit_block(&mut self, blockty: BlockType) -> Visit {
+    fn visit_block(&mut self, _blockty: BlockType) -> Visit {
         self.control();
         self.count_plain();
         let live = self.live();
-        self.open(self.at, FrameKind::Block, NONE, blockty, live);
+        self.open(self.at, FrameKind::Block, NONE, live);
         Ok(())
     }
 
-    fn visit_loop(&mut self, blockty: BlockType) -> Visit {
+    fn visit_loop(&mut self, _blockty: BlockType) -> Visit {
         self.control();
         let live = self.live();
         let header = if !live {
@@ -599,16 +598,16 @@ impl<'a> VisitOperator<'a> for Builder {
             self.cur_plain = true;
             h
         };
-        self.open(self.at, FrameKind::Loop, header, blockty, live);
+        self.open(self.at, FrameKind::Loop, header, live);
         Ok(())
     }
 
-    fn visit_if(&mut self, blockty: BlockType) -> Visit {
+    fn visit_if(&mut self, _blockty: BlockType) -> Visit {
         self.control();
         self.count();
         let live = self.live();
         let cond = self.cur;
-        self.open(self.at, FrameKind::If, cond, blockty, live);
+        self.open(self.at, FrameKind::If, cond, live);
         if live {
             let t = self.node();
             let e = self.edge(cond, t, EdgeKind::IfThen);
@@ -649,7 +648,7 @@ impl<'a> VisitOperator<'a> for Builder {
         if live {
             self.catches(&try_table);
         }
-        self.open(self.at, FrameKind::TryTable, NONE, try_table.ty, live);
+        self.open(self.at, FrameKind::TryTable, NONE, live);
         Ok(())
     }
 

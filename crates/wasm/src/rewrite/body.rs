@@ -35,7 +35,7 @@
 use super::lower::Lowerer;
 use super::peel::{self, Peel};
 use super::types::{self, NewTypes, PadKey};
-use crate::cfg::site::{Construct, Phase, Site, SiteKind};
+use crate::cfg::site::{open_blockty, Construct, Phase, Site, SiteKind};
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
@@ -129,9 +129,9 @@ fn encode_shifted(op: &Operator<'_>, f: u32, out: &mut Vec<u8>) {
     };
 }
 
-/// What an `Open` site says of the construct it opens: its kind, block
-/// type, and range of pad edges.
-type Open = (Construct, wasmparser::BlockType, u32, u32);
+/// What an `Open` site says of the construct it opens: its kind and range
+/// of pad edges.
+type Open = (Construct, u32, u32);
 
 /// The instructions of a body the rewriter decodes.
 enum Source<'a> {
@@ -370,6 +370,15 @@ pub(crate) fn rewrite_body(
     // were the instrumenter's peak (lz4: 69 KB reserved, 74 KB written).
     let peeled: usize = peels.iter().map(|p| (p.end - p.at) as usize).sum();
     out.reserve(range.len() + range.len() / 4 + 24 * uses.actions + 2 * peeled + 64);
+    // A peeled loop's blocks are marked in both of its copies.
+    let remarked: usize = peels
+        .iter()
+        .map(|p| {
+            let from = block_starts.partition_point(|&(o, _)| o < p.at);
+            let to = block_starts.partition_point(|&(o, _)| o <= p.end);
+            to - from
+        })
+        .sum();
     let mut rw = Rewriter {
         ctx,
         fcfg,
@@ -385,8 +394,9 @@ pub(crate) fn rewrite_body(
         catches: Vec::new(),
         run: (ops_start, ops_start),
         next_block: 0,
-        // One mark per block start, kept until the module is assembled.
-        marks: Vec::with_capacity(block_starts.len()),
+        // One mark per block start, and per block of a peeled loop one
+        // more, kept until the module is assembled.
+        marks: Vec::with_capacity(block_starts.len() + remarked),
         block_starts,
         peels,
         next_peel: 0,
@@ -706,11 +716,10 @@ impl<'a> Rewriter<'a, '_> {
                 }
                 SiteKind::Open {
                     construct,
-                    blockty,
                     pads_start,
                     pads_len,
                 } => {
-                    open = Some((construct, blockty, pads_start, pads_len));
+                    open = Some((construct, pads_start, pads_len));
                 }
                 _ => {}
             }
@@ -819,12 +828,12 @@ impl<'a> Rewriter<'a, '_> {
         open: Option<Open>,
         try_table: Option<&wasmparser::TryTable>,
     ) -> Result<()> {
-        let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
+        let pads = open.map_or((0, 0), |(_, start, len)| self.activate(start, len));
         let pad_base = self.height;
         if pads.1 > 0 {
             let bt = match open {
-                Some((Construct::If, bt, ..)) => self
-                    .pad_type(types::pad_key(self.ctx.scan, Construct::If, bt))
+                Some((Construct::If, ..)) => self
+                    .pad_type(types::pad_key(self.ctx.scan, Construct::If, blockty))
                     .unwrap_or(BlockType::Empty),
                 _ => types::encoder_block_type(blockty),
             };
@@ -894,7 +903,7 @@ impl<'a> Rewriter<'a, '_> {
         blockty: wasmparser::BlockType,
         open: Option<Open>,
     ) {
-        let pads = open.map_or((0, 0), |(_, _, start, len)| self.activate(start, len));
+        let pads = open.map_or((0, 0), |(_, start, len)| self.activate(start, len));
         match raw {
             Some(raw) => self.copy(raw),
             None => {
@@ -1005,7 +1014,7 @@ impl types::NewTypes {
         scan: &ModuleScan<'_>,
         fcfg: &FunctionCfg,
         plan: &FunctionPlan,
-    ) {
+    ) -> Result<()> {
         let has_code = |e: &EdgeId| !plan.edges[e.index()].is_empty();
         let (start, len) = fcfg.func_pads;
         if fcfg.pad_edges[start as usize..(start + len) as usize]
@@ -1022,20 +1031,23 @@ impl types::NewTypes {
             }
         }
         for &i in &fcfg.padded_opens {
+            let site = fcfg.sites[i as usize];
             if let SiteKind::Open {
                 construct,
-                blockty,
                 pads_start,
                 pads_len,
-            } = fcfg.sites[i as usize].kind
+            } = site.kind
             {
                 let pads = &fcfg.pad_edges[pads_start as usize..(pads_start + pads_len) as usize];
                 if pads.iter().any(has_code) {
+                    let body = &scan.bodies[(fcfg.func_index - scan.num_imported_funcs) as usize];
+                    let blockty = open_blockty(body, site.offset).map_err(read_err)?;
                     if let Some(key) = types::pad_key(scan, construct, blockty) {
                         self.add_pad(scan, key);
                     }
                 }
             }
         }
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@ use super::layout::{
     HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK, HASH_NEXT,
     MAX_PROBES,
 };
-use pathprof_techniques::{Action, Otherwise, PathTable, Width};
+use pathprof_techniques::{Action, Otherwise, PathTable, PppEnd, Width};
 use wasm_encoder::BlockType;
 use wasm_encoder::{Function, InstructionSink, MemArg, ValType};
 
@@ -108,13 +108,7 @@ impl Lowerer {
                     &mut sink,
                     u64::from(self.slots_offset) + 8 * u64::from(index),
                 ),
-                Action::CountPpp {
-                    bl,
-                    bl_offset,
-                    ppp,
-                    ppp_offset,
-                    otherwise,
-                } => self.count_ppp(&mut sink, (bl, bl_offset), (ppp, ppp_offset), otherwise),
+                Action::CountPpp(ref end) => self.count_ppp(&mut sink, end),
                 Action::CountInteresting { index } => {
                     self.bump_const(&mut sink, u64::from(self.ppp_offset) + 16 * index + 8)
                 }
@@ -205,13 +199,8 @@ impl Lowerer {
     ///   <otherwise>
     /// end
     /// ```
-    fn count_ppp(
-        &self,
-        sink: &mut InstructionSink<'_>,
-        bl: (u8, i64),
-        ppp: (u8, i64),
-        otherwise: Otherwise,
-    ) {
+    fn count_ppp(&self, sink: &mut InstructionSink<'_>, end: &PppEnd) {
+        let (bl, ppp) = ((end.bl, end.bl_offset), (end.ppp, end.ppp_offset));
         let index_offset = ppp.1.wrapping_sub(self.ppp_min);
         let table = u64::from(self.ppp_offset);
         sink.block(BlockType::Empty).block(BlockType::Empty);
@@ -239,7 +228,7 @@ impl Lowerer {
         sink.local_get(self.scratch).local_get(self.scratch);
         bump(sink, self.memory, table + 8);
         sink.br(1).end();
-        match otherwise {
+        match end.otherwise {
             Otherwise::Record => self.count_path(sink, bl.0, bl.1),
             Otherwise::Count { slot } => {
                 self.bump_const(sink, u64::from(self.slots_offset) + 8 * u64::from(slot))

@@ -45,7 +45,7 @@ use crate::cfg::{FunctionCfg, ModuleInfo};
 use crate::error::{Result, WasmError};
 use crate::module;
 use pathprof_graph::NodeId;
-use pathprof_techniques::{Action, FunctionPlan, Otherwise, PathTable};
+use pathprof_techniques::{Action, FunctionPlan, Otherwise, PathTable, PppEnd};
 
 /// Module of the trace import.
 pub const TRACE_MODULE: &str = "__pathprof";
@@ -269,7 +269,7 @@ pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<Plan
         for action in actions {
             match action {
                 Action::Trace { .. } => uses.traces = true,
-                Action::CountPath { .. } | Action::CountPpp { .. } => uses.count_path = true,
+                Action::CountPath { .. } | Action::CountPpp(_) => uses.count_path = true,
                 _ => {}
             }
             let fault = match *action {
@@ -294,9 +294,7 @@ pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<Plan
                 Action::CountSlot { index } if index >= plan.slots => {
                     Some(format!("slot {index} is outside 0..{}", plan.slots))
                 }
-                Action::CountPpp { .. } | Action::CountInteresting { .. } => {
-                    check_ppp(plan, action)
-                }
+                Action::CountPpp(_) | Action::CountInteresting { .. } => check_ppp(plan, action),
                 _ => None,
             };
             if let Some(reason) = fault {
@@ -317,9 +315,10 @@ fn check_ppp(plan: &FunctionPlan, action: &Action) -> Option<String> {
         Action::CountInteresting { index } if index >= len => {
             Some(format!("PPP entry {index} is outside 0..{len}"))
         }
-        Action::CountPpp {
-            bl, ppp, otherwise, ..
-        } => {
+        Action::CountPpp(ref end) => {
+            let PppEnd {
+                bl, ppp, otherwise, ..
+            } = **end;
             if usize::from(bl.max(ppp)) >= plan.registers.len() {
                 return Some(format!("register {} is not declared", bl.max(ppp)));
             }

@@ -48,14 +48,17 @@ pub(crate) fn plan_peels(
     }
     let mut peels = Vec::new();
     for site in &fcfg.sites {
+        // Loops of the empty block type only (0x40 after the opcode).
         let SiteKind::Open {
             construct: Construct::Loop,
-            blockty: wasmparser::BlockType::Empty,
             ..
         } = site.kind
         else {
             continue;
         };
+        if bytes.get(site.offset as usize + 1) != Some(&0x40) {
+            continue;
+        }
         let extent = innermost_extent(bytes, &fcfg.controls, site.offset, body_end, max_bytes);
         let Some((first, end)) = extent else {
             continue;

@@ -246,7 +246,7 @@ impl<'a> Instrumenter<'a> {
         if matches!(plan.paths, PathTable::Hash { .. }) && self.helper_ty.is_none() {
             self.helper_ty = Some(self.types.intern(&[ValType::I32, ValType::I64], &[]));
         }
-        self.types.add_function(self.scan, fcfg, plan);
+        self.types.add_function(self.scan, fcfg, plan)?;
         let layout = self.layout.push(layout_entry(fcfg, plan))?.clone();
         if let Some(table) = &plan.ppp {
             // Each entry's Ball-Larus id; its count starts at zero.
