@@ -113,7 +113,9 @@ impl Instrumented {
 /// function of the module throws or catches, and trace plans add an import
 /// before the defined functions: both want every CFG first.
 pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
-    match instrument_to(module, technique, opts, None)? {
+    let scanned = pathprof_wasm::Scanned::validated(module)?;
+    let rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
+    match instrument_to(&scanned, rec, technique, opts, None)? {
         Done::Memory(out) => Ok(out),
         Done::Written { .. } => unreachable!("no file was given"),
     }
@@ -130,23 +132,66 @@ pub fn instrument_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
+    let scanned = pathprof_wasm::Scanned::validated(module)?;
+    let rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
+    written(&scanned, rec, technique, opts, out, None)
+}
+
+/// [`instrument_to_file`] of a module read from `file`, which then also
+/// keeps what the instrumenter only copies: the contents of the custom
+/// sections after the code (most of a module built with `-g`) are read
+/// once, for the module's hash and source lines, and copied from `file`
+/// into the output at the end (`pathprof_wasm::hollow`), never held
+/// meanwhile.
+pub fn instrument_file_to_file(
+    module: Vec<u8>,
+    file: File,
+    technique: Technique,
+    opts: &Options,
+    out: &mut pathprof_profile::AtomicFile,
+) -> Result<Vec<String>> {
+    // An invalid module is reported as from the other entry points.
+    drop(pathprof_wasm::Scanned::validated(&module)?);
+    let rec = Recorder::new(
+        &pathprof_wasm::module_hash(&module),
+        &module,
+        technique,
+        opts,
+    )?;
+    let hollowed = pathprof_wasm::hollow(module, file)?;
+    let scanned = pathprof_wasm::Scanned::validated(&hollowed.bytes)?;
+    written(&scanned, rec, technique, opts, out, Some(&hollowed.holes))
+}
+
+/// [`instrument_to`] into `out`.
+fn written(
+    scanned: &pathprof_wasm::Scanned,
+    rec: Recorder,
+    technique: Technique,
+    opts: &Options,
+    out: &mut pathprof_profile::AtomicFile,
+    holes: Option<&pathprof_wasm::Holes>,
+) -> Result<Vec<String>> {
     let to = FileOutput {
         spill: out.scratch()?,
         meta_spill: out.scratch()?,
         out: out.file(),
+        holes,
     };
-    match instrument_to(module, technique, opts, Some(to))? {
+    match instrument_to(scanned, rec, technique, opts, Some(to))? {
         Done::Written { warnings } => Ok(warnings),
         Done::Memory(_) => unreachable!("a file was given"),
     }
 }
 
 /// Where [`instrument_to_file`] writes the module, and its code and
-/// metadata records meanwhile.
+/// metadata records meanwhile; where the input's hollowed custom sections
+/// are.
 struct FileOutput<'f> {
     spill: File,
     meta_spill: File,
     out: &'f mut File,
+    holes: Option<&'f pathprof_wasm::Holes>,
 }
 
 /// An instrumented module, returned or written.
@@ -159,24 +204,23 @@ enum Done {
 /// on worker threads, for a large module), recorded and rewritten, and only
 /// its new body and block marks are kept.
 fn instrument_to(
-    module: &[u8],
+    scanned: &pathprof_wasm::Scanned,
+    mut rec: Recorder,
     technique: Technique,
     opts: &Options,
     to: Option<FileOutput>,
 ) -> Result<Done> {
-    let scanned = pathprof_wasm::Scanned::validated(module)?;
     // Edge profiling counts every edge where an activation may be unwound
     // (see `edge::plan`), which must be known before the first function.
     let exceptions = technique == Technique::Edge && scanned.may_throw_or_catch();
     let traces = technique == Technique::Trace;
-    let mut inst = pathprof_wasm::Instrumenter::new(&scanned, traces)?;
+    let mut inst = pathprof_wasm::Instrumenter::new(scanned, traces)?;
     inst.set_peel_max_bytes(opts.peel_max_bytes);
     inst.set_output_check(opts.output_check());
-    let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
     let out = to.map(|to| {
         inst.spill_code_to(to.spill);
         rec.meta.spill_to(to.meta_spill);
-        to.out
+        (to.out, to.holes)
     });
     // Built and planned ahead on worker threads (when the module is large
     // enough), recorded and rewritten here in function order, where the
@@ -205,7 +249,7 @@ fn instrument_to(
     })?;
     rec.planned_all();
     match out {
-        Some(out) => rec.finish_into(inst.finish_into(&[], out)?, out),
+        Some((out, holes)) => rec.finish_into(inst.finish_into(&[], out, holes)?, out),
         None => Ok(Done::Memory(rec.finish(inst.finish(&[])?))),
     }
 }

@@ -1,5 +1,7 @@
 //! Reading the program a user names: binary or text wasm.
 
+use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -7,9 +9,19 @@ use anyhow::{Context, Result};
 /// Reads a core module from a `.wasm` file, or parses a `.wat` text file.
 /// Errors name the file and the reason in one line.
 pub fn read_module(path: &Path) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).with_context(|| path.display().to_string())?;
+    Ok(read_module_file(path)?.0)
+}
+
+/// [`read_module`], with the open file the module was read from when it
+/// is a binary one: the instrumenter can then leave what it only copies in
+/// that file (`driver::instrument_file_to_file`).
+pub fn read_module_file(path: &Path) -> Result<(Vec<u8>, Option<File>)> {
+    let context = || path.display().to_string();
+    let mut file = File::open(path).with_context(context)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).with_context(context)?;
     if bytes.starts_with(b"\0asm") {
-        return Ok(bytes);
+        return Ok((bytes, Some(file)));
     }
     let is_text = path.extension().is_some_and(|e| e == "wat" || e == "wast");
     if !is_text {
@@ -20,10 +32,11 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
     }
     let text = std::str::from_utf8(&bytes)
         .with_context(|| format!("{}: not UTF-8 text", path.display()))?;
-    wat::parse_str(text).map_err(|e| {
+    let module = wat::parse_str(text).map_err(|e| {
         // wat's errors span several lines (source excerpt); keep the first.
         let msg = e.to_string();
         let first = msg.lines().next().unwrap_or("invalid text").to_string();
         anyhow::anyhow!("{}: {first}", path.display())
-    })
+    })?;
+    Ok((module, None))
 }

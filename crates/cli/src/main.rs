@@ -1,5 +1,6 @@
 //! `pathprof`: path profiler for WebAssembly. See `pathprof --help`.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -368,7 +369,7 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
         pathprof::heap::start();
     }
     let clock = std::time::Instant::now();
-    let module = pathprof::input::read_module(&a.program)?;
+    let (module, file) = pathprof::input::read_module_file(&a.program)?;
     let mut opts = options(&a.tuning, Some(&module))?;
     let technique = match a.mode {
         InstrumentMode::Path => Technique::Path,
@@ -377,9 +378,10 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
     };
     ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
     opts.validate_output = a.validate_output;
-    write_instrumented(&a.program, &module, technique, &opts, &a.output)?;
+    let sizes = (module.len(), pathprof_wasm::code_section_size(&module));
+    write_instrumented(&a.program, (module, file), technique, &opts, &a.output)?;
     match timings {
-        Some(file) => write_instrument_timings(file, clock, &module, &a.output),
+        Some(file) => write_instrument_timings(file, clock, sizes, &a.output),
         None => Ok(()),
     }
 }
@@ -398,16 +400,17 @@ struct InstrumentTimings {
     peak_heap_bytes: u64,
 }
 
+/// `sizes`: the input module's and its code section's.
 fn write_instrument_timings(
     file: pathprof_profile::AtomicFile,
     clock: std::time::Instant,
-    module: &[u8],
+    (module_bytes, code_bytes): (usize, usize),
     output: &Path,
 ) -> Result<()> {
     let timings = InstrumentTimings {
         instrument_s: clock.elapsed().as_secs_f64(),
-        module_bytes: module.len(),
-        code_bytes: pathprof_wasm::code_section_size(module),
+        module_bytes,
+        code_bytes,
         output_bytes: std::fs::metadata(output)
             .with_context(|| output.display().to_string())?
             .len(),
@@ -416,9 +419,11 @@ fn write_instrument_timings(
     Ok(file.finish((serde_json::to_string_pretty(&timings)? + "\n").as_bytes())?)
 }
 
+/// Instruments `module` (read from `input`, when it was a binary module
+/// file) into `output`.
 fn write_instrumented(
     program: &Path,
-    module: &[u8],
+    (module, input): (Vec<u8>, Option<File>),
     technique: Technique,
     opts: &driver::Options,
     output: &Path,
@@ -426,8 +431,11 @@ fn write_instrumented(
     // Created first, so that an unwritable output is reported as such
     // before any work; dropped uncommitted on an error, which removes it.
     let mut file = pathprof_profile::AtomicFile::create(output)?;
-    let warnings = driver::instrument_to_file(module, technique, opts, &mut file)
-        .with_context(|| program.display().to_string())?;
+    let warnings = match input {
+        Some(input) => driver::instrument_file_to_file(module, input, technique, opts, &mut file),
+        None => driver::instrument_to_file(&module, technique, opts, &mut file),
+    }
+    .with_context(|| program.display().to_string())?;
     file.commit()?;
     for w in &warnings {
         eprintln!("pathprof: warning: {w}");
@@ -469,14 +477,14 @@ fn ppp_options(
 }
 
 fn residual(a: ResidualArgs) -> Result<()> {
-    let module = pathprof::input::read_module(&a.program)?;
+    let (module, file) = pathprof::input::read_module_file(&a.program)?;
     let mut opts = options(&a.tuning, Some(&module))?;
     let ppp = PppArgs {
         interesting: a.tested.clone(),
         uninteresting: a.uninteresting,
     };
     ppp_options(&a.program, &module, Some(Technique::Ppp), &ppp, &mut opts)?;
-    write_instrumented(&a.program, &module, Technique::Ppp, &opts, &a.output)
+    write_instrumented(&a.program, (module, file), Technique::Ppp, &opts, &a.output)
 }
 
 fn residual_report(a: ResidualReportArgs) -> Result<()> {

@@ -47,6 +47,11 @@ pub enum WasmError {
     /// output is never returned.
     #[error("internal error: the instrumented module does not validate at offset {offset:#x}: {message}")]
     InvalidOutput { offset: usize, message: String },
+    /// The input file's custom sections left in it ([`crate::hollow`])
+    /// were not as read when they were copied into the output.
+    #[error("the input changed while it was instrumented: {reason}")]
+    InputChanged { reason: String },
+
     /// Writing the instrumented module (or its code spilled ahead of it) to
     /// a file failed.
     #[error("cannot write the instrumented module: {message}")]

@@ -4,6 +4,7 @@
 //! what it adds is appended to the existing sections, or put in new sections
 //! at their place in the section order when the module has none.
 
+use super::hollow::Holes;
 use super::layout::{COUNTERS_EXPORT, MAX_PAGES};
 use super::lower;
 use super::types::{self, NewTypes};
@@ -36,6 +37,8 @@ pub(crate) struct Assembler<'a> {
     /// module by [`write_code`] (see [`Deferred`]).
     pub defer_custom: bool,
     pub deferred: Vec<Deferred>,
+    /// Custom sections whose contents were left in the input file.
+    pub holes: Option<&'a Holes>,
 }
 
 /// A custom section copied unchanged into a module written to a file: the
@@ -44,7 +47,23 @@ pub(crate) struct Assembler<'a> {
 /// `-g` is its DWARF; copying it into the assembled module held it twice.
 pub(crate) struct Deferred {
     pub at: usize,
-    pub data: Range<usize>,
+    pub contents: Contents,
+}
+
+/// Where a deferred custom section's contents are.
+pub(crate) enum Contents {
+    /// `input[range]`.
+    Input(Range<usize>),
+    /// Hole `i` of the [`Holes`] (the input file).
+    Hole(usize),
+}
+
+/// Whether an assembled module has `section` as it is: every custom
+/// section but the name section (whose function indices may shift) and
+/// code metadata (dropped: its offsets would be stale).
+pub(crate) fn copied_unchanged(section: &wasmparser::CustomSectionReader<'_>) -> bool {
+    !section.name().starts_with("metadata.code.")
+        && !matches!(section.as_known(), wasmparser::KnownCustom::Name(_))
 }
 
 /// A custom section's id, size and name, as [`wasm_encoder::CustomSection`]
@@ -198,18 +217,19 @@ pub(crate) fn splice_code(
 /// Writes `module` to `out` with its empty code section at `at` (if it has
 /// one) replaced by one holding `code` and the helper, as [`splice_code`]
 /// builds it, and the contents of the `deferred` custom sections from
-/// `input`; returns the module offset where each body of `code` begins.
+/// `input` and the `holes`; returns the module offset where each body of
+/// `code` begins.
 pub(crate) fn write_code(
     module: &[u8],
     at: Option<usize>,
     code: CodeEntries,
     helper: Option<wasm_encoder::Function>,
-    (deferred, input): (&[Deferred], &[u8]),
+    deferred: DeferredFrom<'_>,
     out: &mut File,
 ) -> Result<Vec<usize>> {
     use wasm_encoder::Encode;
     let Some(at) = at else {
-        write_with_deferred(out, module, 0..module.len(), deferred, input)?;
+        write_with_deferred(out, module, 0..module.len(), &deferred)?;
         return Ok(Vec::new());
     };
     check_placeholder(module, at)?;
@@ -221,14 +241,14 @@ pub(crate) fn write_code(
     }
     let count = code.len() + usize::from(!helper_entry.is_empty());
     let header = code_header(count as u32, code.size + helper_entry.len());
-    let written_before = write_with_deferred(out, module, 0..at, deferred, input)?;
+    let written_before = write_with_deferred(out, module, 0..at, &deferred)?;
     let before = written_before + header.len();
     let starts = code.starts.iter().map(|s| s + before).collect();
     out.write_all(&header)?;
     code.write_to(out)?;
     out.write_all(&helper_entry)?;
     let rest = at + EMPTY_CODE_SECTION.len()..module.len();
-    write_with_deferred(out, module, rest, deferred, input)?;
+    write_with_deferred(out, module, rest, &deferred)?;
     Ok(starts)
 }
 
@@ -240,27 +260,49 @@ fn write_with_deferred(
     out: &mut File,
     module: &[u8],
     range: Range<usize>,
-    deferred: &[Deferred],
-    input: &[u8],
+    from_: &DeferredFrom<'_>,
 ) -> Result<usize> {
     let (mut from, mut written) = (range.start, 0);
-    for d in deferred
+    for d in from_
+        .deferred
         .iter()
         .filter(|d| range.start < d.at && d.at <= range.end)
     {
-        let contents = input
-            .get(d.data.clone())
-            .ok_or_else(|| WasmError::InvalidOutput {
-                offset: d.at,
-                message: "a custom section's contents lie outside the input".into(),
-            })?;
         out.write_all(&module[from..d.at])?;
-        out.write_all(contents)?;
-        written += d.at - from + contents.len();
+        written += d.at - from + from_.write(d, out)?;
         from = d.at;
     }
     out.write_all(&module[from..range.end])?;
     Ok(written + range.end - from)
+}
+
+/// The deferred custom sections of an assembled module, and where their
+/// contents are: the input module and the holes left in its file.
+pub(crate) struct DeferredFrom<'a> {
+    pub deferred: &'a [Deferred],
+    pub input: &'a [u8],
+    pub holes: Option<&'a Holes>,
+}
+
+impl DeferredFrom<'_> {
+    /// Writes `d`'s contents to `out`; returns how many bytes.
+    fn write(&self, d: &Deferred, out: &mut File) -> Result<usize> {
+        let outside = || WasmError::InvalidOutput {
+            offset: d.at,
+            message: "a custom section's contents lie outside the input".into(),
+        };
+        match d.contents {
+            Contents::Input(ref data) => {
+                let contents = self.input.get(data.clone()).ok_or_else(outside)?;
+                out.write_all(contents)?;
+                Ok(contents.len())
+            }
+            Contents::Hole(i) => {
+                let holes = self.holes.ok_or_else(outside)?;
+                holes.copy(i, out)
+            }
+        }
+    }
 }
 
 /// Bytes of the unsigned LEB128 encoding of `v`.
@@ -448,18 +490,19 @@ impl Reencode for Assembler<'_> {
         if section.name().starts_with("metadata.code.") {
             return Ok(());
         }
-        // As `utils::parse_custom_section`: all but the name section (whose
-        // function indices may shift) are copied unchanged.
-        let unchanged = !matches!(section.as_known(), wasmparser::KnownCustom::Name(_));
-        if self.defer_custom && unchanged {
+        if self.defer_custom && copied_unchanged(&section) {
             let data = section.data_offset()..section.data_offset() + section.data().len();
+            let (contents, data_len) = match self.holes.and_then(|h| h.at(data.start)) {
+                Some((i, len)) => (Contents::Hole(i), len),
+                None => (Contents::Input(data.clone()), data.len()),
+            };
             module.section(&CustomHeader {
                 name: section.name(),
-                data_len: data.len(),
+                data_len,
             });
             self.deferred.push(Deferred {
                 at: module.len(),
-                data,
+                contents,
             });
             return Ok(());
         }

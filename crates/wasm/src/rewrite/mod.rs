@@ -27,6 +27,7 @@
 
 mod assemble;
 mod body;
+mod hollow;
 pub mod layout;
 mod lower;
 pub(crate) mod peel;
@@ -38,6 +39,7 @@ pub use layout::{
     MAX_PROBES,
 };
 
+pub use hollow::{hollow, Holes, Hollowed};
 pub use peel::PEEL_MAX_BYTES;
 pub use stream::{Instrumenter, OutputCheck, Scanned};
 
@@ -130,7 +132,7 @@ pub fn instrument_into(
 ) -> Result<Written> {
     check_info(bytes, info)?;
     let module = Scanned::new(bytes)?;
-    rewrite_all(&module, info, plans, check, Some(spill))?.finish_into(custom_sections, out)
+    rewrite_all(&module, info, plans, check, Some(spill))?.finish_into(custom_sections, out, None)
 }
 
 fn check_info(bytes: &[u8], info: &ModuleInfo) -> Result<()> {

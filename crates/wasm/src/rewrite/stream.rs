@@ -11,8 +11,11 @@
 //! assembled, so nothing is needed up front but whether a trace import
 //! shifts the function indices.
 
-use super::assemble::{reencode_error, splice_code, write_code, Assembler, CodeEntries, Deferred};
+use super::assemble::{
+    reencode_error, splice_code, write_code, Assembler, CodeEntries, Deferred, DeferredFrom,
+};
 use super::body::{self, ModuleCtx};
+use super::hollow::Holes;
 use super::layout::CounterLayout;
 use super::layout::{FunctionLayout, LayoutBuilder};
 use super::lower::{self, Lowerer};
@@ -323,7 +326,7 @@ impl<'a> Instrumenter<'a> {
     /// ([`Instrumenter::set_output_check`]).
     pub fn finish(self, custom_sections: &[(&str, &[u8])]) -> Result<Instrumented> {
         let check = self.check;
-        let a = self.assemble(custom_sections, false)?;
+        let a = self.assemble(custom_sections, false, None)?;
         let (out, body_starts) = match a.code_at {
             Some(at) => splice_code(&a.module, at, a.code, a.helper)?,
             None => (a.module, Vec::new()),
@@ -341,13 +344,24 @@ impl<'a> Instrumenter<'a> {
 
     /// [`Instrumenter::finish`], with the module written to `out` from its
     /// current position (the code copied from its spill file, if it has
-    /// one) instead of returned. Validating it reads it back.
-    pub fn finish_into(self, custom_sections: &[(&str, &[u8])], out: &mut File) -> Result<Written> {
+    /// one, and the contents of the custom sections from the `holes` left
+    /// in the input file, if the module was [`hollow`](super::hollow())ed)
+    /// instead of returned. Validating it reads it back.
+    pub fn finish_into(
+        self,
+        custom_sections: &[(&str, &[u8])],
+        out: &mut File,
+        holes: Option<&Holes>,
+    ) -> Result<Written> {
         let check = self.check;
         let input = self.bytes;
-        let a = self.assemble(custom_sections, true)?;
+        let a = self.assemble(custom_sections, true, holes)?;
         let start = out.stream_position()?;
-        let deferred = (&a.deferred[..], input);
+        let deferred = DeferredFrom {
+            deferred: &a.deferred,
+            input,
+            holes,
+        };
         let body_starts = write_code(&a.module, a.code_at, a.code, a.helper, deferred, out)?;
         let code_map = code_map(a.marks, &body_starts, a.num_imported);
         if check == OutputCheck::Validate {
@@ -364,7 +378,12 @@ impl<'a> Instrumenter<'a> {
     /// Everything but the code, assembled once every function was taken;
     /// with `defer_custom`, the unchanged custom sections' contents are left
     /// to be written from the input ([`Deferred`]).
-    fn assemble(self, custom_sections: &[(&str, &[u8])], defer_custom: bool) -> Result<Assembled> {
+    fn assemble(
+        self,
+        custom_sections: &[(&str, &[u8])],
+        defer_custom: bool,
+        holes: Option<&Holes>,
+    ) -> Result<Assembled> {
         if self.code.len() != self.num_functions() {
             return Err(WasmError::PlanCount {
                 expected: self.num_functions(),
@@ -388,6 +407,7 @@ impl<'a> Instrumenter<'a> {
             code_at: None,
             defer_custom,
             deferred: Vec::new(),
+            holes,
         };
         let mut module = wasm_encoder::Module::new();
         asm.parse_core_module(&mut module, wasmparser::Parser::new(0), self.bytes)
