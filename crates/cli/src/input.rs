@@ -13,15 +13,17 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// [`read_module`], with the open file the module was read from when it
-/// is a binary one: the instrumenter can then leave what it only copies in
-/// that file (`driver::instrument_file_to_file`).
+/// is a binary module in a regular file: the instrumenter can then leave
+/// what it only copies in that file (`driver::instrument_file_to_file`),
+/// which it reads again. A pipe cannot be read twice.
 pub fn read_module_file(path: &Path) -> Result<(Vec<u8>, Option<File>)> {
     let context = || path.display().to_string();
     let mut file = File::open(path).with_context(context)?;
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).with_context(context)?;
     if bytes.starts_with(b"\0asm") {
-        return Ok((bytes, Some(file)));
+        let regular = file.metadata().is_ok_and(|m| m.is_file());
+        return Ok((bytes, regular.then_some(file)));
     }
     let is_text = path.extension().is_some_and(|e| e == "wat" || e == "wast");
     if !is_text {

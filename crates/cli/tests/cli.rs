@@ -298,6 +298,42 @@ fn validating_the_output_changes_nothing_but_the_time() {
     );
 }
 
+/// A module read from a pipe cannot be read again at the end, as a file's
+/// custom sections after the code are (`driver::instrument_file_to_file`):
+/// it is held whole instead, and the output is the same.
+#[test]
+fn a_module_on_a_pipe_instruments_as_from_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = c_fixture("sort.O2.wasm");
+    let from_file = dir.path().join("file.wasm").display().to_string();
+    let from_pipe = dir.path().join("pipe.wasm").display().to_string();
+    let o = pathprof(&[
+        "instrument",
+        &module.display().to_string(),
+        "-o",
+        &from_file,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pathprof"))
+        .args(["instrument", "/dev/stdin", "-o", &from_pipe])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&module).unwrap();
+    // The fixture has DWARF after its code: what a file leaves behind.
+    assert!(
+        wasmparser::Parser::new(0).parse_all(&bytes).any(
+            |p| matches!(p, Ok(wasmparser::Payload::CustomSection(c)) if c.name() == ".debug_info")
+        ),
+        "no DWARF in the fixture"
+    );
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &bytes).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read(&from_pipe).unwrap() == std::fs::read(&from_file).unwrap());
+}
+
 #[test]
 fn instrument_then_collect_equals_run_invoke() {
     let dir = tempfile::tempdir().unwrap();

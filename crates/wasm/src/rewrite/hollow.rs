@@ -147,7 +147,8 @@ impl Holes {
         let hole = &self.list[i];
         let changed = |reason: String| WasmError::InputChanged { reason };
         let mut file = &self.file;
-        file.seek(SeekFrom::Start(hole.data.start))?;
+        file.seek(SeekFrom::Start(hole.data.start))
+            .map_err(|e| changed(format!("seeking to byte {:#x}: {e}", hole.data.start)))?;
         let len = (hole.data.end - hole.data.start) as usize;
         let mut left = len;
         let mut buf = vec![0; left.min(CHUNK)];
