@@ -150,8 +150,9 @@ pub fn instrument_file_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
-    // An invalid module is reported as from the other entry points.
-    drop(pathprof_wasm::Scanned::validated(&module)?);
+    // Validated whole, so that an invalid module is reported as from the
+    // other entry points; the hollowed module is not validated again.
+    let validators = pathprof_wasm::Scanned::validated(&module)?.into_validators();
     let rec = Recorder::new(
         &pathprof_wasm::module_hash(&module),
         &module,
@@ -159,7 +160,7 @@ pub fn instrument_file_to_file(
         opts,
     )?;
     let hollowed = pathprof_wasm::hollow(module, file)?;
-    let scanned = pathprof_wasm::Scanned::validated(&hollowed.bytes)?;
+    let scanned = pathprof_wasm::Scanned::with_validators(&hollowed.bytes, validators)?;
     written(&scanned, rec, technique, opts, out, Some(&hollowed.holes))
 }
 

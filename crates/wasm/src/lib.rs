@@ -27,6 +27,6 @@ pub use error::{Result, WasmError};
 pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX};
 pub use rewrite::{
     counter_layout, hollow, instrument, instrument_checked, instrument_into, read_counters,
-    CodeMap, CounterLayout, FunctionLayout, Holes, Hollowed, Instrumented, Instrumenter,
-    OutputCheck, Scanned, Written, COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
+    BodyValidators, CodeMap, CounterLayout, FunctionLayout, Holes, Hollowed, Instrumented,
+    Instrumenter, OutputCheck, Scanned, Written, COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
 };

@@ -41,7 +41,7 @@ pub use layout::{
 
 pub use hollow::{hollow, Holes, Hollowed};
 pub use peel::PEEL_MAX_BYTES;
-pub use stream::{Instrumenter, OutputCheck, Scanned};
+pub use stream::{BodyValidators, Instrumenter, OutputCheck, Scanned};
 
 use crate::cfg::{FunctionCfg, ModuleInfo};
 use crate::error::{Result, WasmError};

@@ -30,6 +30,10 @@ use std::io::{Read, Seek, SeekFrom};
 use wasm_encoder::reencode::Reencode;
 use wasmparser::ValType;
 
+/// The validators of a module's function bodies
+/// ([`Scanned::into_validators`]).
+pub struct BodyValidators(Vec<module::BodyValidator>);
+
 /// A module scanned once, whose functions are built one at a time, from
 /// any thread.
 pub struct Scanned<'a> {
@@ -58,6 +62,31 @@ impl<'a> Scanned<'a> {
         Ok(Scanned {
             validators,
             ..Scanned::new(bytes)?
+        })
+    }
+
+    /// The validators of the module's bodies, to scan the module again
+    /// once [`hollow`](super::hollow())ed ([`Scanned::with_validators`]):
+    /// its sections, validated here, are not validated twice.
+    pub fn into_validators(self) -> BodyValidators {
+        BodyValidators(self.validators)
+    }
+
+    /// Scans `bytes`, the module whose validation gave `validators` with
+    /// the contents of some custom sections taken out (which no validator
+    /// reads): its sections are taken as valid, its bodies are validated as
+    /// they are built. Fails if the body counts differ.
+    pub fn with_validators(bytes: &'a [u8], validators: BodyValidators) -> Result<Self> {
+        let scanned = Scanned::new(bytes)?;
+        if scanned.scan.bodies.len() != validators.0.len() {
+            return Err(WasmError::Invalid {
+                offset: 0,
+                message: "the validators are of another module".into(),
+            });
+        }
+        Ok(Scanned {
+            validators: validators.0,
+            ..scanned
         })
     }
 
@@ -575,6 +604,21 @@ mod tests {
         assert!(may_throw_or_catch(
             "(block $h (result exnref) (try_table (catch_all_ref $h) (nop)) (unreachable)) (throw_ref)"
         ));
+    }
+
+    #[test]
+    fn validators_carry_over_to_the_same_module_only() {
+        let (two, three) = (functions(2, "(i32.const 1)"), functions(3, "(i32.const 1)"));
+        let invalid = functions(2, "(i64.const 1)");
+        let validators = |m: &[u8]| Scanned::validated(m).unwrap().into_validators();
+        let err = Scanned::with_validators(&three, validators(&two)).err();
+        assert!(err.is_some_and(|e| e.to_string().contains("another module")));
+        // The bodies are still validated as they are built: the validators
+        // of a valid module with the same types find the last one invalid.
+        let scanned = Scanned::with_validators(&invalid, validators(&two)).unwrap();
+        assert!(scanned.build(0).unwrap().is_ok());
+        let err = scanned.build(1).unwrap_err().to_string();
+        assert!(err.contains("type mismatch"), "{err}");
     }
 
     #[test]
