@@ -4,6 +4,7 @@
 //! BENCHMARKS.md and the overhead chart. `bash scripts/bench.sh` does all of
 //! it; BENCHMARKS.md describes the protocol.
 
+mod bootstrap;
 mod chart;
 mod measure;
 mod pathprof_cli;
