@@ -113,8 +113,7 @@ impl Instrumented {
 /// function of the module throws or catches, and trace plans add an import
 /// before the defined functions: both want every CFG first.
 pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
-    let scanned = pathprof_wasm::Scanned::validated(module)?;
-    let rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
+    let (scanned, rec) = validated(module, technique, opts)?;
     match instrument_to(&scanned, rec, technique, opts, None)? {
         Done::Memory(out) => Ok(out),
         Done::Written { .. } => unreachable!("no file was given"),
@@ -132,9 +131,20 @@ pub fn instrument_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
+    let (scanned, rec) = validated(module, technique, opts)?;
+    written(&scanned, rec, technique, opts, out, None)
+}
+
+/// `module` validated and scanned, and the recorder of its metadata
+/// (which hashes the module and reads its source lines).
+fn validated<'m>(
+    module: &'m [u8],
+    technique: Technique,
+    opts: &Options,
+) -> Result<(pathprof_wasm::Scanned<'m>, Recorder)> {
     let scanned = pathprof_wasm::Scanned::validated(module)?;
     let rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
-    written(&scanned, rec, technique, opts, out, None)
+    Ok((scanned, rec))
 }
 
 /// [`instrument_to_file`] of a module read from `file`, which then also
@@ -152,13 +162,8 @@ pub fn instrument_file_to_file(
 ) -> Result<Vec<String>> {
     // Validated whole, so that an invalid module is reported as from the
     // other entry points; the hollowed module is not validated again.
-    let validators = pathprof_wasm::Scanned::validated(&module)?.into_validators();
-    let rec = Recorder::new(
-        &pathprof_wasm::module_hash(&module),
-        &module,
-        technique,
-        opts,
-    )?;
+    let (scanned, rec) = validated(&module, technique, opts)?;
+    let validators = scanned.into_validators();
     let hollowed = pathprof_wasm::hollow(module, file)?;
     let scanned = pathprof_wasm::Scanned::with_validators(&hollowed.bytes, validators)?;
     written(&scanned, rec, technique, opts, out, Some(&hollowed.holes))
