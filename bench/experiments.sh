@@ -6,9 +6,12 @@
 #   bash bench/experiments.sh [RUNS]           # default 3 runs per variant
 #
 # Variants (`pathprof run` options, no rewriter change):
-#   default              hash table above 16384 paths per function
-#   array-max=1048576    arrays up to 2^20 paths (8 MiB) per function
-#   truncate-above=16384 Ball-Larus 5.3 truncation: every function fits an array
+#   default              truncation (5.3) at the array limit: every function
+#                        counts in an array of at most 65536 paths
+#   hash                 --truncate-above 2^40: whole paths, hash tables for
+#                        functions of more than 65536 paths
+#   truncate-above=16384 truncation at 16384 paths (less counter memory)
+#   truncate-above=262144 truncation at 2^18 paths (arrays up to 2 MiB)
 # Prints, per program and variant, the median execute time over the median
 # uninstrumented one, in the same interleaved fashion as the harness.
 set -euo pipefail
@@ -22,8 +25,9 @@ programs="${BENCH_PROGRAMS:-bzip2 lz4 sqlite lua}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-VARIANTS=("none|--mode none" "default|--mode path" "array-max=1048576|--mode path --array-max 1048576"
-    "truncate-above=16384|--mode path --truncate-above 16384")
+VARIANTS=("none|--mode none" "default|--mode path" "hash|--mode path --truncate-above 1099511627776"
+    "truncate-above=16384|--mode path --truncate-above 16384"
+    "truncate-above=262144|--mode path --truncate-above 262144 --array-max 262144")
 
 for p in $programs; do
     [[ -f "$wasm/$p.wasm" ]] || { echo "experiments.sh: $wasm/$p.wasm missing (run scripts/bench.sh)" >&2; exit 1; }

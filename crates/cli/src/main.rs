@@ -126,13 +126,13 @@ struct Tuning {
     /// Prior edge or path profile of the same module: weights the spanning trees.
     #[arg(long, value_name = "PROFILE")]
     weights: Option<PathBuf>,
-    /// Truncate paths at a block whose path count passes N (Ball-Larus 5.3).
-    #[arg(long, value_name = "N", default_value_t = ball_larus::Options::default().truncate_above)]
-    truncate_above: u64,
+    /// Truncate paths at a block whose path count passes N (Ball-Larus 5.3) [default: the --array-max value, so that every function counts in an array]. Up to 2^40 keeps longer paths; functions with more than --array-max paths then count in a hash table, at a run-time cost.
+    #[arg(long, value_name = "N")]
+    truncate_above: Option<u64>,
     /// Count paths in an array when a function has at most N paths, else in a hash table.
     #[arg(long, value_name = "N", default_value_t = ball_larus::Options::default().array_max)]
     array_max: u64,
-    /// Counter memory (bytes) for the arrays of functions with more than --array-max paths, given in function order; the others hash (0: none).
+    /// Counter memory (bytes) for the arrays of functions with more than --array-max paths (there are such functions only with a larger --truncate-above), given in function order; the others hash (0: none).
     #[arg(long, value_name = "BYTES", default_value_t = ball_larus::Options::default().array_budget)]
     array_budget: u64,
     /// Entries of each function's hash table (a power of two).
@@ -308,7 +308,7 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
         );
     }
     let ball_larus = ball_larus::Options {
-        truncate_above: t.truncate_above,
+        truncate_above: t.truncate_above.unwrap_or(t.array_max),
         array_max: t.array_max,
         hash_capacity: t.hash_capacity,
         array_budget: t.array_budget,

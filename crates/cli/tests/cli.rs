@@ -749,3 +749,34 @@ fn outputs_are_readable_and_a_closed_pipe_is_quiet() {
     assert_eq!(o.status.signal(), Some(13), "{}", stderr(&o));
     assert_eq!(stderr(&o), "");
 }
+
+/// By default a function's paths are truncated (5.3) at the array limit, so
+/// that it counts in an array; a larger `--truncate-above` keeps its paths
+/// whole and counts them in a hash table. sort.O2's `main` has 28,023 paths
+/// whole (its stats with no truncation say so), more than the limit of 1,000
+/// given here.
+#[test]
+fn paths_are_truncated_at_the_array_limit_unless_asked_to_hash() {
+    let sort = c_fixture("sort.O2.wasm").display().to_string();
+    let stats = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let mut args = vec!["stats", "--json", "--array-max", "1000"];
+        args.extend_from_slice(extra);
+        args.push(&sort);
+        let o = pathprof(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let main = |fs: &[serde_json::Value]| fs.iter().find(|f| f["name"] == "main").unwrap().clone();
+    let whole = stats(&["--truncate-above", "1099511627776"]);
+    assert_eq!(main(&whole)["potential_paths"], 28023);
+    assert_eq!(main(&whole)["truncations"], 0);
+    assert_eq!(main(&whole)["storage"], "hash[4096]");
+    let truncated = stats(&[]);
+    let m = main(&truncated);
+    assert!(m["truncations"].as_u64().unwrap() > 0, "{m}");
+    assert!(m["potential_paths"].as_u64().unwrap() <= 1000, "{m}");
+    for f in &truncated {
+        let paths = f["potential_paths"].as_u64().unwrap_or(0);
+        assert_eq!(f["storage"], format!("array[{paths}]"), "{f}");
+    }
+}

@@ -52,7 +52,9 @@ fn ppp_options(bytes: &[u8]) -> driver::Options {
     opts.ppp.policy = ppp::Policy::Count;
     let info = pathprof_wasm::analyze(bytes).unwrap();
     for f in info.functions.iter().flatten() {
-        let (_, n) = pathprof_graph::numbering::build_numbered(&f.cfg, 1 << 40).unwrap();
+        let (_, n) =
+            pathprof_graph::numbering::build_numbered(&f.cfg, opts.ball_larus.truncate_above)
+                .unwrap();
         let total = n.total();
         let mut ids = vec![0, total / 2, total.saturating_sub(1)];
         ids.dedup();

@@ -23,6 +23,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan::{Action, EdgeActions, FunctionPlan, PathTable, RawCounters, Width};
 
+/// The most paths a function counts in an array by default, and where its
+/// paths are truncated (5.3) by default: 2^16 paths, 512 KiB of counters.
+/// Truncating at 2^18 instead costs as many instructions but 3-4 times the
+/// counter memory (SQLite: 177 MiB against 55 MiB), at 2^14 more path ends
+/// (Lua's interpreter loop, 27,922 paths, would be cut: +31 % of its path
+/// executions); BENCHMARKS.md, round 8.
+pub const ARRAY_MAX: u64 = 1 << 16;
+
 /// Tunables of the Ball-Larus plan.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -41,11 +49,21 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        // The paper truncates at 10^8 paths for 32-bit registers; with 64-bit
-        // path numbers we can afford 2^40 before losing any path relation.
         Options {
-            truncate_above: 1 << 40,
-            array_max: 1 << 18,
+            // Departure from 5.3, which hashes routines with more paths than
+            // an increment's immediate field holds and truncates only past
+            // 10^8 paths: paths are truncated where a function's count would
+            // pass the array limit, so every function counts in an array. A
+            // hash-table count costs about three times an array count, and
+            // truncation's extra path ends (a cut block ends a path and
+            // starts the next) cost less than the hashing they replace
+            // (JIT instructions of the suite's path mode: bzip2 +35.7 % ->
+            // +20.4 %, SQLite +21.4 % -> +13.9 %; BENCHMARKS.md, round 8).
+            // What is lost is the relation between the part of a path before
+            // a cut and the part after it. `truncate_above` up to 2^40 keeps
+            // longer paths and hashes the functions above `array_max`.
+            truncate_above: ARRAY_MAX,
+            array_max: ARRAY_MAX,
             hash_capacity: 1 << 12,
             // Off: an array of a large function is fewer instructions than
             // its hash table (lz4: -2.2 % of run time with 16 MiB), but not
