@@ -779,4 +779,29 @@ fn paths_are_truncated_at_the_array_limit_unless_asked_to_hash() {
         let paths = f["potential_paths"].as_u64().unwrap_or(0);
         assert_eq!(f["storage"], format!("array[{paths}]"), "{f}");
     }
+
+    // Profiles of the two numberings do not merge, and say why.
+    let dir = tempfile::tempdir().unwrap();
+    let profile = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name).display().to_string();
+        let mut args = vec!["run", "--array-max", "1000", "-o", &out];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&[&sort, "--", "-q", "3", "1", "2"]);
+        let o = pathprof(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        out
+    };
+    let (a, b) = (
+        profile("a.json", &[]),
+        profile("b.json", &["--truncate-above", "1099511627776"]),
+    );
+    let merged = dir.path().join("m.json");
+    let o = pathprof(&["merge", "-o", &merged.display().to_string(), &a, &b]);
+    assert!(!o.status.success());
+    assert_eq!(
+        stderr(&o),
+        "pathprof: error: cannot merge: function main was numbered differently \
+         (another --truncate-above?)\n"
+    );
+    assert!(!merged.exists());
 }

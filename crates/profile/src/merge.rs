@@ -61,7 +61,10 @@ fn merge_function(a: &mut FunctionProfile, b: &FunctionProfile) -> Result<(), Pr
             },
         ) => {
             if na != nb {
-                return Err(mismatch());
+                // Same CFG (the edges matched), so another truncation.
+                return Err(ProfileError::Merge(format!(
+                    "function {name} was numbered differently (another --truncate-above?)"
+                )));
             }
             match (pa, pb) {
                 (None, None) => {}
