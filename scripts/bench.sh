@@ -5,9 +5,9 @@
 # (`pathprof-bench run`) and renders the tables of BENCHMARKS.md and
 # docs/bench-overhead.svg (`pathprof-bench render`).
 #
-#   bash scripts/bench.sh                          # every mode, 5 runs
+#   bash scripts/bench.sh                          # every mode, 7 runs
 #   bash scripts/bench.sh --modes none,edge,path   # a subset of the modes
-#   bash scripts/bench.sh --runs 7 --programs zlib,lua
+#   bash scripts/bench.sh --runs 9 --programs zlib,lua
 #
 # Arguments are passed to `pathprof-bench run`. Results (raw JSON, profiles)
 # go to $CARGO_TARGET_DIR/bench-results (default target/bench-results).

@@ -63,8 +63,9 @@ struct RunArgs {
         default_value = "zlib,bzip2,zstd,lz4,sqlite,lua"
     )]
     programs: Vec<String>,
-    /// Timed runs per (program, mode).
-    #[arg(long, default_value_t = 5)]
+    /// Timed runs per (program, mode): 7 rounds give 95 % intervals of a
+    /// few points on this suite (BENCHMARKS.md, round 8).
+    #[arg(long, default_value_t = 7)]
     runs: usize,
     /// Timed `pathprof instrument` processes per program.
     #[arg(long, default_value_t = 3)]
