@@ -12,6 +12,7 @@ mod paths;
 mod render;
 mod results;
 mod stats;
+mod validator;
 
 use std::fs;
 use std::path::PathBuf;

@@ -11,7 +11,8 @@
 //!    harness stops: a profiler that changes what a program prints is broken,
 //!    and its times mean nothing;
 //! 4. `pathprof instrument` is timed apart, as a process of its own, for its
-//!    CPU time and peak memory;
+//!    CPU time and peak memory, and wasmparser's validator alone is timed
+//!    on the same module in this process, as its yardstick;
 //! 5. path statistics come from the ref and train path profiles.
 
 use std::fs;
@@ -25,6 +26,7 @@ use crate::paths::path_stats;
 use crate::results::{
     InstrumenterResult, Machine, ModeResult, ProgramResult, Results, Unavailable,
 };
+use crate::validator::time_validation;
 
 /// What to measure.
 pub struct Config {
@@ -36,6 +38,9 @@ pub struct Config {
     pub runs: usize,
     pub instrument_runs: usize,
 }
+
+/// In-process validations of each module, for the yardstick's median.
+const VALIDATE_RUNS: usize = 15;
 
 /// The modes the harness knows, in display order.
 pub const MODES: [&str; 5] = ["none", "edge", "path", "ppp", "residual"];
@@ -67,7 +72,10 @@ pub fn run(cfg: &Config) -> Result<Results> {
         instrumented.push(instrumenter(cfg, name)?);
     }
     let mut progs = Vec::new();
-    for (name, ins) in cfg.programs.iter().zip(instrumented) {
+    for (name, mut ins) in cfg.programs.iter().zip(instrumented) {
+        // After every instrumenter child: reading the modules grows this
+        // process, and with it the children's starting RSS.
+        ins.validate_s = time_validation(&module_path(cfg, name)?, VALIDATE_RUNS)?;
         let mut p = Program::prepare(cfg, name)?;
         p.result.instrumenter = Some(ins);
         progs.push(p);
@@ -260,6 +268,7 @@ fn instrumenter(cfg: &Config, name: &str) -> Result<InstrumenterResult> {
         samples,
         baseline_rss_bytes: baseline.max_rss_bytes,
         baseline_cpu_s: baseline.cpu_s,
+        validate_s: Vec::new(),
     })
 }
 

@@ -83,6 +83,10 @@ pub struct InstrumenterResult {
     /// CPU time of instrumenting an empty module (start-up, exit).
     #[serde(default)]
     pub baseline_cpu_s: f64,
+    /// Seconds of each in-process `validate_all` of the module, one thread:
+    /// the yardstick of [`crate::validator`] (empty from older results).
+    #[serde(default)]
+    pub validate_s: Vec<f64>,
 }
 
 impl ModeResult {
