@@ -283,7 +283,7 @@ pub fn run_dir(dir: &Path, threads: usize) -> Result<Summary> {
 /// The engine: the project's configuration, without fuel but with epoch
 /// interruption (see [`DEADLINE_TICKS`]; [`run_dir`] advances the epoch).
 pub fn engine() -> Result<Engine> {
-    let mut config = pathprof_runner::config();
+    let mut config = pathprof_runner::config()?;
     config.consume_fuel(false).epoch_interruption(true);
     Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))
 }

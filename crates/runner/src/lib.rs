@@ -71,8 +71,16 @@ pub const MAX_BACKTRACE_FRAMES: usize = 1 << 16;
 /// exception handling; wasm backtraces with DWARF details (up to
 /// [`MAX_BACKTRACE_FRAMES`] frames); fuel metering (so that
 /// [`RunOptions::fuel`] can bound a run; an unbounded run gets `u64::MAX`
-/// fuel); and Cranelift optimising for speed.
-pub fn config() -> Config {
+/// fuel); Cranelift optimising for speed; and every function aligned to
+/// [`FUNCTION_ALIGN`] bytes (or `PATHPROF_FUNCTION_ALIGN`). Fails only on a
+/// bad `PATHPROF_FUNCTION_ALIGN`.
+pub fn config() -> Result<Config, RunError> {
+    let log2 = function_align_log2(std::env::var("PATHPROF_FUNCTION_ALIGN").ok().as_deref())?;
+    Ok(config_aligned(log2))
+}
+
+/// [`config`] with functions aligned to `2^align_log2` bytes.
+fn config_aligned(align_log2: u32) -> Config {
     let mut config = Config::new();
     config
         .wasm_multi_memory(true)
@@ -85,7 +93,35 @@ pub fn config() -> Config {
         .consume_fuel(true)
         .cranelift_opt_level(OptLevel::Speed)
         .profiler(jit_profiler());
+    // SAFETY: wasmtime lists this flag among those that do not change the
+    // semantics of compiled code; it only pads between functions.
+    unsafe { config.cranelift_flag_set("log2_min_function_alignment", &align_log2.to_string()) };
     config
+}
+
+/// Where every compiled function starts: a multiple of this many bytes, a
+/// cache line. Cranelift's own choice on x86-64 is 32 bytes, so where a
+/// function's hot loop falls against the 64-byte lines and fetch windows
+/// depended on the sizes of all the functions before it: two modules with
+/// the same code in their hot functions ran 5.7 points apart (lz4's path
+/// and PPP modules, BENCHMARKS.md round 9). Aligned to a line, a function's
+/// placement depends on its own code alone.
+pub const FUNCTION_ALIGN: u32 = 64;
+
+/// log2 of the function alignment `var` asks for (bytes, a power of two up
+/// to a page; below Cranelift's own 32 on x86-64 it has no effect), or of
+/// [`FUNCTION_ALIGN`] when unset. An experiment switch, like
+/// `PATHPROF_JIT_PROFILER`, for studying code placement.
+fn function_align_log2(var: Option<&str>) -> Result<u32, RunError> {
+    let Some(v) = var else {
+        return Ok(FUNCTION_ALIGN.trailing_zeros());
+    };
+    match v.parse::<u32>() {
+        Ok(b) if b.is_power_of_two() && b <= 4096 => Ok(b.trailing_zeros()),
+        _ => Err(RunError::Engine(format!(
+            "PATHPROF_FUNCTION_ALIGN={v:?}: not a power of two from 1 to 4096 (bytes)"
+        ))),
+    }
 }
 
 /// The JIT profiling agent named by `PATHPROF_JIT_PROFILER` (`perfmap` or
@@ -104,7 +140,7 @@ fn jit_profiler() -> ProfilingStrategy {
 
 /// Builds an engine with [`config`].
 pub fn engine() -> Result<Engine, RunError> {
-    Engine::new(&config()).map_err(|e| RunError::Engine(error::describe(&e)))
+    Engine::new(&config()?).map_err(|e| RunError::Engine(error::describe(&e)))
 }
 
 /// Builds an engine with [`config`] but without fuel metering, for runs
@@ -113,7 +149,7 @@ pub fn engine() -> Result<Engine, RunError> {
 /// so the same modules validate; [`RunOptions::fuel`] must be `None` with it
 /// (else [`RunError::FuelNotEnabled`]).
 pub fn engine_without_fuel() -> Result<Engine, RunError> {
-    let mut config = config();
+    let mut config = config()?;
     config.consume_fuel(false);
     Engine::new(&config).map_err(|e| RunError::Engine(error::describe(&e)))
 }
@@ -647,7 +683,46 @@ fn extern_kind(ty: &wasmtime::ExternType) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::looks_like_component_text;
+    use super::{config_aligned, function_align_log2, looks_like_component_text, FUNCTION_ALIGN};
+
+    #[test]
+    fn function_alignment_from_the_environment() {
+        assert_eq!(function_align_log2(None).unwrap(), 6);
+        assert_eq!(function_align_log2(Some("32")).unwrap(), 5);
+        assert_eq!(function_align_log2(Some("4096")).unwrap(), 12);
+        for bad in ["48", "8192", "0", "-64", "x", ""] {
+            let e = function_align_log2(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("PATHPROF_FUNCTION_ALIGN={bad:?}")),
+                "{e}"
+            );
+        }
+    }
+
+    /// Functions of 1 to 7 multiplications (a few bytes of code each): at
+    /// Cranelift's own 32 bytes some start off a 64-byte line; aligned to
+    /// [`FUNCTION_ALIGN`], none does.
+    #[test]
+    fn every_function_starts_on_a_cache_line() {
+        let funcs: String = (1..=7)
+            .map(|n| {
+                let muls = "local.get 0 i32.mul ".repeat(n);
+                format!("(func (param i32) (result i32) local.get 0 {muls})")
+            })
+            .collect();
+        let wasm = wat::parse_str(format!("(module {funcs})")).unwrap();
+        let offsets = |log2| {
+            let engine = wasmtime::Engine::new(&config_aligned(log2)).unwrap();
+            let module = wasmtime::Module::new(&engine, &wasm).unwrap();
+            let offsets: Vec<usize> = module.functions().map(|f| f.offset).collect();
+            assert_eq!(offsets.len(), 7);
+            offsets
+        };
+        let line = FUNCTION_ALIGN as usize;
+        assert!(offsets(5).iter().any(|o| o % line != 0), "{:?}", offsets(5));
+        let aligned = offsets(FUNCTION_ALIGN.trailing_zeros());
+        assert!(aligned.iter().all(|o| o % line == 0), "{aligned:?}");
+    }
 
     #[test]
     fn component_text_detection() {
