@@ -567,9 +567,15 @@ impl<'a> Rewriter<'a, '_> {
     /// The next offset where something happens: a site, the start of a
     /// block, or an instruction to decode.
     fn next_event(&self, source: &Source<'_>, cursor: usize) -> Option<usize> {
+        // Plain comparisons: this runs once or twice per event, and an
+        // iterator over three options was 1.8 % of instrumenting SQLite.
+        let min = |a: Option<usize>, b: Option<usize>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let site = self.fcfg.sites.get(cursor).map(|s| s.offset as usize);
         let block = self.block_starts.get(self.next_block).map(|b| b.0 as usize);
-        [site, block, source.next()].into_iter().flatten().min()
+        min(min(site, block), source.next())
     }
 
     /// One pass over the body: the bytes between events are kept as they
