@@ -4,11 +4,13 @@
 #include "lz4.h"
 #include "lz4hc.h"
 
-static void check(const char *in, const char *z, int zn, int n, uint64_t *h, const char *what) {
+/* Decompresses z; compares with the input only when `verify`: decompressing
+ * the same block again gives the same bytes, and the comparison is the
+ * driver's work, not lz4's. */
+static void check(const char *in, const char *z, int zn, int n, int verify, const char *what) {
     char *back = bench_alloc((size_t)n);
     int bn = LZ4_decompress_safe(z, back, zn, n);
-    if (bn != n || memcmp(in, back, (size_t)n) != 0) bench_fail("decompress round trip");
-    *h = bench_hash(*h, (const unsigned char *)z, (size_t)zn);
+    if (bn != n || (verify && !bench_same(in, back, (size_t)n))) bench_fail("decompress round trip");
     printf("%s: %d -> %d\n", what, n, zn);
     free(back);
 }
@@ -16,7 +18,7 @@ static void check(const char *in, const char *z, int zn, int n, uint64_t *h, con
 int main(int argc, char **argv) {
     int ref = bench_input(argc, argv);
     bench_seed(ref ? 777 : 3);
-    int n = ref ? 24 << 20 : 8 << 20;
+    int n = ref ? 32 << 20 : 8 << 20;
     struct bench_shape shape = ref ? (struct bench_shape){50, 40} : (struct bench_shape){30, 50};
     char *in = bench_alloc((size_t)n);
     bench_corpus((unsigned char *)in, (size_t)n, shape);
@@ -26,13 +28,15 @@ int main(int argc, char **argv) {
     for (int accel = 1; accel <= 8; accel *= 2) {
         int zn = LZ4_compress_fast(in, z, n, cap, accel);
         if (zn <= 0) bench_fail("LZ4_compress_fast");
-        check(in, z, zn, n, &h, "fast");
-        for (int r = 0; r < 3; r++) check(in, z, zn, n, &h, "again");
+        h = bench_hash(h, (const unsigned char *)z, (size_t)zn);
+        check(in, z, zn, n, 1, "fast");
+        for (int r = 0; r < 3; r++) check(in, z, zn, n, 0, "again");
     }
     int part = n / 4;
     int zn = LZ4_compress_HC(in, z, part, cap, ref ? 9 : 4);
     if (zn <= 0) bench_fail("LZ4_compress_HC");
-    check(in, z, zn, part, &h, "hc");
+    h = bench_hash(h, (const unsigned char *)z, (size_t)zn);
+    check(in, z, zn, part, 1, "hc");
     printf("hash %016llx\n", (unsigned long long)h);
     free(in);
     free(z);

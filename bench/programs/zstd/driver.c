@@ -10,7 +10,7 @@ static void round_trip(const unsigned char *in, size_t n, int level, uint64_t *h
     size_t zn = ZSTD_compress(z, cap, in, n, level);
     if (ZSTD_isError(zn)) bench_fail(ZSTD_getErrorName(zn));
     size_t bn = ZSTD_decompress(back, n, z, zn);
-    if (ZSTD_isError(bn) || bn != n || memcmp(in, back, n) != 0) bench_fail("decompress round trip");
+    if (ZSTD_isError(bn) || bn != n || !bench_same(in, back, n)) bench_fail("decompress round trip");
     *h = bench_hash(*h, z, zn);
     printf("level %d: %zu -> %zu\n", level, n, zn);
     free(z);
