@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::{FunctionData, FunctionProfile, Profile};
-use pathprof_techniques::ball_larus::{PathEnd, PathStart, RegeneratedPath};
+use pathprof_techniques::ball_larus::{EdgeRole, PathEnd, PathStart, RegeneratedPath};
 use serde::Serialize;
 
 /// One executed path, regenerated.
@@ -225,44 +225,180 @@ fn source_span(blocks: &[BlockRef]) -> String {
     }
 }
 
-/// Every CFG edge's count in a function profile. For a path profile the real
-/// edges are summed over the regenerated paths; a backedge gets the count of
-/// the paths that end at its source (exact when its source has one backedge).
+/// Every CFG edge's count in a function profile (see [`edge_counts_exact`]).
 pub fn edge_counts(f: &FunctionProfile) -> Vec<u64> {
-    match &f.data {
-        FunctionData::Edge { edge_counts, .. } => edge_counts.clone(),
+    edge_counts_exact(f).counts
+}
+
+/// A function's edge counts, and which of them the profile determines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeCounts {
+    pub counts: Vec<u64>,
+    /// Per edge: false where the count is only a consistent guess.
+    pub exact: Vec<bool>,
+}
+
+/// Every CFG edge's count in a function profile. An edge profile has them
+/// all. For a path profile the real edges are summed over the regenerated
+/// paths and self loops have their counters; a backedge or cut edge `v->w`
+/// (5.3) ends one path at `v` and starts the next at `w`, so the profile
+/// only says how many paths ended at each `v` and started at each `w`. Those
+/// sums are conserved, which settles every such edge that is the only
+/// unsettled one out of its source or into its target, repeatedly; what
+/// remains (edges on a cycle of sources and targets) gets a consistent
+/// guess, marked inexact.
+pub fn edge_counts_exact(f: &FunctionProfile) -> EdgeCounts {
+    let n = f.edges.len();
+    let (numbered, counts) = match &f.data {
+        FunctionData::Edge { edge_counts, .. } => {
+            return EdgeCounts {
+                counts: edge_counts.clone(),
+                exact: vec![true; n],
+            }
+        }
         FunctionData::Path {
             numbered, counts, ..
-        } => {
-            let mut out = vec![0u64; f.edges.len()];
-            let (dag, numbering) = numbered.to_dag();
-            let mut ends_at = vec![0u64; numbered.num_nodes];
-            for &(path, count) in &counts.paths {
-                let Ok(regen) = numbered.regenerate(&dag, &numbering, path, |_| false) else {
-                    continue;
-                };
-                for e in &regen.edges {
-                    out[e.index()] = out[e.index()].saturating_add(count);
-                }
-                if regen.end != PathEnd::Exit {
-                    if let Some(&last) = regen.blocks.last() {
-                        ends_at[last.index()] = ends_at[last.index()].saturating_add(count);
-                    }
-                }
+        } => (numbered, counts),
+    };
+    let mut out = vec![0u64; n];
+    let (dag, numbering) = numbered.to_dag();
+    let mut ends_at = vec![0u64; numbered.num_nodes];
+    let mut starts_at = vec![0u64; numbered.num_nodes];
+    for &(path, count) in &counts.paths {
+        let Ok(regen) = numbered.regenerate(&dag, &numbering, path, |_| false) else {
+            continue;
+        };
+        for e in &regen.edges {
+            out[e.index()] = out[e.index()].saturating_add(count);
+        }
+        if regen.end != PathEnd::Exit {
+            if let Some(&last) = regen.blocks.last() {
+                ends_at[last.index()] = ends_at[last.index()].saturating_add(count);
             }
-            for &b in &numbered.backedges {
-                let src: NodeId = f.edges[b.index()].src;
-                out[b.index()] = ends_at[src.index()];
+        }
+        if matches!(regen.start, PathStart::LoopHead | PathStart::AfterCut) {
+            if let Some(&first) = regen.blocks.first() {
+                starts_at[first.index()] = starts_at[first.index()].saturating_add(count);
             }
-            for (i, &e) in numbered.self_loops.iter().enumerate() {
-                out[e.index()] = counts.self_loops.get(i).copied().unwrap_or(0);
-            }
-            out
         }
     }
+    let mut exact = vec![true; n];
+    for (i, &e) in numbered.self_loops.iter().enumerate() {
+        out[e.index()] = counts.self_loops.get(i).copied().unwrap_or(0);
+    }
+    let mut boundary = vec![true; n];
+    for e in numbered.self_loops.iter() {
+        boundary[e.index()] = false;
+    }
+    for d in &numbered.dag_edges {
+        if let EdgeRole::Real(e) = d.kind {
+            boundary[e.index()] = false;
+        }
+    }
+    let boundary: Vec<usize> = (0..n).filter(|&e| boundary[e]).collect();
+    let pairs: Vec<(usize, usize)> = boundary
+        .iter()
+        .map(|&e| (f.edges[e].src.index(), f.edges[e].dst.index()))
+        .collect();
+    for (&e, (count, settled)) in boundary
+        .iter()
+        .zip(settle_boundary(&pairs, ends_at, starts_at))
+    {
+        out[e] = count;
+        exact[e] = settled;
+    }
+    EdgeCounts { counts: out, exact }
+}
+
+/// The counts of the edges `boundary` (`(source, target)` node pairs) given
+/// the paths that ended at each source (`ends`) and started at each target
+/// (`starts`), and whether each is settled: an edge that is the last
+/// unsettled one at either end takes what is left there. The rest take the
+/// most both ends have left, in order.
+fn settle_boundary(
+    boundary: &[(usize, usize)],
+    mut ends: Vec<u64>,
+    mut starts: Vec<u64>,
+) -> Vec<(u64, bool)> {
+    let nodes = ends.len().max(starts.len());
+    // Per node, the boundary edges (indices into `boundary`) out of it and
+    // into it, and how many of them are unsettled.
+    let (mut outs, mut ins) = (vec![Vec::new(); nodes], vec![Vec::new(); nodes]);
+    for (i, &(v, w)) in boundary.iter().enumerate() {
+        outs[v].push(i);
+        ins[w].push(i);
+    }
+    let mut open_out: Vec<usize> = outs.iter().map(Vec::len).collect();
+    let mut open_in: Vec<usize> = ins.iter().map(Vec::len).collect();
+    let mut out = vec![(0u64, false); boundary.len()];
+    let mut work: Vec<usize> = (0..boundary.len()).collect();
+    while let Some(i) = work.pop() {
+        let (v, w) = boundary[i];
+        let c = match (out[i].1, open_out[v], open_in[w]) {
+            (true, ..) => continue,
+            (false, 1, _) => ends[v],
+            (false, _, 1) => starts[w],
+            _ => continue,
+        };
+        out[i] = (c, true);
+        ends[v] = ends[v].saturating_sub(c);
+        starts[w] = starts[w].saturating_sub(c);
+        open_out[v] -= 1;
+        open_in[w] -= 1;
+        // Only a node left with one unsettled edge can settle another.
+        if open_out[v] == 1 {
+            work.extend(outs[v].iter().filter(|&&j| !out[j].1));
+        }
+        if open_in[w] == 1 {
+            work.extend(ins[w].iter().filter(|&&j| !out[j].1));
+        }
+    }
+    // A cycle of unsettled edges: any split that keeps both sums would do.
+    for (i, &(v, w)) in boundary.iter().enumerate() {
+        if !out[i].1 {
+            let c = ends[v].min(starts[w]);
+            out[i].0 = c;
+            ends[v] -= c;
+            starts[w] -= c;
+        }
+    }
+    out
 }
 
 /// Whether a node is a real basic block (not ENTRY/EXIT).
 pub fn is_block(n: NodeId) -> bool {
     n != Cfg::ENTRY && n != Cfg::EXIT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::settle_boundary;
+
+    /// Worked by hand. Sources 0 and 1, targets 2, 3 and 4: 0->2, 0->3,
+    /// 1->3, 1->4. Target 2 has one edge: 0->2 = starts[2] = 3, leaving
+    /// ends[0] = 4, so 0->3 = 4 as the last edge out of 0; then 1->3 is the
+    /// last into 3: 7 - 4 = 3, and 1->4 takes the remaining 9 - 3 = 6.
+    #[test]
+    fn a_chain_settles_from_either_end() {
+        let got = settle_boundary(
+            &[(0, 2), (0, 3), (1, 3), (1, 4)],
+            vec![7, 9, 0, 0, 0],
+            vec![0, 0, 3, 7, 6],
+        );
+        assert_eq!(got, [(3, true), (4, true), (3, true), (6, true)]);
+    }
+
+    /// A cycle 0->2, 0->3, 1->2, 1->3 is not determined (any x on 0->2
+    /// works): the guess, in edge order, takes min(ends, starts) and keeps
+    /// every sum: 0->2 = min(5, 4) = 4, 0->3 = min(1, 6) = 1, 1->2 =
+    /// min(5, 0) = 0, 1->3 = min(5, 5) = 5.
+    #[test]
+    fn a_cycle_is_guessed_keeping_the_sums() {
+        let got = settle_boundary(
+            &[(0, 2), (0, 3), (1, 2), (1, 3)],
+            vec![5, 5, 0, 0],
+            vec![0, 0, 4, 6],
+        );
+        assert_eq!(got, [(4, false), (1, false), (0, false), (5, false)]);
+    }
 }

@@ -393,3 +393,84 @@ fn peeled_loops_fixture_is_peeled() {
         plain.bytes.len()
     );
 }
+
+/// Edge counts derived from a path profile (`report::edge_counts_exact`)
+/// with paths cut short nearly everywhere (truncation at 4 paths): a cut
+/// edge or backedge ends one path and starts the next, and the profile
+/// settles such an edge from what ended at its source and started at its
+/// target. Every edge it calls exact, real, self loop, backedge or cut, must
+/// equal the trace's count; the guesses must keep the totals. Runs that
+/// return only: see below.
+#[test]
+fn edge_counts_of_truncated_path_profiles_equal_the_trace() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let (mut settled_boundary, mut guessed) = (0, 0);
+    for (name, inv) in programs::c_cases() {
+        let module = std::fs::read(build.join(format!("{name}.O2.wasm")))
+            .expect("run scripts/build-c-fixtures.sh");
+        // A run that ends abruptly leaves paths in flight, which a path
+        // profile does not count but the trace does.
+        if !matches!(
+            programs::run(&engine, &module, &inv, false).exit,
+            Exit::Returned
+        ) {
+            continue;
+        }
+        let traced =
+            driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+        let trace = programs::run(&engine, &traced.bytes, &inv, true).trace;
+        let mut opts = driver::Options::default();
+        opts.ball_larus.truncate_above = 4;
+        let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+        let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
+        for f in &profile.functions {
+            let pathprof_profile::FunctionData::Path { numbered, .. } = &f.data else {
+                unreachable!()
+            };
+            let got = pathprof::report::edge_counts_exact(f);
+            let real: std::collections::BTreeSet<usize> = numbered
+                .dag_edges
+                .iter()
+                .filter_map(|d| match d.kind {
+                    pathprof_techniques::ball_larus::EdgeRole::Real(e) => Some(e.index()),
+                    _ => None,
+                })
+                .chain(numbered.self_loops.iter().map(|e| e.index()))
+                .collect();
+            let (mut got_sum, mut want_sum) = (0, 0);
+            for e in 0..f.edges.len() {
+                let want = expected
+                    .edges
+                    .get(&(f.func_index, e as u32))
+                    .copied()
+                    .unwrap_or(0);
+                let what = format!("{name} {} edge {e}", f.display_name());
+                if got.exact[e] {
+                    assert_eq!(got.counts[e], want, "{what}");
+                    if !real.contains(&e) && want > 0 {
+                        settled_boundary += 1;
+                    }
+                } else {
+                    assert!(!real.contains(&e), "{what}: a real edge is always exact");
+                    guessed += 1;
+                }
+                if !real.contains(&e) {
+                    got_sum += got.counts[e];
+                    want_sum += want;
+                }
+            }
+            assert_eq!(
+                got_sum,
+                want_sum,
+                "{name} {}: boundary totals",
+                f.display_name()
+            );
+        }
+    }
+    assert!(
+        settled_boundary >= 20,
+        "only {settled_boundary} boundary edges ran"
+    );
+    eprintln!("{settled_boundary} boundary edges settled exactly, {guessed} guessed");
+}
