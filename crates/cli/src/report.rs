@@ -3,7 +3,9 @@
 use anyhow::{Context, Result};
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::{FunctionData, FunctionProfile, Profile};
-use pathprof_techniques::ball_larus::{EdgeRole, PathEnd, PathStart, RegeneratedPath};
+use pathprof_techniques::ball_larus::{
+    EdgeRole, Numbered, PathCounts, PathEnd, PathStart, RegeneratedPath,
+};
 use serde::Serialize;
 
 /// One executed path, regenerated.
@@ -260,6 +262,29 @@ pub fn edge_counts_exact(f: &FunctionProfile) -> EdgeCounts {
             numbered, counts, ..
         } => (numbered, counts),
     };
+    let (mut out, ends_at, starts_at) = path_sums(numbered, counts, n);
+    for (i, &e) in numbered.self_loops.iter().enumerate() {
+        out[e.index()] = counts.self_loops.get(i).copied().unwrap_or(0);
+    }
+    let boundary = boundary_edges(numbered, n);
+    let pairs: Vec<(usize, usize)> = boundary
+        .iter()
+        .map(|&e| (f.edges[e].src.index(), f.edges[e].dst.index()))
+        .collect();
+    let mut exact = vec![true; n];
+    for (&e, (count, settled)) in boundary
+        .iter()
+        .zip(settle_boundary(&pairs, ends_at, starts_at))
+    {
+        out[e] = count;
+        exact[e] = settled;
+    }
+    EdgeCounts { counts: out, exact }
+}
+
+/// Over the regenerated paths: each real edge's count, and per node how many
+/// paths ended there (not at EXIT) and started there after a backedge or cut.
+fn path_sums(numbered: &Numbered, counts: &PathCounts, n: usize) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
     let mut out = vec![0u64; n];
     let (dag, numbering) = numbered.to_dag();
     let mut ends_at = vec![0u64; numbered.num_nodes];
@@ -282,32 +307,21 @@ pub fn edge_counts_exact(f: &FunctionProfile) -> EdgeCounts {
             }
         }
     }
-    let mut exact = vec![true; n];
-    for (i, &e) in numbered.self_loops.iter().enumerate() {
-        out[e.index()] = counts.self_loops.get(i).copied().unwrap_or(0);
-    }
+    (out, ends_at, starts_at)
+}
+
+/// The backedges and cut edges: the CFG edges that are neither a real DAG
+/// edge nor a self loop, in edge order.
+fn boundary_edges(numbered: &Numbered, n: usize) -> Vec<usize> {
     let mut boundary = vec![true; n];
-    for e in numbered.self_loops.iter() {
+    let real = numbered.dag_edges.iter().filter_map(|d| match d.kind {
+        EdgeRole::Real(e) => Some(e),
+        _ => None,
+    });
+    for e in real.chain(numbered.self_loops.iter().copied()) {
         boundary[e.index()] = false;
     }
-    for d in &numbered.dag_edges {
-        if let EdgeRole::Real(e) = d.kind {
-            boundary[e.index()] = false;
-        }
-    }
-    let boundary: Vec<usize> = (0..n).filter(|&e| boundary[e]).collect();
-    let pairs: Vec<(usize, usize)> = boundary
-        .iter()
-        .map(|&e| (f.edges[e].src.index(), f.edges[e].dst.index()))
-        .collect();
-    for (&e, (count, settled)) in boundary
-        .iter()
-        .zip(settle_boundary(&pairs, ends_at, starts_at))
-    {
-        out[e] = count;
-        exact[e] = settled;
-    }
-    EdgeCounts { counts: out, exact }
+    (0..n).filter(|&e| boundary[e]).collect()
 }
 
 /// The counts of the edges `boundary` (`(source, target)` node pairs) given
