@@ -5,6 +5,11 @@
 //!   every export taking only numbers is called on the original and on both
 //!   instrumentations, and the outcomes (results or trap, exported memories
 //!   and globals) must be identical.
+//! * `generated_modules_count_exactly`: the same modules, every such call
+//!   also run under the trace instrumentation with a host that records each
+//!   edge event and the depth of the wasm stack at it; the path, self-loop
+//!   and edge counts the trace oracle recomputes must equal the profiles of
+//!   the call (path, path truncated at 4 paths a function, edge).
 //! * `profile_reader_never_panics_on_garbage`: the profile reader, the
 //!   counter decoder and the module analyser, fed random and mutated inputs,
 //!   return errors but never panic.
@@ -21,9 +26,11 @@ use std::time::Instant;
 
 use pathprof::driver::{self, Technique};
 
+mod common;
 #[path = "support/differential.rs"]
 mod differential;
-use differential::hex;
+use common::{oracle, programs};
+use differential::{hex, Ending, Run};
 
 /// SplitMix64: tiny, seedable, good enough to drive `arbitrary`.
 struct Rng(u64);
@@ -57,8 +64,19 @@ fn workspace() -> PathBuf {
 // ---------------------------------------------------------------------------
 // Differential test of instrumented modules against the originals.
 
-/// Seeds of the generated modules: `0..SEEDS`.
+/// Seeds of the generated modules: `0..SEEDS`, or the range
+/// `PATHPROF_FUZZ_SEEDS=START..END` names (a longer local campaign).
 const SEEDS: u64 = 1_000;
+
+fn seeds() -> std::ops::Range<u64> {
+    let Ok(spec) = std::env::var("PATHPROF_FUZZ_SEEDS") else {
+        return 0..SEEDS;
+    };
+    let parsed = spec
+        .split_once("..")
+        .and_then(|(a, b)| Some(a.parse().ok()?..b.parse().ok()?));
+    parsed.unwrap_or_else(|| panic!("PATHPROF_FUZZ_SEEDS={spec}: expected START..END"))
+}
 /// The module of `seed`, or `None` if wasm-smith gives up on those bytes.
 fn generate(seed: u64) -> Option<Vec<u8>> {
     let data = Rng::new(seed).bytes(16 * 1024);
@@ -79,7 +97,8 @@ fn instrumented_modules_behave_like_the_originals() {
     let mut exported_functions = 0;
     let mut inconclusive_kinds = std::collections::BTreeMap::new();
     let mut failures = Vec::new();
-    for seed in 0..SEEDS {
+    let seeds = seeds();
+    for seed in seeds.clone() {
         let Some(original) = generate(seed) else {
             continue;
         };
@@ -119,14 +138,251 @@ fn instrumented_modules_behave_like_the_originals() {
         failures.join("\n\n")
     );
     assert!(
-        modules >= SEEDS as usize / 2,
-        "only {modules} of {SEEDS} seeds gave a usable module"
+        modules as u64 >= (seeds.end - seeds.start) / 2,
+        "only {modules} of {} seeds gave a usable module",
+        seeds.end - seeds.start
     );
     assert!(compared >= 100, "only {compared} comparisons");
     assert!(
         inconclusive * 2 < compared + inconclusive,
         "{inconclusive} inconclusive runs against {compared} compared: the comparison says little"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Exact counts on generated modules, against the trace oracle.
+
+/// Seeds of the exactness test, fewer than the differential test's: each
+/// call runs four instrumentations, one of them traced.
+const EXACT_SEEDS: u64 = 300;
+
+#[test]
+fn generated_modules_count_exactly() {
+    let start = Instant::now();
+    let engine = pathprof_runner::engine().unwrap();
+    let seeds = std::env::var("PATHPROF_FUZZ_SEEDS").map_or(0..EXACT_SEEDS, |_| seeds());
+    let mut tally = Exact::default();
+    for seed in seeds {
+        if let Some(original) = generate(seed) {
+            exact_module(&engine, &original, &format!("seed {seed}"), &mut tally);
+        }
+    }
+    println!(
+        "exact: {} modules, {} calls checked ({} returned, {} trapped), {} paths, {} edge events, {} inconclusive, in {:.1?}",
+        tally.modules,
+        tally.returned + tally.trapped,
+        tally.returned,
+        tally.trapped,
+        tally.paths,
+        tally.events,
+        tally.inconclusive,
+        start.elapsed()
+    );
+    assert!(
+        tally.failures.is_empty(),
+        "{} differences:\n{}",
+        tally.failures.len(),
+        tally.failures.join("\n\n")
+    );
+    assert!(
+        tally.returned >= 100,
+        "only {} returned calls",
+        tally.returned
+    );
+    assert!(tally.paths >= 1_000, "only {} paths ran", tally.paths);
+}
+
+#[derive(Default)]
+struct Exact {
+    modules: usize,
+    returned: usize,
+    trapped: usize,
+    inconclusive: usize,
+    paths: u64,
+    events: usize,
+    failures: Vec<String>,
+}
+
+/// The profiled instrumentations of [`generated_modules_count_exactly`].
+fn exact_variants() -> Vec<(&'static str, Technique, driver::Options)> {
+    let mut truncated = driver::Options::default();
+    truncated.ball_larus.truncate_above = 4;
+    vec![
+        ("path", Technique::Path, driver::Options::default()),
+        ("path truncated at 4", Technique::Path, truncated),
+        ("edge", Technique::Edge, driver::Options::default()),
+    ]
+}
+
+fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut Exact) {
+    let Ok(module) = wasmtime::Module::new(engine, original) else {
+        return; // the differential test reports what the engine rejects
+    };
+    let compile = |technique, opts: &driver::Options| {
+        let inst = driver::instrument(original, technique, opts).expect("instruments");
+        let meta = inst.meta().expect("metadata decodes");
+        (
+            wasmtime::Module::new(engine, &inst.bytes).expect("compiles"),
+            meta,
+        )
+    };
+    let traced = compile(Technique::Trace, &driver::Options::default()).0;
+    let variants: Vec<_> = exact_variants()
+        .into_iter()
+        .map(|(name, technique, opts)| (name, compile(technique, &opts)))
+        .collect();
+    t.modules += 1;
+    for (export, params) in numeric_exports(&module) {
+        for variant in 0..2 {
+            let args = differential::args(&params, variant);
+            let Some(Traced {
+                returned,
+                trace,
+                depths,
+            }) = run_traced(engine, &traced, &export, &args)
+            else {
+                t.inconclusive += 1;
+                continue;
+            };
+            let what = format!(
+                "{label}, export {export:?}, args {:?}",
+                args.iter().map(differential::show).collect::<Vec<_>>()
+            );
+            for (name, (compiled, meta)) in &variants {
+                let (o, counters) = match differential::run(engine, compiled, &export, &args) {
+                    Run::Observed(o, Some(counters)) => (o, counters),
+                    Run::OutOfFuel | Run::StackOverflow | Run::InstantiationOutOfFuel => {
+                        t.inconclusive += 1;
+                        continue;
+                    }
+                    Run::Observed(_, None) => {
+                        t.failures.push(format!(
+                            "{what}, {name}: no counter memory\nmodule: {}",
+                            hex(original)
+                        ));
+                        continue;
+                    }
+                };
+                if matches!(o.ending, Ending::Returned(_)) != returned {
+                    t.failures.push(format!(
+                        "{what}, {name}: ended {:?}, the traced run did not\nmodule: {}",
+                        o.ending,
+                        hex(original)
+                    ));
+                    continue;
+                }
+                let profile = driver::collect(meta, &counters, None).expect("collect");
+                let graphs = programs::graphs_cut_as(original, &profile);
+                let expected = oracle::count_at_depths(&trace, Some(&depths), &graphs);
+                let diffs = if *name == "edge" {
+                    // An abrupt end leaves edge counts to the frames of the
+                    // trap's backtrace (trace_oracle.rs checks that): only
+                    // calls that returned are compared here.
+                    if !returned {
+                        continue;
+                    }
+                    oracle::differences(&programs::edge_counts(&profile), &expected.edges)
+                } else {
+                    let got = programs::path_counts(&profile);
+                    let mut d = oracle::differences(&got.paths, &expected.paths);
+                    d.extend(oracle::differences(&got.self_loops, &expected.self_loops));
+                    d
+                };
+                if !diffs.is_empty() {
+                    t.failures.push(format!(
+                        "{what}, {name}: counts differ from the trace:\n{}\nmodule: {}",
+                        diffs.join("\n"),
+                        hex(original)
+                    ));
+                }
+                if *name == "path" {
+                    t.paths += expected.paths.values().sum::<u64>();
+                }
+            }
+            t.events += trace.len();
+            if returned {
+                t.returned += 1;
+            } else {
+                t.trapped += 1;
+            }
+        }
+    }
+}
+
+/// The exports whose parameters are all numbers, which the tests can call.
+fn numeric_exports(module: &wasmtime::Module) -> Vec<(String, Vec<wasmtime::ValType>)> {
+    use wasmtime::ValType;
+    module
+        .exports()
+        .filter_map(|e| match e.ty() {
+            wasmtime::ExternType::Func(f) => {
+                Some((e.name().to_string(), f.params().collect::<Vec<_>>()))
+            }
+            _ => None,
+        })
+        .filter(|(_, ps)| {
+            ps.iter()
+                .all(|p| matches!(p, ValType::I32 | ValType::I64 | ValType::F32 | ValType::F64))
+        })
+        .collect()
+}
+
+/// A traced call: whether it returned, its trace events, and the number of
+/// wasm frames at each.
+struct Traced {
+    returned: bool,
+    trace: Vec<(u32, u32)>,
+    depths: Vec<u32>,
+}
+
+/// One call of `export` on a fresh instance of the trace-instrumented
+/// `module`: whether it returned, its trace events and the number of wasm
+/// frames at each (the caller of the trace import included). `None` when the
+/// run says nothing: the instance could not be made, or the engine's fuel
+/// or stack ran out (the instrumentation's own cost).
+fn run_traced(
+    engine: &wasmtime::Engine,
+    module: &wasmtime::Module,
+    export: &str,
+    args: &[wasmtime::Val],
+) -> Option<Traced> {
+    use wasmtime::{Caller, Linker, Store, Trap, WasmBacktrace};
+    type Events = (Vec<(u32, u32)>, Vec<u32>);
+    let mut store = Store::new(engine, Events::default());
+    store.set_fuel(differential::ENGINE_FUEL).unwrap();
+    let mut linker = Linker::new(engine);
+    linker
+        .func_wrap(
+            pathprof_runner::TRACE_MODULE,
+            pathprof_runner::TRACE_FUNC,
+            |mut caller: Caller<'_, Events>, f: i32, e: i32| {
+                let depth = WasmBacktrace::capture(&caller).frames().len() as u32;
+                let (trace, depths) = caller.data_mut();
+                trace.push((f as u32, e as u32));
+                depths.push(depth);
+            },
+        )
+        .unwrap();
+    let instance = linker.instantiate(&mut store, module).ok()?;
+    let func = instance.get_func(&mut store, export)?;
+    let mut results: Vec<wasmtime::Val> = func
+        .ty(&store)
+        .results()
+        .map(|t| wasmtime::Val::default_for_ty(&t).unwrap_or(wasmtime::Val::I32(0)))
+        .collect();
+    let returned = match func.call(&mut store, args, &mut results) {
+        Ok(()) => true,
+        Err(e) => match e.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel | Trap::StackOverflow) => return None,
+            _ => false,
+        },
+    };
+    let (trace, depths) = std::mem::take(store.data_mut());
+    Some(Traced {
+        returned,
+        trace,
+        depths,
+    })
 }
 
 // ---------------------------------------------------------------------------

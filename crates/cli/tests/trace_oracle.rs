@@ -65,18 +65,7 @@ fn assert_counts<K: Ord + std::fmt::Debug>(
     expected: &std::collections::BTreeMap<K, u64>,
     what: &str,
 ) {
-    let keys: std::collections::BTreeSet<&K> = got.keys().chain(expected.keys()).collect();
-    let diff: Vec<String> = keys
-        .into_iter()
-        .filter(|k| got.get(k) != expected.get(k))
-        .map(|k| {
-            format!(
-                "  {k:?}: profile {:?}, trace {:?}",
-                got.get(k),
-                expected.get(k)
-            )
-        })
-        .collect();
+    let diff = oracle::differences(got, expected);
     assert!(diff.is_empty(), "{what}:\n{}", diff.join("\n"));
 }
 

@@ -15,6 +15,17 @@
 //! Fig. 8's second loop as printed reads "for each edge e = v->w" over the
 //! vertex `w` taken from the worklist: it means the incoming edges of `w`.
 //!
+//! Departure ([`Counts::AtEnd`], what the profilers use): the second walk
+//! does not leave EXIT. Fig. 8 moves a path's count back over vertices with
+//! one outgoing edge, so the count runs before those vertices' code does. A
+//! run that ends there (a trap, `proc_exit` in a callee, an exception
+//! unwinding the frame) would have counted a path that never reached its
+//! end, where a path in flight must not count. Staying at EXIT costs a
+//! `count[c]++` fold on such paths, and arises only where an edge into EXIT
+//! is a tree edge: with loop-nesting weights the edges into EXIT come last
+//! among equals and close cycles, so nearly all of them are chords.
+//! [`Counts::Hoisted`] is Fig. 8 as printed.
+//!
 //! Every path holds a chord (with the virtual `EXIT->ENTRY` edge in the tree,
 //! a chord-free path would close a cycle of tree edges), so each path gets
 //! exactly one initialisation, before any addition, and one count, after
@@ -78,11 +89,25 @@ impl std::ops::Index<usize> for Placement {
     }
 }
 
-/// The instrumentation of each DAG edge (Fig. 8).
+/// Where the second walk of Fig. 8 may put a path's count.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Counts {
+    /// On the edges into EXIT: a path counts when it ends.
+    AtEnd,
+    /// As far back as the way to EXIT is unique and chord-free (Fig. 8).
+    Hoisted,
+}
+
+/// The instrumentation of each DAG edge (Fig. 8), counts [`Counts::AtEnd`].
 pub fn place(dag: &Dag, incs: &Increments) -> Placement {
+    place_with(dag, incs, Counts::AtEnd)
+}
+
+/// The instrumentation of each DAG edge (Fig. 8), counts where `counts` says.
+pub fn place_with(dag: &Dag, incs: &Increments, counts: Counts) -> Placement {
     let mut ops = vec![None; dag.num_edges()];
     place_inits(dag, incs, &mut ops);
-    place_counts(dag, incs, &mut ops);
+    place_counts(dag, incs, &mut ops, counts);
     for (i, op) in ops.iter_mut().enumerate() {
         if incs.chord[i] && op.is_none() {
             *op = Some(Op::Add(incs.inc[i]));
@@ -120,8 +145,9 @@ fn place_inits(dag: &Dag, incs: &Increments, ops: &mut [Option<Op>]) {
     }
 }
 
-/// Fig. 8, memory increment, walking the incoming edges of each vertex.
-fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [Option<Op>]) {
+/// Fig. 8, memory increment, walking the incoming edges of each vertex
+/// (only EXIT's under [`Counts::AtEnd`]).
+fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [Option<Op>], counts: Counts) {
     let mut work = vec![Cfg::EXIT];
     while let Some(w) = work.pop() {
         for &d in dag.preds(w) {
@@ -129,7 +155,7 @@ fn place_counts(dag: &Dag, incs: &Increments, ops: &mut [Option<Op>]) {
             let i = d.index();
             if incs.chord[i] {
                 ops[i] = Some(count_on(ops[i], incs.inc[i]));
-            } else if dag.succs(v).len() == 1 {
+            } else if counts == Counts::Hoisted && dag.succs(v).len() == 1 {
                 work.push(v);
             } else {
                 ops[i] = Some(count_on(ops[i], 0));

@@ -90,14 +90,42 @@ struct Activation {
     func: u32,
     start: &'static str,
     blocks: Vec<u32>,
+    /// Wasm frames on the stack when the activation ran (0: not known).
+    depth: u32,
 }
 
 /// Recomputes all counts from a trace of `(function index, edge index)`.
 /// Paths still in flight when the trace ends (an abrupt exit) are not counted.
+/// An exception is assumed to be caught at most one frame above the frame
+/// that threw it; [`count_at_depths`] knows where every event ran.
 pub fn count(trace: &[(u32, u32)], graphs: &BTreeMap<u32, FuncGraph>) -> Counts {
+    count_at_depths(trace, None, graphs)
+}
+
+/// [`count`], with `depths[i]` the number of wasm frames on the stack at
+/// event `i`, so that the frames an exception unwinds are known: an event
+/// at depth `d` ends (uncounted) every activation deeper than `d`, whose
+/// paths in flight are lost as the profiles lose them.
+pub fn count_at_depths(
+    trace: &[(u32, u32)],
+    depths: Option<&[u32]>,
+    graphs: &BTreeMap<u32, FuncGraph>,
+) -> Counts {
     let mut c = Counts::default();
     let mut stack: Vec<Activation> = Vec::new();
-    for &(f, e) in trace {
+    for (i, &(f, e)) in trace.iter().enumerate() {
+        let depth = depths.map_or(0, |d| d[i]);
+        if depths.is_some() {
+            // Frames deeper than this event's were unwound; at the same
+            // depth, a new activation replaces one that ended unseen.
+            let entry = starts_activation(graphs, f, e);
+            while stack
+                .last()
+                .is_some_and(|a| a.depth > depth || (entry && a.depth == depth))
+            {
+                stack.pop();
+            }
+        }
         *c.edges.entry((f, e)).or_insert(0) += 1;
         let g = &graphs[&f];
         let edge = EdgeId::new(e as usize);
@@ -119,6 +147,7 @@ pub fn count(trace: &[(u32, u32)], graphs: &BTreeMap<u32, FuncGraph>) -> Counts 
                         func: f,
                         start: "handler",
                         blocks: Vec::new(),
+                        depth,
                     });
                 }
                 let top = stack.last_mut().unwrap();
@@ -136,6 +165,7 @@ pub fn count(trace: &[(u32, u32)], graphs: &BTreeMap<u32, FuncGraph>) -> Counts 
                     func: f,
                     start: "entry",
                     blocks: vec![dst.index() as u32],
+                    depth,
                 });
             }
             continue;
@@ -172,4 +202,31 @@ pub fn count(trace: &[(u32, u32)], graphs: &BTreeMap<u32, FuncGraph>) -> Counts 
         }
     }
     c
+}
+
+/// Whether event `(f, e)` starts an activation: an edge out of ENTRY that is
+/// not a catch (a handler continues the activation that caught).
+fn starts_activation(graphs: &BTreeMap<u32, FuncGraph>, f: u32, e: u32) -> bool {
+    let g = &graphs[&f];
+    let edge = EdgeId::new(e as usize);
+    g.cfg.src(edge) == Cfg::ENTRY && !g.catch_edges.contains(&edge)
+}
+
+/// The keys where the profile's counts `got` and the trace's `expected`
+/// differ, one line each with both counts.
+pub fn differences<K: Ord + std::fmt::Debug>(
+    got: &BTreeMap<K, u64>,
+    expected: &BTreeMap<K, u64>,
+) -> Vec<String> {
+    let keys: std::collections::BTreeSet<&K> = got.keys().chain(expected.keys()).collect();
+    keys.into_iter()
+        .filter(|k| got.get(k) != expected.get(k))
+        .map(|k| {
+            format!(
+                "  {k:?}: profile {:?}, trace {:?}",
+                got.get(k),
+                expected.get(k)
+            )
+        })
+        .collect()
 }

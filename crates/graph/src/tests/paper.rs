@@ -3,7 +3,7 @@
 
 use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
 use crate::numbering::{build_numbered, number};
-use crate::placement::{place, Op};
+use crate::placement::{place, place_with, Counts, Op};
 use crate::regenerate::regenerate;
 use crate::spanning::{chord_increments, dag_weights};
 use crate::testing::{cfg_from_lists, figure1, random_walk, OpMachine};
@@ -82,7 +82,7 @@ fn figure9_placement() {
     let (cfg, _) = figure1();
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
     let incs = chord_increments(&dag, &num, &dag_weights(&dag, &cfg, &figure7_weights()));
-    let ops = place(&dag, &incs);
+    let ops = place_with(&dag, &incs, Counts::Hoisted);
     // A->C: r=0; B->C: r=2; B->D: r=4; D->F: count[r]++; E->F: count[r+1]++.
     let mut want = vec![Vec::new(); 10];
     want[2] = vec![Op::Init(0)];
@@ -91,12 +91,25 @@ fn figure9_placement() {
     want[6] = vec![Op::Count(0)];
     want[8] = vec![Op::Count(1)];
     assert!(ops.iter().eq(want.iter().map(Vec::as_slice)), "{ops:?}");
-    for n in 0..6 {
+    // The profilers' placement keeps the count on F->EXIT, so that a run
+    // ending in F does not count the path: E->F becomes `r += 1`.
+    let at_end = place(&dag, &incs);
+    want[6] = vec![];
+    want[8] = vec![Op::Add(1)];
+    want[9] = vec![Op::Count(0)];
+    assert!(
+        at_end.iter().eq(want.iter().map(Vec::as_slice)),
+        "{at_end:?}"
+    );
+    for (placement, n) in [&ops, &at_end]
+        .into_iter()
+        .flat_map(|p| (0..6).map(move |n| (p, n)))
+    {
         let mut m = OpMachine {
             r: 99,
             counted: Vec::new(),
         };
-        m.run_path(&ops, &regenerate(&dag, &num, n).unwrap());
+        m.run_path(placement, &regenerate(&dag, &num, n).unwrap());
         assert_eq!(m.counted, [n]);
     }
 }
