@@ -221,10 +221,10 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
     let compile = |technique, opts: &driver::Options| {
         let inst = driver::instrument(original, technique, opts).expect("instruments");
         let meta = inst.meta().expect("metadata decodes");
-        (
-            wasmtime::Module::new(engine, &inst.bytes).expect("compiles"),
-            meta,
-        )
+        // The oracle's graphs, cut where this instrumentation truncates.
+        let graphs = programs::graphs_cut_as(original, &meta.template);
+        let compiled = wasmtime::Module::new(engine, &inst.bytes).expect("compiles");
+        (compiled, meta, graphs)
     };
     let traced = compile(Technique::Trace, &driver::Options::default()).0;
     let variants: Vec<_> = exact_variants()
@@ -232,7 +232,7 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
         .map(|(name, technique, opts)| (name, compile(technique, &opts)))
         .collect();
     t.modules += 1;
-    for (export, params) in numeric_exports(&module) {
+    for (export, params) in differential::numeric_exports(&module) {
         for variant in 0..2 {
             let args = differential::args(&params, variant);
             let Some(Traced {
@@ -248,7 +248,7 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
                 "{label}, export {export:?}, args {:?}",
                 args.iter().map(differential::show).collect::<Vec<_>>()
             );
-            for (name, (compiled, meta)) in &variants {
+            for (name, (compiled, meta, graphs)) in &variants {
                 let (o, counters) = match differential::run(engine, compiled, &export, &args) {
                     Run::Observed(o, Some(counters)) => (o, counters),
                     Run::OutOfFuel | Run::StackOverflow | Run::InstantiationOutOfFuel => {
@@ -272,8 +272,7 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
                     continue;
                 }
                 let profile = driver::collect(meta, &counters, None).expect("collect");
-                let graphs = programs::graphs_cut_as(original, &profile);
-                let expected = oracle::count_at_depths(&trace, Some(&depths), &graphs);
+                let expected = oracle::count_at_depths(&trace, Some(&depths), graphs);
                 let diffs = if *name == "edge" {
                     // An abrupt end leaves edge counts to the frames of the
                     // trap's backtrace (trace_oracle.rs checks that): only
@@ -307,24 +306,6 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
             }
         }
     }
-}
-
-/// The exports whose parameters are all numbers, which the tests can call.
-fn numeric_exports(module: &wasmtime::Module) -> Vec<(String, Vec<wasmtime::ValType>)> {
-    use wasmtime::ValType;
-    module
-        .exports()
-        .filter_map(|e| match e.ty() {
-            wasmtime::ExternType::Func(f) => {
-                Some((e.name().to_string(), f.params().collect::<Vec<_>>()))
-            }
-            _ => None,
-        })
-        .filter(|(_, ps)| {
-            ps.iter()
-                .all(|p| matches!(p, ValType::I32 | ValType::I64 | ValType::F32 | ValType::F64))
-        })
-        .collect()
 }
 
 /// A traced call: whether it returned, its trace events, and the number of

@@ -282,6 +282,23 @@ pub struct Checked {
     pub failures: Vec<String>,
 }
 
+/// The exports whose parameters are all numbers, which [`args`] can call.
+pub fn numeric_exports(module: &Module) -> Vec<(String, Vec<ValType>)> {
+    module
+        .exports()
+        .filter_map(|e| match e.ty() {
+            wasmtime::ExternType::Func(f) => {
+                Some((e.name().to_string(), f.params().collect::<Vec<_>>()))
+            }
+            _ => None,
+        })
+        .filter(|(_, ps)| {
+            ps.iter()
+                .all(|p| matches!(p, ValType::I32 | ValType::I64 | ValType::F32 | ValType::F64))
+        })
+        .collect()
+}
+
 /// Instruments `original` for paths and edges and compares every numeric
 /// export's calls on the original and the instrumentations. `label` (e.g.
 /// `seed 17`) begins every failure message.
@@ -332,21 +349,11 @@ pub fn check_module(engine: &Engine, original: &[u8], label: &str) -> Checked {
     c.with_memory = original_module
         .exports()
         .any(|e| matches!(e.ty(), wasmtime::ExternType::Memory(_)));
-    let exports: Vec<(String, Vec<ValType>)> = original_module
+    c.exported_functions = original_module
         .exports()
-        .filter_map(|e| match e.ty() {
-            wasmtime::ExternType::Func(f) => {
-                Some((e.name().to_string(), f.params().collect::<Vec<_>>()))
-            }
-            _ => None,
-        })
-        .inspect(|_| c.exported_functions += 1)
-        .filter(|(_, ps)| {
-            ps.iter()
-                .all(|p| matches!(p, ValType::I32 | ValType::I64 | ValType::F32 | ValType::F64))
-        })
-        .collect();
-    for (export, params) in &exports {
+        .filter(|e| matches!(e.ty(), wasmtime::ExternType::Func(_)))
+        .count();
+    for (export, params) in &numeric_exports(&original_module) {
         c.functions += 1;
         for variant in 0..2 {
             let a = args(params, variant);
