@@ -64,13 +64,14 @@ fn workspace() -> PathBuf {
 // ---------------------------------------------------------------------------
 // Differential test of instrumented modules against the originals.
 
-/// Seeds of the generated modules: `0..SEEDS`, or the range
-/// `PATHPROF_FUZZ_SEEDS=START..END` names (a longer local campaign).
+/// Seeds of the generated modules: `0..SEEDS` (`0..EXACT_SEEDS` for the
+/// exactness test), or the range `PATHPROF_FUZZ_SEEDS=START..END` names (a
+/// longer local campaign).
 const SEEDS: u64 = 1_000;
 
-fn seeds() -> std::ops::Range<u64> {
+fn seeds(default: u64) -> std::ops::Range<u64> {
     let Ok(spec) = std::env::var("PATHPROF_FUZZ_SEEDS") else {
-        return 0..SEEDS;
+        return 0..default;
     };
     let parsed = spec
         .split_once("..")
@@ -97,7 +98,7 @@ fn instrumented_modules_behave_like_the_originals() {
     let mut exported_functions = 0;
     let mut inconclusive_kinds = std::collections::BTreeMap::new();
     let mut failures = Vec::new();
-    let seeds = seeds();
+    let seeds = seeds(SEEDS);
     for seed in seeds.clone() {
         let Some(original) = generate(seed) else {
             continue;
@@ -160,9 +161,8 @@ const EXACT_SEEDS: u64 = 300;
 fn generated_modules_count_exactly() {
     let start = Instant::now();
     let engine = pathprof_runner::engine().unwrap();
-    let seeds = std::env::var("PATHPROF_FUZZ_SEEDS").map_or(0..EXACT_SEEDS, |_| seeds());
     let mut tally = Exact::default();
-    for seed in seeds {
+    for seed in seeds(EXACT_SEEDS) {
         if let Some(original) = generate(seed) {
             exact_module(&engine, &original, &format!("seed {seed}"), &mut tally);
         }
@@ -229,7 +229,7 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
     let traced = compile(Technique::Trace, &driver::Options::default()).0;
     let variants: Vec<_> = exact_variants()
         .into_iter()
-        .map(|(name, technique, opts)| (name, compile(technique, &opts)))
+        .map(|(name, technique, opts)| (name, technique, compile(technique, &opts)))
         .collect();
     t.modules += 1;
     for (export, params) in differential::numeric_exports(&module) {
@@ -248,7 +248,7 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
                 "{label}, export {export:?}, args {:?}",
                 args.iter().map(differential::show).collect::<Vec<_>>()
             );
-            for (name, (compiled, meta, graphs)) in &variants {
+            for (k, (name, technique, (compiled, meta, graphs))) in variants.iter().enumerate() {
                 let (o, counters) = match differential::run(engine, compiled, &export, &args) {
                     Run::Observed(o, Some(counters)) => (o, counters),
                     Run::OutOfFuel | Run::StackOverflow | Run::InstantiationOutOfFuel => {
@@ -273,7 +273,7 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
                 }
                 let profile = driver::collect(meta, &counters, None).expect("collect");
                 let expected = oracle::count_at_depths(&trace, Some(&depths), graphs);
-                let diffs = if *name == "edge" {
+                let diffs = if *technique == Technique::Edge {
                     // An abrupt end leaves edge counts to the frames of the
                     // trap's backtrace (trace_oracle.rs checks that): only
                     // calls that returned are compared here.
@@ -294,7 +294,8 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
                         hex(original)
                     ));
                 }
-                if *name == "path" {
+                if k == 0 {
+                    // Paths as the first variant, whole-path profiling, has them.
                     t.paths += expected.paths.values().sum::<u64>();
                 }
             }

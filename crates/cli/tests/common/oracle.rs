@@ -114,11 +114,17 @@ pub fn count_at_depths(
     let mut c = Counts::default();
     let mut stack: Vec<Activation> = Vec::new();
     for (i, &(f, e)) in trace.iter().enumerate() {
+        let g = &graphs[&f];
+        let edge = EdgeId::new(e as usize);
+        let (src, dst) = g.cfg.edge(edge);
+        // A handler continues the activation that caught; any other edge
+        // out of ENTRY starts one.
+        let catch = src == Cfg::ENTRY && g.catch_edges.contains(&edge);
         let depth = depths.map_or(0, |d| d[i]);
         if depths.is_some() {
             // Frames deeper than this event's were unwound; at the same
             // depth, a new activation replaces one that ended unseen.
-            let entry = starts_activation(graphs, f, e);
+            let entry = src == Cfg::ENTRY && !catch;
             while stack
                 .last()
                 .is_some_and(|a| a.depth > depth || (entry && a.depth == depth))
@@ -127,9 +133,6 @@ pub fn count_at_depths(
             }
         }
         *c.edges.entry((f, e)).or_insert(0) += 1;
-        let g = &graphs[&f];
-        let edge = EdgeId::new(e as usize);
-        let (src, dst) = g.cfg.edge(edge);
         let finish = |c: &mut Counts, a: &Activation, end: &str| {
             let key = PathKey {
                 func: a.func,
@@ -139,7 +142,7 @@ pub fn count_at_depths(
             *c.paths.entry(key).or_insert(0) += 1;
         };
         if src == Cfg::ENTRY {
-            if g.catch_edges.contains(&edge) {
+            if catch {
                 // A handler begins a new path in the activation that caught;
                 // a throw from this activation already ended (and popped) it.
                 if stack.last().map(|a| a.func) != Some(f) {
@@ -202,14 +205,6 @@ pub fn count_at_depths(
         }
     }
     c
-}
-
-/// Whether event `(f, e)` starts an activation: an edge out of ENTRY that is
-/// not a catch (a handler continues the activation that caught).
-fn starts_activation(graphs: &BTreeMap<u32, FuncGraph>, f: u32, e: u32) -> bool {
-    let g = &graphs[&f];
-    let edge = EdgeId::new(e as usize);
-    g.cfg.src(edge) == Cfg::ENTRY && !g.catch_edges.contains(&edge)
 }
 
 /// The keys where the profile's counts `got` and the trace's `expected`
