@@ -228,9 +228,9 @@ fn instrument_to(
         rec.meta.spill_to(to.meta_spill);
         (to.out, to.holes)
     });
-    // Built and planned ahead on worker threads (when the module is large
-    // enough), recorded and rewritten here in function order, where the
-    // array budget is given out.
+    // Built and planned ahead on worker threads and on this one (when the
+    // module is large enough), recorded and rewritten on this thread in
+    // function order, where the array budget is given out.
     let ahead = opts.ball_larus.planning();
     let mut budget = ball_larus::ArrayBudget::new(&opts.ball_larus);
     let build_and_plan = |i| -> Result<Result<(FunctionCfg, Planned), Unsupported>> {
@@ -242,8 +242,8 @@ fn instrument_to(
             Err(u) => Err(u),
         })
     };
-    pathprof_wasm::par::pipeline(&scanned.body_sizes(), build_and_plan, |mut slot| {
-        if let Ok((cfg, planned)) = &mut slot {
+    pathprof_wasm::par::pipeline(&scanned.body_sizes(), build_and_plan, |slot| {
+        if let Ok((cfg, planned)) = slot {
             if !budget.admit(planned.plan.paths) {
                 *planned = plan_one(cfg, technique, exceptions, opts, &opts.ball_larus)?;
             }

@@ -4,7 +4,7 @@
 //! ([`pipeline`]).
 
 use std::ops::Range;
-use std::sync::mpsc;
+use std::sync::{mpsc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// Below this much code, threads cost more than they save.
 const MIN_PARALLEL_BYTES: usize = 1 << 20;
@@ -54,72 +54,271 @@ where
     Ok(out)
 }
 
-/// [`pipeline`] hands functions to its workers in blocks of consecutive
-/// functions of about this much code: each block is one message, so the
-/// threads meet once per block, not once per function (waking a waiting
-/// thread costs a few microseconds, as much as planning a small function).
+/// [`pipeline`] hands functions out in blocks of consecutive functions of
+/// about this much code: the threads meet once per block, not once per
+/// function (waking a waiting thread costs a few microseconds, as much as
+/// planning a small function).
 const BLOCK_BYTES: usize = 16 << 10;
-/// How many finished blocks each worker may have waiting: enough to ride
-/// over a large function, few enough that their memory stays small.
+/// Finished or claimed blocks each thread may have ahead of the one being
+/// consumed: enough to ride over a large function, few enough that their
+/// memory stays small.
 const AHEAD: usize = 2;
 
-/// `for i in 0..sizes.len() { consume(produce(i)?)? }`, with `produce` run
-/// ahead on worker threads when worthwhile and `consume` on the calling
-/// thread, in order. The functions go to the workers in turn in blocks of
-/// about [`BLOCK_BYTES`] of code, and each worker runs at most [`AHEAD`]
-/// blocks ahead of `consume`. Stops at the first error in order.
-pub fn pipeline<T, E, P, C>(sizes: &[usize], produce: P, mut consume: C) -> Result<(), E>
+/// `for i in 0..sizes.len() { consume(&mut produce(i)?)? }`, with `produce`
+/// run ahead on worker threads when worthwhile and `consume` on the calling
+/// thread, in order. Stops at the first error in order.
+///
+/// The functions are cut into blocks of about [`BLOCK_BYTES`] of code, which
+/// the threads claim in order, none more than [`AHEAD`] blocks a thread
+/// ahead of the block being consumed (which bounds the memory of finished
+/// results). The calling thread produces too: when the block it needs next
+/// is not ready it claims the next free block rather than wait (producing
+/// costs the instrumenter about twice what consuming does, so a caller that
+/// only consumed would wait half the time).
+///
+/// A block's results are dropped by the thread that produced them: a
+/// worker's go back to it once consumed, and it receives them until the
+/// caller is done. glibc's `free` of memory that another thread allocated
+/// locks that thread's arena, and the two threads then contend for the lock
+/// at every allocation: freed by the caller, SQLite's functions took the
+/// worker 1.6 to 2 times as long to build and plan as on one thread
+/// (BENCHMARKS.md, round 14).
+pub fn pipeline<T, E, P, C>(sizes: &[usize], produce: P, consume: C) -> Result<(), E>
 where
     T: Send,
     E: Send,
     P: Fn(usize) -> Result<T, E> + Sync,
-    C: FnMut(T) -> Result<(), E>,
+    C: FnMut(&mut T) -> Result<(), E>,
 {
-    let workers = worker_threads(sizes).saturating_sub(1);
+    pipeline_on(worker_threads(sizes), sizes, produce, consume)
+}
+
+/// [`pipeline`] on `threads` threads, the caller's included.
+fn pipeline_on<T, E, P, C>(
+    threads: usize,
+    sizes: &[usize],
+    produce: P,
+    mut consume: C,
+) -> Result<(), E>
+where
+    T: Send,
+    E: Send,
+    P: Fn(usize) -> Result<T, E> + Sync,
+    C: FnMut(&mut T) -> Result<(), E>,
+{
+    let workers = threads.saturating_sub(1);
     if workers == 0 {
         for i in 0..sizes.len() {
-            consume(produce(i)?)?;
+            consume(&mut produce(i)?)?;
         }
         return Ok(());
     }
     let blocks = blocks(sizes, BLOCK_BYTES);
-    let (produce, blocks) = (&produce, &blocks);
+    let board = Board::new(blocks.len(), (workers + 1) * AHEAD);
+    let made = |b: usize| made(&blocks[b], &produce);
     std::thread::scope(|s| {
-        let mut results = Vec::with_capacity(workers);
+        let mut returns = Vec::with_capacity(workers);
         for w in 0..workers {
-            let (tx, rx) = mpsc::sync_channel(AHEAD);
-            results.push(rx);
+            let (back, returned) = mpsc::channel::<Vec<Result<T, E>>>();
+            returns.push(back);
+            let (board, made) = (&board, &made);
             s.spawn(move || {
-                for block in blocks.iter().skip(w).step_by(workers) {
-                    // A block's results up to its first error.
-                    let mut done = Vec::with_capacity(block.len());
-                    for i in block.clone() {
-                        let r = produce(i);
-                        let failed = r.is_err();
-                        done.push(r);
-                        if failed {
-                            break;
-                        }
+                let _dead = board.on_unwind();
+                while let Some(b) = board.claim(|| returned.try_iter().for_each(drop)) {
+                    let results = made(b);
+                    if results.last().is_some_and(Result::is_err) {
+                        // Nothing after the first error is consumed.
+                        board.stop();
                     }
-                    let failed = done.last().is_some_and(|r| r.is_err());
-                    // A send fails once `consume` has stopped.
-                    if tx.send(done).is_err() || failed {
-                        break;
-                    }
+                    board.finish(
+                        b,
+                        Finished {
+                            by: Some(w),
+                            results,
+                        },
+                    );
                 }
+                // The rest comes back until the caller is done.
+                returned.into_iter().for_each(drop);
             });
         }
+        // Stops the workers however the caller leaves, a panic included.
+        let _stop = board.on_drop();
         for b in 0..blocks.len() {
-            // A worker that panicked hung up; the scope passes its panic on.
-            let Ok(done) = results[b % workers].recv() else {
-                break;
+            let Some(mut fin) = board.take(b, made) else {
+                // A worker panicked; the scope passes its panic on.
+                return Ok(());
             };
-            for r in done {
-                consume(r?)?;
+            for r in &mut fin.results {
+                match r {
+                    Ok(t) => consume(t)?,
+                    Err(_) => break,
+                }
+            }
+            if fin.results.last().is_some_and(Result::is_err) {
+                return Err(fin.results.pop().and_then(Result::err).expect("an error"));
+            }
+            if let Some(w) = fin.by {
+                // A worker receives until `returns` is dropped, unless it
+                // panicked; then the results are dropped here.
+                let _ = returns[w].send(fin.results);
             }
         }
         Ok(())
     })
+}
+
+/// A block's results up to its first error.
+fn made<T, E>(block: &Range<usize>, produce: &impl Fn(usize) -> Result<T, E>) -> Vec<Result<T, E>> {
+    let mut done = Vec::with_capacity(block.len());
+    for i in block.clone() {
+        let r = produce(i);
+        let failed = r.is_err();
+        done.push(r);
+        if failed {
+            break;
+        }
+    }
+    done
+}
+
+/// A finished block: its results, and the worker that made them (`None`:
+/// the calling thread).
+struct Finished<T, E> {
+    by: Option<usize>,
+    results: Vec<Result<T, E>>,
+}
+
+/// What the threads of a [`pipeline`] share: which block is claimed next,
+/// the finished blocks, and whether to stop.
+struct Board<T, E> {
+    state: Mutex<State<T, E>>,
+    /// A block was finished, or a worker died.
+    finished: Condvar,
+    /// The block being consumed moved on, or the pipeline stopped.
+    moved: Condvar,
+    window: usize,
+}
+
+struct State<T, E> {
+    /// The next block to claim.
+    next: usize,
+    /// The block being consumed.
+    consuming: usize,
+    done: Vec<Option<Finished<T, E>>>,
+    /// Claim nothing more: the caller left, or a block failed.
+    stop: bool,
+    /// A worker panicked.
+    dead: bool,
+}
+
+impl<T, E> Board<T, E> {
+    fn new(blocks: usize, window: usize) -> Self {
+        Board {
+            state: Mutex::new(State {
+                next: 0,
+                consuming: 0,
+                done: (0..blocks).map(|_| None).collect(),
+                stop: false,
+                dead: false,
+            }),
+            finished: Condvar::new(),
+            moved: Condvar::new(),
+            window,
+        }
+    }
+
+    /// The state; a panic elsewhere while holding it leaves it consistent
+    /// (every change is a single assignment).
+    fn lock(&self) -> MutexGuard<'_, State<T, E>> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A worker's next block, once it is within the window; `idle` runs
+    /// before each wait, outside the lock. `None`: nothing left to claim.
+    fn claim(&self, mut idle: impl FnMut()) -> Option<usize> {
+        idle();
+        let mut st = self.lock();
+        loop {
+            if st.stop || st.dead || st.next == st.done.len() {
+                return None;
+            }
+            if st.next < st.consuming + self.window {
+                st.next += 1;
+                return Some(st.next - 1);
+            }
+            drop(st);
+            idle();
+            st = self.lock();
+            if !(st.stop || st.dead) && st.next >= st.consuming + self.window {
+                st = self.moved.wait(st).unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
+
+    fn finish(&self, b: usize, fin: Finished<T, E>) {
+        self.lock().done[b] = Some(fin);
+        self.finished.notify_all();
+    }
+
+    /// Block `b`, finished by whichever thread claimed it, or by the caller
+    /// with `made` while it would otherwise wait. `None`: a worker died.
+    fn take(&self, b: usize, made: impl Fn(usize) -> Vec<Result<T, E>>) -> Option<Finished<T, E>> {
+        let mut st = self.lock();
+        st.consuming = b;
+        self.moved.notify_all();
+        loop {
+            if let Some(fin) = st.done[b].take() {
+                return Some(fin);
+            }
+            if st.dead {
+                return None;
+            }
+            if st.next < (st.consuming + self.window).min(st.done.len()) && !st.stop {
+                let c = st.next;
+                st.next += 1;
+                drop(st);
+                let results = made(c);
+                st = self.lock();
+                st.done[c] = Some(Finished { by: None, results });
+            } else {
+                st = self
+                    .finished
+                    .wait(st)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
+
+    fn stop(&self) {
+        self.lock().stop = true;
+        self.moved.notify_all();
+    }
+
+    /// Marks the board dead if the worker holding the guard unwinds.
+    fn on_unwind(&self) -> impl Drop + '_ {
+        Guard(move || {
+            if std::thread::panicking() {
+                self.lock().dead = true;
+                self.finished.notify_all();
+                self.moved.notify_all();
+            }
+        })
+    }
+
+    /// Stops the pipeline when the guard is dropped.
+    fn on_drop(&self) -> impl Drop + '_ {
+        Guard(move || self.stop())
+    }
+}
+
+/// Runs its closure when dropped.
+struct Guard<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for Guard<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
 }
 
 /// `0..sizes.len()` cut into runs of consecutive functions of at least
@@ -155,7 +354,8 @@ fn worker_threads(sizes: &[usize]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{map_chunked, pipeline};
+    use super::{map_chunked, pipeline, pipeline_on};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn pipeline_consumes_in_order_and_stops_at_the_first_error() {
@@ -164,7 +364,7 @@ mod tests {
             let sizes = vec![size; 400];
             let mut seen = Vec::new();
             let out: Result<(), usize> = pipeline(&sizes, Ok, |i| {
-                seen.push(i);
+                seen.push(*i);
                 Ok(())
             });
             assert_eq!((out, seen), (Ok(()), (0..400).collect()));
@@ -180,9 +380,9 @@ mod tests {
                         }
                     },
                     |i| {
-                        seen.push(i);
-                        if i == bad_consume {
-                            Err(i)
+                        seen.push(*i);
+                        if *i == bad_consume {
+                            Err(*i)
                         } else {
                             Ok(())
                         }
@@ -195,6 +395,94 @@ mod tests {
                 };
                 assert_eq!((out, seen), (Err(first), (0..consumed).collect()));
             }
+        }
+    }
+
+    /// A result that knows the thread that made it, and counts the drops
+    /// on that thread and on others.
+    struct Made<'c> {
+        i: usize,
+        by: std::thread::ThreadId,
+        drops: &'c [AtomicUsize; 2],
+    }
+
+    impl Drop for Made<'_> {
+        fn drop(&mut self) {
+            let elsewhere = std::thread::current().id() != self.by;
+            self.drops[usize::from(elsewhere)].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn the_caller_helps_and_each_result_is_dropped_where_it_was_made() {
+        for threads in [2, 3] {
+            dropped_where_made(threads);
+        }
+    }
+
+    fn dropped_where_made(threads: usize) {
+        let sizes = vec![5_000; 400];
+        let caller = std::thread::current().id();
+        let drops = [AtomicUsize::new(0), AtomicUsize::new(0)];
+        let by_caller = AtomicUsize::new(0);
+        let mut seen = Vec::new();
+        let out: Result<(), ()> = pipeline_on(
+            threads,
+            &sizes,
+            |i| {
+                let by = std::thread::current().id();
+                if by == caller {
+                    by_caller.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    // A slow worker: the caller must not wait for it.
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+                Ok(Made {
+                    i,
+                    by,
+                    drops: &drops,
+                })
+            },
+            |m| {
+                // A caller slower than a worker for the last block: the
+                // worker must still drop what it made.
+                std::thread::sleep(std::time::Duration::from_micros(20));
+                seen.push(m.i);
+                Ok(())
+            },
+        );
+        assert_eq!((out, seen), (Ok(()), (0..400).collect()));
+        assert!(by_caller.load(Ordering::Relaxed) > 0);
+        let drops = drops.map(AtomicUsize::into_inner);
+        assert_eq!(drops, [400, 0], "drops where made, elsewhere");
+    }
+
+    #[test]
+    fn a_panic_in_produce_or_consume_is_passed_on() {
+        let sizes = vec![5_000; 400];
+        let cases = [2, 3]
+            .into_iter()
+            .flat_map(|t| [0, 5, 200, 399].map(|b| (t, b)));
+        for (threads, bad) in cases {
+            let produced = std::panic::catch_unwind(|| {
+                pipeline_on(
+                    threads,
+                    &sizes,
+                    |i| if i == bad { panic!("{i}") } else { Ok(i) },
+                    |_| Ok::<_, ()>(()),
+                )
+            });
+            assert!(produced.is_err(), "produce {bad}");
+            let consumed = std::panic::catch_unwind(|| {
+                pipeline_on(threads, &sizes, Ok::<_, ()>, |i| {
+                    if *i == bad {
+                        panic!("{i}")
+                    } else {
+                        Ok(())
+                    }
+                })
+            });
+            assert!(consumed.is_err(), "consume {bad}");
         }
     }
 
