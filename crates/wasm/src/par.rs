@@ -115,28 +115,22 @@ where
     }
     let blocks = blocks(sizes, BLOCK_BYTES);
     let board = Board::new(blocks.len(), (workers + 1) * AHEAD);
-    let made = |b: usize| made(&blocks[b], &produce);
+    let made = |b: usize, by| made(&blocks[b], &produce, by);
     std::thread::scope(|s| {
         let mut returns = Vec::with_capacity(workers);
         for w in 0..workers {
-            let (back, returned) = mpsc::channel::<Vec<Result<T, E>>>();
+            let (back, returned) = mpsc::channel::<Vec<T>>();
             returns.push(back);
             let (board, made) = (&board, &made);
             s.spawn(move || {
                 let _dead = board.on_unwind();
                 while let Some(b) = board.claim(|| returned.try_iter().for_each(drop)) {
-                    let results = made(b);
-                    if results.last().is_some_and(Result::is_err) {
+                    let fin = made(b, Some(w));
+                    if fin.error.is_some() {
                         // Nothing after the first error is consumed.
                         board.stop();
                     }
-                    board.finish(
-                        b,
-                        Finished {
-                            by: Some(w),
-                            results,
-                        },
-                    );
+                    board.finish(b, fin);
                 }
                 // The rest comes back until the caller is done.
                 returned.into_iter().for_each(drop);
@@ -149,14 +143,11 @@ where
                 // A worker panicked; the scope passes its panic on.
                 return Ok(());
             };
-            for r in &mut fin.results {
-                match r {
-                    Ok(t) => consume(t)?,
-                    Err(_) => break,
-                }
+            for t in &mut fin.results {
+                consume(t)?;
             }
-            if fin.results.last().is_some_and(Result::is_err) {
-                return Err(fin.results.pop().and_then(Result::err).expect("an error"));
+            if let Some(e) = fin.error {
+                return Err(e);
             }
             if let Some(w) = fin.by {
                 // A worker receives until `returns` is dropped, unless it
@@ -168,25 +159,39 @@ where
     })
 }
 
-/// A block's results up to its first error.
-fn made<T, E>(block: &Range<usize>, produce: &impl Fn(usize) -> Result<T, E>) -> Vec<Result<T, E>> {
-    let mut done = Vec::with_capacity(block.len());
+/// `block` produced by worker `by` (`None`: the calling thread), up to its
+/// first error.
+fn made<T, E>(
+    block: &Range<usize>,
+    produce: &impl Fn(usize) -> Result<T, E>,
+    by: Option<usize>,
+) -> Finished<T, E> {
+    let mut results = Vec::with_capacity(block.len());
     for i in block.clone() {
-        let r = produce(i);
-        let failed = r.is_err();
-        done.push(r);
-        if failed {
-            break;
+        match produce(i) {
+            Ok(t) => results.push(t),
+            Err(e) => {
+                return Finished {
+                    by,
+                    results,
+                    error: Some(e),
+                }
+            }
         }
     }
-    done
+    Finished {
+        by,
+        results,
+        error: None,
+    }
 }
 
-/// A finished block: its results, and the worker that made them (`None`:
-/// the calling thread).
+/// A finished block: the results before its first error, that error, and
+/// the worker that made them (`None`: the calling thread).
 struct Finished<T, E> {
     by: Option<usize>,
-    results: Vec<Result<T, E>>,
+    results: Vec<T>,
+    error: Option<E>,
 }
 
 /// What the threads of a [`pipeline`] share: which block is claimed next,
@@ -212,6 +217,19 @@ struct State<T, E> {
     dead: bool,
 }
 
+impl<T, E> State<T, E> {
+    /// Claims the next block if there is one, the pipeline has not stopped,
+    /// and it is less than `window` blocks past the one being consumed.
+    fn claim_within(&mut self, window: usize) -> Option<usize> {
+        let b = self.next;
+        let open = !self.stop && b < self.done.len() && b < self.consuming + window;
+        open.then(|| {
+            self.next += 1;
+            b
+        })
+    }
+}
+
 impl<T, E> Board<T, E> {
     fn new(blocks: usize, window: usize) -> Self {
         Board {
@@ -235,24 +253,19 @@ impl<T, E> Board<T, E> {
     }
 
     /// A worker's next block, once it is within the window; `idle` runs
-    /// before each wait, outside the lock. `None`: nothing left to claim.
+    /// first and after each wait, outside the lock. `None`: nothing left to
+    /// claim.
     fn claim(&self, mut idle: impl FnMut()) -> Option<usize> {
-        idle();
-        let mut st = self.lock();
         loop {
+            idle();
+            let mut st = self.lock();
             if st.stop || st.dead || st.next == st.done.len() {
                 return None;
             }
-            if st.next < st.consuming + self.window {
-                st.next += 1;
-                return Some(st.next - 1);
+            if let Some(b) = st.claim_within(self.window) {
+                return Some(b);
             }
-            drop(st);
-            idle();
-            st = self.lock();
-            if !(st.stop || st.dead) && st.next >= st.consuming + self.window {
-                st = self.moved.wait(st).unwrap_or_else(PoisonError::into_inner);
-            }
+            drop(self.moved.wait(st).unwrap_or_else(PoisonError::into_inner));
         }
     }
 
@@ -263,7 +276,11 @@ impl<T, E> Board<T, E> {
 
     /// Block `b`, finished by whichever thread claimed it, or by the caller
     /// with `made` while it would otherwise wait. `None`: a worker died.
-    fn take(&self, b: usize, made: impl Fn(usize) -> Vec<Result<T, E>>) -> Option<Finished<T, E>> {
+    fn take(
+        &self,
+        b: usize,
+        made: impl Fn(usize, Option<usize>) -> Finished<T, E>,
+    ) -> Option<Finished<T, E>> {
         let mut st = self.lock();
         st.consuming = b;
         self.moved.notify_all();
@@ -274,13 +291,11 @@ impl<T, E> Board<T, E> {
             if st.dead {
                 return None;
             }
-            if st.next < (st.consuming + self.window).min(st.done.len()) && !st.stop {
-                let c = st.next;
-                st.next += 1;
+            if let Some(c) = st.claim_within(self.window) {
                 drop(st);
-                let results = made(c);
+                let fin = made(c, None);
                 st = self.lock();
-                st.done[c] = Some(Finished { by: None, results });
+                st.done[c] = Some(fin);
             } else {
                 st = self
                     .finished
