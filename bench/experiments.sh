@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tuning experiments behind BENCHMARKS.md's analysis: Ball-Larus overhead of
+# Tuning experiments of the lab notebook (docs/lab/): Ball-Larus overhead of
 # `pathprof run --mode path` with different counter storage, on the suite's
 # ref inputs. Run after scripts/bench.sh (it uses the modules it built):
 #

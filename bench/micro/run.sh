@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memcmp loop of BENCHMARKS.md ("What a hot loop costs") under each
+# The memcmp loop of docs/lab/ ("What a hot loop costs") under each
 # mode: CPU time of the running thread, RUNS runs each (default 5), the modes
 # interleaved.
 # Usage: bash bench/micro/run.sh [PATHPROF]

@@ -65,7 +65,7 @@ struct RunArgs {
     )]
     programs: Vec<String>,
     /// Timed runs per (program, mode): 7 rounds give 95 % intervals of a
-    /// few points on this suite (BENCHMARKS.md, round 8).
+    /// few points on this suite (docs/decisions.md#harness-rounds).
     #[arg(long, default_value_t = 7)]
     runs: usize,
     /// Timed `pathprof instrument` processes per program.

@@ -1,4 +1,4 @@
-//! Investigation aid (BENCHMARKS.md, round 11): the register and counter
+//! Investigation aid (docs/lab/, round 11): the register and counter
 //! actions a run executes, exactly, under the Ball-Larus plan of every
 //! function of a module, from the run's edge counts (an edge profile, or a
 //! path profile's derived ones), with the spanning trees weighted by an

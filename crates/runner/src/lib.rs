@@ -104,7 +104,7 @@ fn config_aligned(align_log2: u32) -> Config {
 /// function's hot loop falls against the 64-byte lines and fetch windows
 /// depended on the sizes of all the functions before it: two modules with
 /// the same code in their hot functions ran 5.7 points apart (lz4's path
-/// and PPP modules, BENCHMARKS.md round 9). Aligned to a line, a function's
+/// and PPP modules; docs/decisions.md#function-alignment). Aligned to a line, a function's
 /// placement depends on its own code alone.
 pub const FUNCTION_ALIGN: u32 = 64;
 
@@ -129,7 +129,7 @@ fn function_align_log2(var: Option<&str>) -> Result<u32, RunError> {
 /// (perfmap) or annotate their machine code after `perf inject --jit`
 /// (jitdump). Unset or anything else: none. An environment variable rather
 /// than a flag because it is a tool for studying the engine's code, not a
-/// profiling option (BENCHMARKS.md, "Profiling the instrumented code").
+/// profiling option (docs/decisions.md#jit-profiler).
 fn jit_profiler() -> ProfilingStrategy {
     match std::env::var("PATHPROF_JIT_PROFILER").as_deref() {
         Ok("perfmap") => ProfilingStrategy::PerfMap,

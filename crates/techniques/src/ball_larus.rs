@@ -28,7 +28,7 @@ use crate::plan::{Action, EdgeActions, FunctionPlan, PathTable, RawCounters, Wid
 /// Truncating at 2^18 instead costs as many instructions but 3-4 times the
 /// counter memory (SQLite: 177 MiB against 55 MiB), at 2^14 more path ends
 /// (Lua's interpreter loop, 27,922 paths, would be cut: +31 % of its path
-/// executions); BENCHMARKS.md, round 8.
+/// executions); docs/decisions.md#truncation-at-array-limit.
 pub const ARRAY_MAX: u64 = 1 << 16;
 
 /// Tunables of the Ball-Larus plan.
@@ -58,7 +58,7 @@ impl Default for Options {
             // truncation's extra path ends (a cut block ends a path and
             // starts the next) cost less than the hashing they replace
             // (JIT instructions of the suite's path mode: bzip2 +35.7 % ->
-            // +20.4 %, SQLite +21.4 % -> +13.9 %; BENCHMARKS.md, round 8).
+            // +20.4 %, SQLite +21.4 % -> +13.9 %; docs/decisions.md#truncation-at-array-limit).
             // What is lost is the relation between the part of a path before
             // a cut and the part after it. `truncate_above` up to 2^40 keeps
             // longer paths and hashes the functions above `array_max`.
@@ -69,7 +69,7 @@ impl Default for Options {
             // its hash table (lz4: -2.2 % of run time with 16 MiB), but not
             // always faster (zlib: +1.1 %), and the host reads and keeps all
             // of the counter memory (zlib's run: +15 MiB of counters, +43 MiB
-            // of peak RSS). BENCHMARKS.md, round 6.
+            // of peak RSS). docs/decisions.md#array-budget-off.
             array_budget: 0,
         }
     }

@@ -1,5 +1,5 @@
 //! Path ends at constant addresses in peeled loops (a departure from the
-//! papers; BENCHMARKS.md, proposal 2).
+//! papers; docs/decisions.md#peeled-loops).
 //!
 //! In Ball-Larus profiling (section 4, Fig. 8) a loop's backedge ends a path
 //! with `count[r + c]++` and starts the next one at the loop head. The

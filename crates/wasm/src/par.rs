@@ -82,7 +82,7 @@ const AHEAD: usize = 2;
 /// locks that thread's arena, and the two threads then contend for the lock
 /// at every allocation: freed by the caller, SQLite's functions took the
 /// worker 1.6 to 2 times as long to build and plan as on one thread
-/// (BENCHMARKS.md, round 14).
+/// (docs/decisions.md#instrumenter-threads).
 pub fn pipeline<T, E, P, C>(sizes: &[usize], produce: P, consume: C) -> Result<(), E>
 where
     T: Send,
