@@ -6,6 +6,10 @@
 //! The simulator knows nothing of WebAssembly; `pathprof-wasm` turns a run's
 //! edge trace into this stream.
 
+pub mod descriptor;
+pub mod detector;
 pub mod event;
+pub mod ppcr;
+pub mod stack;
 
 pub use event::{BranchEvent, BranchKind};
