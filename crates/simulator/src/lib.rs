@@ -8,7 +8,9 @@
 
 pub mod descriptor;
 pub mod detector;
+pub mod error;
 pub mod event;
+pub mod hpt;
 pub mod ppcr;
 pub mod stack;
 
