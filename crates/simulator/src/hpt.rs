@@ -112,7 +112,7 @@ impl HptConfig {
             ways: self.ways,
             why,
         };
-        if self.ways == 0 || self.entries == 0 || self.entries % self.ways != 0 {
+        if self.ways == 0 || self.entries == 0 || !self.entries.is_multiple_of(self.ways) {
             return Err(bad("ways must divide entries, both non-zero"));
         }
         let sets = self.entries / self.ways;
