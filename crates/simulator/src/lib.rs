@@ -6,12 +6,14 @@
 //! The simulator knows nothing of WebAssembly; `pathprof-wasm` turns a run's
 //! edge trace into this stream.
 
+pub mod cache;
 pub mod descriptor;
 pub mod detector;
 pub mod error;
 pub mod event;
 pub mod hpt;
 pub mod ppcr;
+pub mod predictor;
 pub mod stack;
 
 pub use event::{BranchEvent, BranchKind};
