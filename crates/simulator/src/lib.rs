@@ -15,5 +15,6 @@ pub mod hpt;
 pub mod ppcr;
 pub mod predictor;
 pub mod stack;
+pub mod timing;
 
 pub use event::{BranchEvent, BranchKind};
