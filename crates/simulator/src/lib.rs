@@ -12,6 +12,7 @@ pub mod detector;
 pub mod error;
 pub mod event;
 pub mod hpt;
+pub mod overlap;
 pub mod ppcr;
 pub mod predictor;
 pub mod stack;
