@@ -7,6 +7,7 @@
 //! edge trace into this stream.
 
 pub mod cache;
+pub mod config;
 pub mod descriptor;
 pub mod detector;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod hpt;
 pub mod overlap;
 pub mod ppcr;
 pub mod predictor;
+pub mod simulator;
 pub mod stack;
 pub mod timing;
 
