@@ -290,15 +290,7 @@ impl ExactTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn path(start: u32, len: u16, outcomes: u128) -> PathDescriptor {
-        PathDescriptor {
-            start,
-            len,
-            nbits: len,
-            outcomes,
-        }
-    }
+    use crate::testing::path;
 
     fn table(entries: u32, ways: u32, replacement: Replacement) -> HotPathTable {
         let config = HptConfig {

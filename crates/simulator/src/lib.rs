@@ -20,4 +20,7 @@ pub mod simulator;
 pub mod stack;
 pub mod timing;
 
+#[cfg(test)]
+mod testing;
+
 pub use event::{BranchEvent, BranchKind};

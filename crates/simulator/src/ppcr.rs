@@ -268,13 +268,7 @@ mod tests {
 
     #[test]
     fn classes_of_wasm_branches() {
-        let ev = |kind, backward| BranchEvent {
-            kind,
-            address: 0,
-            target: 0,
-            backward,
-            instrs: 1,
-        };
+        let ev = |kind, backward| crate::testing::ev(kind, 0, 0, backward, 1);
         let sw = BranchKind::Switch { arm: 1, arms: 3 };
         assert_eq!(BranchClass::of(&ev(sw, true)), BranchClass::Backward);
         assert_eq!(BranchClass::of(&ev(sw, false)), BranchClass::Forward);

@@ -2,22 +2,13 @@
 //! Tables 5.1/5.2 and the rules of 5.2, not from the detector's output.
 
 use super::*;
+use crate::testing::ev;
 
 const CALL: BranchKind = BranchKind::Call { indirect: false };
 const RET: BranchKind = BranchKind::Return;
 const JUMP: BranchKind = BranchKind::Jump;
 const TAKEN: BranchKind = BranchKind::Conditional { taken: true };
 const NOT: BranchKind = BranchKind::Conditional { taken: false };
-
-fn ev(kind: BranchKind, address: u32, target: u32, backward: bool, instrs: u32) -> BranchEvent {
-    BranchEvent {
-        kind,
-        address,
-        target,
-        backward,
-        instrs,
-    }
-}
 
 /// (start, length, outcome bits, events) of each collected path, in order.
 type Collected = Vec<(u32, u16, u128, u64)>;

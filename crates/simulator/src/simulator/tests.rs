@@ -5,16 +5,7 @@ use super::*;
 use crate::descriptor::PathDescriptor;
 use crate::hpt::{HptConfig, IndexFn, Replacement};
 use crate::predictor::PredictorConfig;
-
-fn ev(kind: BranchKind, address: u32, target: u32, backward: bool, instrs: u32) -> BranchEvent {
-    BranchEvent {
-        kind,
-        address,
-        target,
-        backward,
-        instrs,
-    }
-}
+use crate::testing::{ev, path};
 
 const CALL: BranchKind = BranchKind::Call { indirect: false };
 
@@ -30,15 +21,6 @@ fn stream() -> Vec<BranchEvent> {
         ev(BranchKind::Return, 204, 107, false, 4),
         ev(BranchKind::Return, 120, 0, false, 5),
     ]
-}
-
-fn path(start: u32, len: u16, outcomes: u128) -> PathDescriptor {
-    PathDescriptor {
-        start,
-        len,
-        nbits: len,
-        outcomes,
-    }
 }
 
 fn one_entry() -> SimConfig {
