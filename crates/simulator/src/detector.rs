@@ -159,11 +159,10 @@ impl PathDetector {
         c
     }
 
+    #[inline]
     fn update(&mut self, ev: &BranchEvent, events: u64, ext: Extension, c: &mut OpCounts) {
         if self.stack.is_empty() {
-            self.stats.resyncs += 1;
-            c.pushes += 1;
-            self.stack.push(StackEntry::new(ev.address, 1));
+            self.resync(ev, c);
         }
         c.updates += 1;
         self.stack.update(Outcome::of(ev.kind), events);
@@ -181,6 +180,13 @@ impl PathDetector {
                 }
             }
         }
+    }
+
+    #[cold]
+    fn resync(&mut self, ev: &BranchEvent, c: &mut OpCounts) {
+        self.stats.resyncs += 1;
+        c.pushes += 1;
+        self.stack.push(StackEntry::new(ev.address, 1));
     }
 
     fn top_is_full(&mut self) -> bool {

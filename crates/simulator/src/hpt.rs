@@ -244,19 +244,59 @@ pub fn sort_profile(p: &mut [HotPath]) {
     p.sort_unstable_by(|a, b| b.weight.cmp(&a.weight).then(a.path.cmp(&b.path)));
 }
 
-/// The unbounded table: every path with its exact 64-bit total.
+/// The unbounded table: every path with its exact 64-bit total, and its
+/// total within the current window (for the dynamic overlap), so that one
+/// hash lookup per path serves both.
 #[derive(Clone, Debug, Default)]
 pub struct ExactTable {
-    map: FxHashMap<PathDescriptor, u64>,
+    map: FxHashMap<PathDescriptor, Exact>,
+    total: u64,
+    window: Window,
+}
+
+#[derive(Copy, Clone, Debug, Default)]
+struct Exact {
+    total: u64,
+    /// The weight within window `epoch`; stale when that is not the current.
+    window: u64,
+    epoch: u32,
+}
+
+#[derive(Copy, Clone, Debug, Default)]
+struct Window {
+    epoch: u32,
+    total: u64,
+    paths: u64,
 }
 
 impl ExactTable {
     pub fn update(&mut self, path: &PathDescriptor, count: u64) {
-        *self.map.entry(*path).or_insert(0) += count;
+        let epoch = self.window.epoch;
+        let e = self.map.entry(*path).or_insert(Exact {
+            epoch,
+            ..Exact::default()
+        });
+        if e.epoch != epoch {
+            e.epoch = epoch;
+            e.window = 0;
+        }
+        e.total += count;
+        e.window += count;
+        self.total += count;
+        self.window.total += count;
+        self.window.paths += 1;
     }
 
     pub fn get(&self, path: &PathDescriptor) -> u64 {
-        self.map.get(path).copied().unwrap_or(0)
+        self.map.get(path).map_or(0, |e| e.total)
+    }
+
+    /// `path`'s weight within the current window.
+    pub fn window_get(&self, path: &PathDescriptor) -> u64 {
+        match self.map.get(path) {
+            Some(e) if e.epoch == self.window.epoch => e.window,
+            _ => 0,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -268,11 +308,24 @@ impl ExactTable {
     }
 
     pub fn total(&self) -> u64 {
-        self.map.values().sum()
+        self.total
     }
 
-    pub fn clear(&mut self) {
-        self.map.clear();
+    pub fn window_total(&self) -> u64 {
+        self.window.total
+    }
+
+    /// Paths that ended in the current window.
+    pub fn window_paths(&self) -> u64 {
+        self.window.paths
+    }
+
+    /// Starts a new window (every path's window weight becomes 0).
+    pub fn next_window(&mut self) {
+        self.window = Window {
+            epoch: self.window.epoch.wrapping_add(1),
+            ..Window::default()
+        };
     }
 
     /// Every path, heaviest first (ties by descriptor).
@@ -280,7 +333,10 @@ impl ExactTable {
         let mut out: Vec<HotPath> = self
             .map
             .iter()
-            .map(|(&path, &weight)| HotPath { path, weight })
+            .map(|(&path, e)| HotPath {
+                path,
+                weight: e.total,
+            })
             .collect();
         sort_profile(&mut out);
         out
@@ -404,5 +460,17 @@ mod tests {
         let got: Vec<_> = e.dump().iter().map(|h| (h.path.start, h.weight)).collect();
         assert_eq!(got, vec![(2, 7), (1, 5)]);
         assert_eq!((e.total(), e.len()), (12, 2));
+        // A new window: totals stay, window weights restart.
+        e.next_window();
+        e.update(&path(2, 0, 0), 4);
+        assert_eq!(
+            (e.get(&path(2, 0, 0)), e.window_get(&path(2, 0, 0))),
+            (11, 4)
+        );
+        assert_eq!(
+            (e.get(&path(1, 0, 0)), e.window_get(&path(1, 0, 0))),
+            (5, 0)
+        );
+        assert_eq!((e.window_total(), e.window_paths()), (4, 1));
     }
 }

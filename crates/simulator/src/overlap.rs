@@ -31,8 +31,17 @@ use serde::{Deserialize, Serialize};
 
 /// The complete overlap of `hw` (a table's dump) with `exact`.
 pub fn overlap(hw: &[HotPath], exact: &ExactTable) -> f64 {
+    overlap_by(hw, exact.total(), |p| exact.get(p))
+}
+
+/// The overlap of `hw` with the exact profile of the current window.
+pub fn window_overlap(hw: &[HotPath], exact: &ExactTable) -> f64 {
+    overlap_by(hw, exact.window_total(), |p| exact.window_get(p))
+}
+
+/// `sum over hw of min(w1/W1, w2/W2)`, `w2` read from `exact_of`.
+fn overlap_by(hw: &[HotPath], w2: u64, exact_of: impl Fn(&PathDescriptor) -> u64) -> f64 {
     let w1: u64 = hw.iter().map(|h| h.weight).sum();
-    let w2 = exact.total();
     match (w1, w2) {
         (0, 0) => 1.0,
         (0, _) | (_, 0) => 0.0,
@@ -40,7 +49,7 @@ pub fn overlap(hw: &[HotPath], exact: &ExactTable) -> f64 {
             .iter()
             .map(|h| {
                 let a = h.weight as f64 / w1 as f64;
-                let b = exact.get(&h.path) as f64 / w2 as f64;
+                let b = exact_of(&h.path) as f64 / w2 as f64;
                 a.min(b)
             })
             .sum(),
@@ -58,13 +67,13 @@ pub struct DynamicOverlap {
     pub partial_last: bool,
 }
 
-/// An HPT and an exact table restarted at every window.
+/// An HPT restarted at every window; the window's exact profile is kept by
+/// the [`ExactTable`] beside the run's ([`ExactTable::next_window`]).
 #[derive(Clone, Debug)]
 pub struct Windows {
     window_instrs: u64,
     instrs: u64,
     hpt: HotPathTable,
-    exact: ExactTable,
     per_window: Vec<f64>,
 }
 
@@ -80,38 +89,41 @@ impl Windows {
             window_instrs,
             instrs: 0,
             hpt: HotPathTable::new(hpt)?,
-            exact: ExactTable::default(),
             per_window: Vec::new(),
         })
     }
 
-    /// A path popped in the current window.
+    /// A path popped in the current window (the caller also records it in
+    /// the exact table).
     pub fn record(&mut self, path: &PathDescriptor, count: u64) {
         self.hpt.update(path, count);
-        self.exact.update(path, count);
     }
 
-    /// `instrs` more instructions retired; closes the window when full.
-    pub fn advance(&mut self, instrs: u32) {
+    /// `instrs` more instructions retired; closes the window when full and
+    /// starts the exact table's next one.
+    #[inline]
+    pub fn advance(&mut self, instrs: u32, exact: &mut ExactTable) {
         self.instrs += u64::from(instrs);
         if self.instrs >= self.window_instrs {
-            self.close();
-            self.instrs %= self.window_instrs;
+            self.close(exact);
         }
     }
 
-    fn close(&mut self) {
-        self.per_window.push(overlap(&self.hpt.dump(), &self.exact));
+    #[cold]
+    fn close(&mut self, exact: &mut ExactTable) {
+        self.per_window
+            .push(window_overlap(&self.hpt.dump(), exact));
         self.hpt.clear();
-        self.exact.clear();
+        exact.next_window();
+        self.instrs %= self.window_instrs;
     }
 
     /// The result so far, with the partial window if a path ended in it.
-    pub fn result(&self) -> DynamicOverlap {
+    pub fn result(&self, exact: &ExactTable) -> DynamicOverlap {
         let mut per_window = self.per_window.clone();
-        let partial_last = !self.exact.is_empty();
+        let partial_last = exact.window_paths() > 0;
         if partial_last {
-            per_window.push(overlap(&self.hpt.dump(), &self.exact));
+            per_window.push(window_overlap(&self.hpt.dump(), exact));
         }
         let mean = if per_window.is_empty() {
             1.0
@@ -180,22 +192,29 @@ mod tests {
             replacement: Replacement::Lru,
         };
         let mut w = Windows::new(10, one).expect("valid");
-        // Window 1: A 1, B 1 -> table B: overlap min(1, 1/2) = 0.5.
-        w.record(&p(1), 1);
-        w.advance(6);
-        w.record(&p(2), 1);
-        w.advance(6); // 12 >= 10: closes; 2 carried.
-                      // Window 2: A 3 -> 1.0; closes at 2 + 8 = 10.
-        w.record(&p(1), 3);
-        w.advance(8);
-        // Partial window 3: B 2, A 2 -> table A 2: min(1, 1/2) = 0.5.
-        w.record(&p(2), 2);
-        w.record(&p(1), 2);
-        w.advance(1);
-        let r = w.result();
+        let mut e = ExactTable::default();
+        // Per branch: the paths it pops, then the instructions it retires.
+        // Window 1 (6 + 6 = 12, 2 carried): A 1, B 1; the table keeps B:
+        // min(1, 1/2) = 0.5. Window 2 (2 + 8): A 3: 1.0. Partial window 3:
+        // B 2, A 2; the table keeps A 2: min(1, 2/4) = 0.5.
+        let steps: [(&[(u32, u64)], u32); 4] = [
+            (&[(1, 1)], 6),
+            (&[(2, 1)], 6),
+            (&[(1, 3)], 8),
+            (&[(2, 2), (1, 2)], 1),
+        ];
+        for (paths, instrs) in steps {
+            for &(start, n) in paths {
+                w.record(&p(start), n);
+                e.update(&p(start), n);
+            }
+            w.advance(instrs, &mut e);
+        }
+        let r = w.result(&e);
         assert_eq!(r.per_window, vec![0.5, 1.0, 0.5]);
         assert!(r.partial_last);
         assert!(close_to(r.mean, 2.0 / 3.0));
+        assert_eq!((e.total(), e.get(&p(1))), (9, 6), "run totals unaffected");
         assert!(Windows::new(0, one).is_err());
     }
 }

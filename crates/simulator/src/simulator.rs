@@ -156,7 +156,7 @@ impl Simulator {
             q.retire(ev.instrs, latency);
         }
         if let Some(w) = &mut self.windows {
-            w.advance(ev.instrs);
+            w.advance(ev.instrs, &mut self.exact);
         }
         self.instrs += u64::from(ev.instrs);
     }
@@ -169,7 +169,7 @@ impl Simulator {
             complete_overlap: overlap(&hardware_profile, &self.exact),
             hardware_profile,
             exact_profile: self.exact.dump(),
-            dynamic_overlap: self.windows.as_ref().map(Windows::result),
+            dynamic_overlap: self.windows.as_ref().map(|w| w.result(&self.exact)),
             hpt: self.hpt.stats(),
             detector: self.detector.stats(),
             paths_in_flight: self.detector.in_flight() as u64,

@@ -99,7 +99,11 @@ impl PathStack {
     pub fn push(&mut self, entry: StackEntry) {
         let depth = self.ring.len();
         self.ring[self.top] = entry;
-        self.top = (self.top + 1) % depth;
+        self.top = if self.top + 1 == depth {
+            0
+        } else {
+            self.top + 1
+        };
         if self.len == depth {
             self.stats.overflows += 1;
         } else {
@@ -115,8 +119,7 @@ impl PathStack {
             self.stats.underflows += 1;
             return None;
         }
-        let depth = self.ring.len();
-        self.top = (self.top + depth - 1) % depth;
+        self.top = self.below_top();
         self.len -= 1;
         self.stats.pops += 1;
         Some(self.ring[self.top])
@@ -126,8 +129,18 @@ impl PathStack {
         if self.len == 0 {
             return None;
         }
-        let depth = self.ring.len();
-        Some(&mut self.ring[(self.top + depth - 1) % depth])
+        let i = self.below_top();
+        Some(&mut self.ring[i])
+    }
+
+    /// The slot of the top entry (no division: this runs several times per
+    /// branch).
+    fn below_top(&self) -> usize {
+        if self.top == 0 {
+            self.ring.len() - 1
+        } else {
+            self.top - 1
+        }
     }
 
     /// `path_stack_update`: records `outcome` on the top path and adds

@@ -132,7 +132,10 @@ impl BranchQueue {
         let start = retired.max(self.finished);
         if !self.starts.is_empty() {
             self.starts[self.next] = start;
-            self.next = (self.next + 1) % self.starts.len();
+            self.next += 1;
+            if self.next == self.starts.len() {
+                self.next = 0;
+            }
             self.filled = (self.filled + 1).min(self.starts.len());
         }
         self.retired = retired;
