@@ -73,6 +73,9 @@ pub enum Metric {
 /// The largest path stack and branch queue accepted.
 pub const MAX_STACK_DEPTH: u32 = 1 << 16;
 pub const MAX_QUEUE_LENGTH: u32 = 1 << 12;
+/// The largest latency of one operation, in cycles: with it a branch's sum
+/// of latencies stays far from overflowing.
+pub const MAX_LATENCY: u32 = 1 << 16;
 
 /// One profiler configuration; see the module docs for the TOML form.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -141,6 +144,19 @@ impl SimConfig {
         }
         if self.window_instrs == 0 {
             return Err(config_error("window_instrs", "must be positive".into()));
+        }
+        let l = &self.latencies;
+        let all = [
+            l.push,
+            l.pop,
+            l.update,
+            l.update_count,
+            l.hpt_update,
+            l.hpt_miss_per_log2_way,
+        ];
+        if let Some(big) = all.iter().find(|&&c| c > MAX_LATENCY) {
+            let why = format!("{big} cycles: at most {MAX_LATENCY}");
+            return Err(config_error("latencies", why));
         }
         self.hpt.sets().map(|_| ())
     }
@@ -242,6 +258,7 @@ mod tests {
             "queue_lengths = [5000]",
             "window_instrs = 0",
             "[hpt]\nentries = 96",
+            "[latencies]\npop = 70000",
             "unknown = 1",
             "path_type = \"loops\"",
         ] {

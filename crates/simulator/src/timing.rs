@@ -73,7 +73,7 @@ impl Latencies {
             + cycles(ops.update_counts, self.update_count)
             + cycles(ops.collected + ops.other_pops, self.pop)
             + cycles(ops.collected, self.hpt_update)
-            + cycles(hpt_misses, self.hpt_miss_per_log2_way * log2_ways)
+            + cycles(hpt_misses, self.hpt_miss_per_log2_way) * u64::from(log2_ways)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The simulator's exact profile against a brute-force segmentation of
 //! random branch streams into paths, written here from the thesis' rules
-//! (Tables 5.1 and 5.2, splitting, stack repair) without the path stack,
+//! (Tables 5.1 and 5.2, extended loop paths, splitting, stack repair) without the path stack,
 //! the PPCR or the descriptor code: each path is a list of its branches'
 //! outcomes, encoded only when it ends.
 
@@ -15,11 +15,13 @@ use std::collections::HashMap;
 /// (start, length, outcome bit count, outcome bits) -> weight.
 type Profile = HashMap<(u32, u16, u16, u128), u64>;
 
-/// A path in flight: its start and each branch's (value, width).
+/// A path in flight: its start, each branch's (value, width), and the
+/// backward branches it has gone through.
 struct Path {
     start: u32,
     branches: Vec<(u32, u32)>,
     instrs: u64,
+    loops: u32,
 }
 
 impl Path {
@@ -28,6 +30,7 @@ impl Path {
             start,
             branches: Vec::new(),
             instrs: 0,
+            loops: 0,
         }
     }
 
@@ -47,6 +50,8 @@ fn width(arms: u32) -> u32 {
 
 struct Oracle {
     wpp: bool,
+    /// Extended loop paths: backward branches a path may go through.
+    loops: u32,
     max_len: usize,
     depth: usize,
     stack: Vec<Path>,
@@ -56,9 +61,13 @@ struct Oracle {
 }
 
 impl Oracle {
-    fn new(wpp: bool, max_len: usize, depth: usize) -> Oracle {
+    fn new(path_type: PathType, max_len: usize, depth: usize) -> Oracle {
         Oracle {
-            wpp,
+            wpp: path_type == PathType::Wpp,
+            loops: match path_type {
+                PathType::ExtendedLoop { max } => max,
+                _ => 0,
+            },
             max_len,
             depth,
             stack: Vec::new(),
@@ -107,14 +116,20 @@ impl Oracle {
             _ => None,
         };
         if let Some(outcome) = outcome {
-            if self.stack.is_empty() {
+            // A path started here (nothing was in flight) is not extended.
+            let fresh = self.stack.is_empty();
+            if fresh {
                 self.push(e.address);
             }
             let top = self.stack.last_mut().expect("pushed");
             top.branches.push(outcome);
             top.instrs += u64::from(e.instrs);
+            let through = e.backward && !fresh && top.loops < self.loops;
+            if through {
+                top.loops += 1;
+            }
             let full = top.branches.len() >= self.max_len || top.bits() > 96;
-            if e.backward || full {
+            if (e.backward && !through) || full {
                 self.pop_and_end();
                 self.push(e.target);
             }
@@ -202,8 +217,7 @@ fn config(path_type: PathType, metric: Metric, max_len: u32, depth: u32) -> SimC
     }
 }
 
-fn check(wpp: bool, stream: &[BranchEvent], max_len: u32, depth: u32, cut: usize) {
-    let path_type = if wpp { PathType::Wpp } else { PathType::Bl };
+fn check(path_type: PathType, stream: &[BranchEvent], max_len: u32, depth: u32, cut: usize) {
     let mut sweep = Sweep::new([
         config(path_type, Metric::Instructions, max_len, depth),
         config(path_type, Metric::Frequency, max_len, depth),
@@ -213,7 +227,7 @@ fn check(wpp: bool, stream: &[BranchEvent], max_len: u32, depth: u32, cut: usize
     let cut = cut.min(stream.len());
     sweep.feed(&stream[..cut]);
     sweep.feed(&stream[cut..]);
-    let mut oracle = Oracle::new(wpp, max_len as usize, depth as usize);
+    let mut oracle = Oracle::new(path_type, max_len as usize, depth as usize);
     for e in stream {
         oracle.branch(e);
     }
@@ -232,27 +246,27 @@ fn check(wpp: bool, stream: &[BranchEvent], max_len: u32, depth: u32, cut: usize
     );
 }
 
+fn path_type() -> impl Strategy<Value = PathType> {
+    prop_oneof![
+        Just(PathType::Bl),
+        Just(PathType::Wpp),
+        (1u32..4).prop_map(|max| PathType::ExtendedLoop { max }),
+    ]
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(ProptestConfig::with_cases(1000))]
 
+    /// Ball-Larus, whole-program-path and extended loop paths.
     #[test]
-    fn ball_larus_paths_match_brute_force(
+    fn paths_match_brute_force(
+        path_type in path_type(),
         stream in prop::collection::vec(event(), 0..300),
         max_len in 1u32..40,
         depth in 1u32..6,
         cut in 0usize..300,
     ) {
-        check(false, &stream, max_len, depth, cut);
-    }
-
-    #[test]
-    fn whole_program_paths_match_brute_force(
-        stream in prop::collection::vec(event(), 0..300),
-        max_len in 1u32..40,
-        depth in 1u32..6,
-        cut in 0usize..300,
-    ) {
-        check(true, &stream, max_len, depth, cut);
+        check(path_type, &stream, max_len, depth, cut);
     }
 }
 
