@@ -1,6 +1,8 @@
 //! Events per second of the simulator on a synthetic branch stream.
 //!
-//! `cargo run --release -p pathprof-simulator --example throughput [MILLIONS]`
+//! `cargo run --release -p pathprof-simulator --example throughput [MILLIONS] [default]`
+//!
+//! With `default`, only the default configuration runs (for profiling).
 //!
 //! The stream walks a made-up program of 64 functions of 32 blocks each:
 //! every block ends in a branch whose kind and bias follow from a hash of its
@@ -148,13 +150,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let r = sim.result();
     println!(
-        "  {} paths, {} distinct, complete overlap {:.3}, dynamic {:.3}, overhead {:.4}",
+        "  {} paths, {} distinct, HPT hits {}/{}, complete overlap {:.3}, dynamic {:.3}, overhead {:.4}",
         r.detector.paths,
         r.exact_profile.len(),
+        r.hpt.hits,
+        r.hpt.lookups,
         r.complete_overlap,
         r.dynamic_overlap.map_or(f64::NAN, |d| d.mean),
         r.timing[0].overhead,
     );
+    if std::env::args().nth(2).as_deref() == Some("default") {
+        return Ok(());
+    }
     let lean = SimConfig {
         dynamic_overlap: false,
         ..default.clone()

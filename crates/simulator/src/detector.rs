@@ -110,14 +110,19 @@ impl PathDetector {
     ) -> OpCounts {
         self.stats.branches += 1;
         let class = BranchClass::of(ev);
-        let top = self.stack.top_mut().map(|t| TopState {
-            ext: t.ext,
-            frames: t.frames,
-        });
+        // Only extended paths read the top entry's counters.
+        let top = match self.ppcr.path_type {
+            PathType::Bl | PathType::Wpp => None,
+            _ => self.stack.top_mut().map(|t| TopState {
+                ext: t.ext,
+                frames: t.frames,
+            }),
+        };
         let ops = self.ppcr.ops(class, top);
         let mut c = OpCounts::default();
+        let mut full = false;
         if ops.update {
-            self.update(ev, events, ops.extension, &mut c);
+            full = self.update(ev, events, ops.extension, &mut c);
         } else if ops.update_count {
             c.update_counts += 1;
             if !self.stack.update_count(events) {
@@ -143,7 +148,7 @@ impl PathDetector {
                     self.emit(e, collect, &mut c);
                 }
             }
-        } else if ops.update && self.top_is_full() {
+        } else if full {
             if let Some(e) = self.pop(&mut c) {
                 self.stats.splits += 1;
                 frames = e.frames;
@@ -159,27 +164,31 @@ impl PathDetector {
         c
     }
 
+    /// `path_stack_update`, and the extension counters; returns whether the
+    /// path is now full.
     #[inline]
-    fn update(&mut self, ev: &BranchEvent, events: u64, ext: Extension, c: &mut OpCounts) {
+    fn update(&mut self, ev: &BranchEvent, events: u64, ext: Extension, c: &mut OpCounts) -> bool {
         if self.stack.is_empty() {
             self.resync(ev, c);
         }
         c.updates += 1;
-        self.stack.update(Outcome::of(ev.kind), events);
-        if let Some(top) = self.stack.top_mut() {
-            match ext {
-                Extension::None => {}
-                Extension::Loop => top.ext += 1,
-                Extension::CallIn => {
-                    top.ext += 1;
-                    top.frames += 1;
-                }
-                Extension::CallOut => {
-                    top.ext -= 1;
-                    top.frames -= 1;
-                }
+        let max_len = self.max_len;
+        let Some(top) = self.stack.update(Outcome::of(ev.kind), events) else {
+            return false;
+        };
+        match ext {
+            Extension::None => {}
+            Extension::Loop => top.ext += 1,
+            Extension::CallIn => {
+                top.ext += 1;
+                top.frames += 1;
+            }
+            Extension::CallOut => {
+                top.ext -= 1;
+                top.frames -= 1;
             }
         }
+        top.path.is_full(max_len)
     }
 
     #[cold]
@@ -187,13 +196,6 @@ impl PathDetector {
         self.stats.resyncs += 1;
         c.pushes += 1;
         self.stack.push(StackEntry::new(ev.address, 1));
-    }
-
-    fn top_is_full(&mut self) -> bool {
-        let max_len = self.max_len;
-        self.stack
-            .top_mut()
-            .is_some_and(|t| t.path.is_full(max_len))
     }
 
     fn pop(&mut self, c: &mut OpCounts) -> Option<StackEntry> {

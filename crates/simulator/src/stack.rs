@@ -144,16 +144,13 @@ impl PathStack {
     }
 
     /// `path_stack_update`: records `outcome` on the top path and adds
-    /// `events` to its counter. Returns false if the stack is empty.
-    pub fn update(&mut self, outcome: Outcome, events: u64) -> bool {
-        match self.top_mut() {
-            Some(top) => {
-                top.path.record(outcome);
-                top.events += events;
-                true
-            }
-            None => false,
-        }
+    /// `events` to its counter. Returns the top entry, `None` if the stack
+    /// is empty.
+    pub fn update(&mut self, outcome: Outcome, events: u64) -> Option<&mut StackEntry> {
+        let top = self.top_mut()?;
+        top.path.record(outcome);
+        top.events += events;
+        Some(top)
     }
 
     /// `path_stack_update_count`: adds `events` to the top path's counter
@@ -209,9 +206,13 @@ mod tests {
         let mut s = PathStack::new(2);
         assert!(!s.update_count(3), "empty stack");
         s.push(StackEntry::new(8, 1));
-        assert!(s.update(Outcome::of(BranchKind::Conditional { taken: true }), 4));
+        assert!(s
+            .update(Outcome::of(BranchKind::Conditional { taken: true }), 4)
+            .is_some());
         assert!(s.update_count(5));
-        assert!(s.update(Outcome::of(BranchKind::Conditional { taken: false }), 1));
+        assert!(s
+            .update(Outcome::of(BranchKind::Conditional { taken: false }), 1)
+            .is_some());
         let e = s.pop().expect("one entry");
         assert_eq!((e.path.len, e.path.outcomes, e.events), (2, 0b01, 10));
     }
