@@ -1,6 +1,6 @@
 //! The simulator's exact profile against a brute-force segmentation of
 //! random branch streams into paths, written here from the thesis' rules
-//! (Tables 5.1 and 5.2, extended loop paths, splitting, stack repair) without the path stack,
+//! (Tables 5.1 and 5.2, extended paths, splitting, stack repair) without the path stack,
 //! the PPCR or the descriptor code: each path is a list of its branches'
 //! outcomes, encoded only when it ends.
 
@@ -15,22 +15,27 @@ use std::collections::HashMap;
 /// (start, length, outcome bit count, outcome bits) -> weight.
 type Profile = HashMap<(u32, u16, u16, u128), u64>;
 
-/// A path in flight: its start, each branch's (value, width), and the
-/// backward branches it has gone through.
+/// A path in flight: its start, each branch's (value, width), the backward
+/// branches and calls it has gone through (extended paths), and how many
+/// procedure frames it covers (more than one after extending into callees).
 struct Path {
     start: u32,
     branches: Vec<(u32, u32)>,
     instrs: u64,
     loops: u32,
+    calls: u32,
+    frames: u32,
 }
 
 impl Path {
-    fn at(start: u32) -> Path {
+    fn at(start: u32, frames: u32) -> Path {
         Path {
             start,
             branches: Vec::new(),
             instrs: 0,
             loops: 0,
+            calls: 0,
+            frames,
         }
     }
 
@@ -52,6 +57,8 @@ struct Oracle {
     wpp: bool,
     /// Extended loop paths: backward branches a path may go through.
     loops: u32,
+    /// Extended call paths: calls a path may go into.
+    calls: u32,
     max_len: usize,
     depth: usize,
     stack: Vec<Path>,
@@ -62,12 +69,15 @@ struct Oracle {
 
 impl Oracle {
     fn new(path_type: PathType, max_len: usize, depth: usize) -> Oracle {
+        let (loops, calls) = match path_type {
+            PathType::ExtendedLoop { max } => (max, 0),
+            PathType::ExtendedCall { max } => (0, max),
+            _ => (0, 0),
+        };
         Oracle {
             wpp: path_type == PathType::Wpp,
-            loops: match path_type {
-                PathType::ExtendedLoop { max } => max,
-                _ => 0,
-            },
+            loops,
+            calls,
             max_len,
             depth,
             stack: Vec::new(),
@@ -76,11 +86,11 @@ impl Oracle {
         }
     }
 
-    fn push(&mut self, start: u32) {
+    fn push(&mut self, start: u32, frames: u32) {
         if self.stack.len() == self.depth {
             self.stack.remove(0);
         }
-        self.stack.push(Path::at(start));
+        self.stack.push(Path::at(start, frames));
     }
 
     fn end(&mut self, p: Path) {
@@ -95,10 +105,16 @@ impl Oracle {
         *self.freq.entry(key).or_insert(0) += 1;
     }
 
-    /// Pops the top path into the profile, if there is one.
-    fn pop_and_end(&mut self) {
-        if let Some(p) = self.stack.pop() {
-            self.end(p);
+    /// Pops the top path into the profile, if there is one; returns the
+    /// frames it covered (1 if there was none).
+    fn pop_and_end(&mut self) -> u32 {
+        match self.stack.pop() {
+            Some(p) => {
+                let frames = p.frames;
+                self.end(p);
+                frames
+            }
+            None => 1,
         }
     }
 
@@ -108,50 +124,110 @@ impl Oracle {
         }
     }
 
-    fn branch(&mut self, e: &BranchEvent) {
-        let outcome = match e.kind {
-            BranchKind::Conditional { taken } => Some((u32::from(taken), 1)),
-            BranchKind::Switch { arm, arms } => Some((arm, width(arms))),
-            BranchKind::Jump => Some((1, 1)),
-            _ => None,
+    /// Records `outcome` on the top path, starting one at the branch if
+    /// none is in flight. Ends the path at the branch's target when `ends`
+    /// or when it is full; the next path covers the same frames.
+    fn record(&mut self, e: &BranchEvent, outcome: (u32, u32), ends: bool) {
+        if self.stack.is_empty() {
+            self.push(e.address, 1);
+        }
+        let top = self.stack.last_mut().expect("pushed");
+        top.branches.push(outcome);
+        top.instrs += u64::from(e.instrs);
+        let full = top.branches.len() >= self.max_len || top.bits() > 96;
+        if ends || full {
+            let frames = self.pop_and_end();
+            self.push(e.target, frames);
+        }
+    }
+
+    /// Moves the top path's counters if `e` extends it; returns whether it did.
+    fn extends(&mut self, e: &BranchEvent) -> bool {
+        let (loops, calls) = (self.loops, self.calls);
+        let Some(top) = self.stack.last_mut() else {
+            return false;
         };
-        if let Some(outcome) = outcome {
-            // A path started here (nothing was in flight) is not extended.
-            let fresh = self.stack.is_empty();
-            if fresh {
-                self.push(e.address);
-            }
-            let top = self.stack.last_mut().expect("pushed");
-            top.branches.push(outcome);
-            top.instrs += u64::from(e.instrs);
-            let through = e.backward && !fresh && top.loops < self.loops;
-            if through {
+        match e.kind {
+            BranchKind::Conditional { .. } | BranchKind::Switch { .. } | BranchKind::Jump
+                if e.backward && top.loops < loops =>
+            {
                 top.loops += 1;
             }
-            let full = top.branches.len() >= self.max_len || top.bits() > 96;
-            if (e.backward && !through) || full {
-                self.pop_and_end();
-                self.push(e.target);
+            BranchKind::Call { indirect: false } if top.calls < calls => {
+                top.calls += 1;
+                top.frames += 1;
             }
-            return;
+            BranchKind::Return if calls > 0 && top.calls > 0 => {
+                top.calls -= 1;
+                top.frames -= 1;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn branch(&mut self, e: &BranchEvent) {
+        if self.extends(e) {
+            let outcome = match e.kind {
+                BranchKind::Conditional { taken } => (u32::from(taken), 1),
+                BranchKind::Switch { arm, arms } => (arm, width(arms)),
+                _ => (1, 1),
+            };
+            return self.record(e, outcome, false);
+        }
+        match e.kind {
+            BranchKind::Conditional { taken } => {
+                return self.record(e, (u32::from(taken), 1), e.backward)
+            }
+            BranchKind::Switch { arm, arms } => {
+                return self.record(e, (arm, width(arms)), e.backward)
+            }
+            BranchKind::Jump => return self.record(e, (1, 1), e.backward),
+            _ => {}
         }
         self.count(e.instrs);
+        let in_flight = self.stack.last().map(|p| p.frames);
         match e.kind {
-            BranchKind::Call { .. } if !self.wpp => self.push(e.target),
-            BranchKind::Return if !self.wpp => self.pop_and_end(),
-            BranchKind::Call { .. } | BranchKind::Return | BranchKind::TailCall { .. } => {
+            BranchKind::Call { .. } if !self.wpp => self.push(e.target, 1),
+            // A path covering several frames ends at a return; the caller's
+            // continuation covers one frame fewer.
+            BranchKind::Return if !self.wpp && in_flight.is_some_and(|f| f > 1) => {
+                let frames = self.pop_and_end();
+                self.push(e.target, frames - 1);
+            }
+            BranchKind::Return if !self.wpp => {
                 self.pop_and_end();
-                self.push(e.target);
             }
-            BranchKind::Throw { frames } if !self.wpp => {
-                let keep = self.stack.len().saturating_sub(frames as usize);
-                self.stack.truncate(keep);
+            BranchKind::Call { .. } | BranchKind::Return => {
+                self.pop_and_end();
+                self.push(e.target, 1);
             }
+            BranchKind::TailCall { .. } => {
+                let frames = self.pop_and_end();
+                self.push(e.target, frames);
+            }
+            BranchKind::Throw { frames } if !self.wpp => self.unwind(frames),
             BranchKind::Catch => {
-                self.stack.pop();
-                self.push(e.target);
+                let frames = self.stack.pop().map_or(1, |p| p.frames);
+                self.push(e.target, frames);
             }
             _ => {}
+        }
+    }
+
+    /// Drops the paths of the `frames` innermost frames.
+    fn unwind(&mut self, mut frames: u32) {
+        while frames > 0 {
+            let Some(top) = self.stack.last_mut() else {
+                return;
+            };
+            if top.frames > frames {
+                top.frames -= frames;
+                top.calls = top.calls.saturating_sub(frames);
+                return;
+            }
+            frames -= top.frames;
+            self.stack.pop();
         }
     }
 }
@@ -251,13 +327,14 @@ fn path_type() -> impl Strategy<Value = PathType> {
         Just(PathType::Bl),
         Just(PathType::Wpp),
         (1u32..4).prop_map(|max| PathType::ExtendedLoop { max }),
+        (1u32..4).prop_map(|max| PathType::ExtendedCall { max }),
     ]
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
 
-    /// Ball-Larus, whole-program-path and extended loop paths.
+    /// Ball-Larus, whole-program-path and extended loop and call paths.
     #[test]
     fn paths_match_brute_force(
         path_type in path_type(),
