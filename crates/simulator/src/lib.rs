@@ -41,6 +41,36 @@
 //!   [`Sweep`] feeds the same batches to many configurations. Results are
 //!   [`SimResult`]s (serde).
 //!
+//! # Use
+//!
+//! ```
+//! use pathprof_simulator::{BranchEvent, BranchKind, SimConfig, Simulator};
+//!
+//! let config = SimConfig::from_toml("queue_lengths = [0, 4]\n[hpt]\nentries = 64")?;
+//! let mut sim = Simulator::new(config)?;
+//! let ev = |kind, address, target, backward| BranchEvent {
+//!     kind,
+//!     address,
+//!     target,
+//!     backward,
+//!     instrs: 4,
+//! };
+//! // The host calls 100; a loop at 100 runs twice; 100 returns.
+//! sim.feed(&[ev(BranchKind::Call { indirect: false }, 0, 100, false)]);
+//! for _ in 0..2 {
+//!     sim.feed(&[ev(BranchKind::Jump, 110, 100, true)]);
+//! }
+//! sim.feed(&[ev(BranchKind::Return, 120, 0, false)]);
+//! let r = sim.result();
+//! // (100, one jump) twice, then (100, no branch) ended by the return.
+//! let weights: Vec<(u32, u16, u64)> =
+//!     r.hardware_profile.iter().map(|h| (h.path.start, h.path.len, h.weight)).collect();
+//! assert_eq!(weights, vec![(100, 1, 2), (100, 0, 1)]);
+//! assert_eq!(r.complete_overlap, 1.0);
+//! assert_eq!(r.timing.len(), 2);
+//! # Ok::<(), pathprof_simulator::SimError>(())
+//! ```
+//!
 //! # Departures from the thesis
 //!
 //! Each module lists its own; in short:
