@@ -181,10 +181,13 @@ impl Simulator {
     }
 }
 
-/// Many configurations fed the same stream side by side.
+/// Many configurations fed the same stream side by side, optionally on
+/// several threads (the configurations share nothing, so each thread takes a
+/// contiguous share of them for the whole batch).
 #[derive(Clone, Debug, Default)]
 pub struct Sweep {
     sims: Vec<Simulator>,
+    threads: usize,
 }
 
 impl Sweep {
@@ -193,7 +196,13 @@ impl Sweep {
             .into_iter()
             .map(Simulator::new)
             .collect::<Result<_, _>>()?;
-        Ok(Sweep { sims })
+        Ok(Sweep { sims, threads: 1 })
+    }
+
+    /// Feeds batches on up to `threads` threads (1, the default: the calling
+    /// thread only). Results do not depend on it.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.max(1);
     }
 
     /// A sweep from a TOML file of `[[config]]` tables.
@@ -212,9 +221,17 @@ impl Sweep {
     /// Feeds `batch` to every configuration (each runs through the whole
     /// batch in turn, which keeps its tables in cache).
     pub fn feed(&mut self, batch: &[BranchEvent]) {
-        for s in &mut self.sims {
-            s.feed(batch);
+        let threads = self.threads.min(self.sims.len());
+        if threads <= 1 {
+            self.sims.iter_mut().for_each(|s| s.feed(batch));
+            return;
         }
+        let share = self.sims.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            for chunk in self.sims.chunks_mut(share) {
+                scope.spawn(move || chunk.iter_mut().for_each(|s| s.feed(batch)));
+            }
+        });
     }
 
     pub fn memory_access(&mut self, addr: u64, is_store: bool) {

@@ -168,6 +168,12 @@ fn sweep_feeds_every_configuration_alike() {
     let alone: Vec<SimResult> = configs.into_iter().map(run).collect();
     assert_eq!(sweep.results(), alone);
     assert_eq!(sweep.results()[1].hardware_profile.len(), 3);
+    let mut threaded = Sweep::new([one_entry(), SimConfig::default(), one_entry()]).expect("valid");
+    threaded.set_threads(2);
+    threaded.feed(&stream()[..3]);
+    threaded.feed(&stream()[3..]);
+    assert_eq!(threaded.results()[..2], alone[..]);
+    assert_eq!(threaded.results()[2], alone[0]);
     let from_toml = Sweep::from_toml("[[config]]\n[[config]]\npath_type = \"wpp\"\n");
     assert_eq!(from_toml.map(|s| s.len()), Ok(2));
     assert!(Sweep::new([SimConfig {
