@@ -13,8 +13,8 @@
 //! pops the entries standing for them, and the catch arrival pops the
 //! handler frame's path and pushes one at the handler. The paths these pops
 //! take off were cut short by the exception; they are *discarded*, counted
-//! (paths and events) but never collected, as the software profiler never
-//! counts a path interrupted by an exception.
+//! (paths and events) but never collected: such a path has no end, and the
+//! software profiler too counts a path only where it ends.
 //!
 //! Departures from the thesis:
 //! - An entry records how many procedure frames it stands for (1 except for
