@@ -14,6 +14,9 @@
 use crate::error::SimError;
 use serde::{Deserialize, Serialize};
 
+/// The largest cache accepted, in blocks.
+pub const MAX_BLOCKS: u32 = 1 << 24;
+
 /// One cache's shape.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,6 +77,9 @@ impl Cache {
         let blocks = c.size_bytes / c.block_bytes;
         if blocks == 0 || !blocks.is_multiple_of(c.ways) || !(blocks / c.ways).is_power_of_two() {
             return Err(bad("the set count must be a non-zero power of two"));
+        }
+        if blocks > MAX_BLOCKS {
+            return Err(bad("at most 2^24 blocks"));
         }
         Ok(Cache {
             block_shift: c.block_bytes.trailing_zeros(),
@@ -225,7 +231,13 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_errors() {
-        for (size, block, ways) in [(128, 24, 1), (128, 32, 0), (96, 32, 1), (32, 64, 1)] {
+        for (size, block, ways) in [
+            (128, 24, 1),
+            (128, 32, 0),
+            (96, 32, 1),
+            (32, 64, 1),
+            (1 << 30, 32, 1),
+        ] {
             let c = CacheConfig {
                 size_bytes: size,
                 block_bytes: block,

@@ -30,6 +30,9 @@ use crate::error::SimError;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+/// The largest HPT accepted (the thesis' largest is 2048 entries).
+pub const MAX_HPT_ENTRIES: u32 = 1 << 24;
+
 /// How a descriptor picks its HPT set.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -114,6 +117,9 @@ impl HptConfig {
         };
         if self.ways == 0 || self.entries == 0 || !self.entries.is_multiple_of(self.ways) {
             return Err(bad("ways must divide entries, both non-zero"));
+        }
+        if self.entries > MAX_HPT_ENTRIES {
+            return Err(bad("at most 2^24 entries"));
         }
         let sets = self.entries / self.ways;
         if !sets.is_power_of_two() {
@@ -438,7 +444,7 @@ mod tests {
 
     #[test]
     fn bad_shapes_are_errors() {
-        for (entries, ways) in [(0, 1), (8, 0), (12, 4), (8, 3)] {
+        for (entries, ways) in [(0, 1), (8, 0), (12, 4), (8, 3), (1 << 25, 1)] {
             let c = HptConfig {
                 entries,
                 ways,

@@ -21,6 +21,9 @@
 use crate::error::SimError;
 use serde::{Deserialize, Serialize};
 
+/// The largest predictor table accepted, in counters.
+pub const MAX_ENTRIES: u32 = 1 << 24;
+
 /// A direction predictor's shape.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,10 +68,10 @@ struct Counters(Box<[u8]>);
 
 impl Counters {
     fn new(what: &'static str, entries: u32) -> Result<Counters, SimError> {
-        if !entries.is_power_of_two() {
+        if !entries.is_power_of_two() || entries > MAX_ENTRIES {
             return Err(SimError::Config {
                 what,
-                why: format!("{entries} entries: not a power of two"),
+                why: format!("{entries} entries: not a power of two up to 2^24"),
             });
         }
         Ok(Counters(vec![1; entries as usize].into_boxed_slice()))
@@ -268,6 +271,7 @@ mod tests {
     #[test]
     fn sizes_must_be_powers_of_two() {
         assert!(Predictor::new(PredictorConfig::Bimodal { entries: 6 }).is_err());
+        assert!(Predictor::new(PredictorConfig::Bimodal { entries: 1 << 25 }).is_err());
         let g = PredictorConfig::Gshare {
             entries: 8,
             history_bits: 32,
