@@ -4,6 +4,7 @@
 mod big;
 pub(crate) mod cases;
 mod edge_profiles;
+mod interproc;
 pub(crate) mod loops;
 pub(crate) mod oracle;
 mod paper;

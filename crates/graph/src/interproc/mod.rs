@@ -1,0 +1,184 @@
+//! Interprocedural path profiling: the graph side of D. Melski and T. Reps,
+//! "Interprocedural Path Profiling", UW-Madison TR 1382 (1998), sections
+//! 2-8. Knows nothing of WebAssembly.
+//!
+//! The pipeline, one module per step:
+//! - [`supergraph`]: the input G* (2.2), per function a [`Cfg`] and the
+//!   calls each block makes, split into call and return-site vertices;
+//! - [`callgraph`]: recursive call sites (DFS backedges of the call graph),
+//!   cut sites, entry functions, SCCs, maxEnters (3.2);
+//! - [`local`]: each function's part of G*_fn after Transformations 0-3
+//!   (GEntry, GExit, surrogate edges for backedges, summary edges);
+//! - [`numbering`]: psi and rho as linear functions `<a, b>` (4, 5.2, 5.3)
+//!   and the piecewise values numUnbalRLPaths and edgeValue (6.1);
+//! - [`walk`]: the run-time instrumentation of 5.5 and 6.3 as an executable
+//!   reference: an execution (a sequence of [`Event`]s) to path counts;
+//! - [`decode`]: a path number back to its path (Algorithm 5.2, and its
+//!   piecewise counterpart, which the report leaves as an exercise);
+//! - [`hybrid`]: section 8, cutting chosen non-recursive call sites, and a
+//!   budget that cuts the largest until the number of paths fits.
+//!
+//! Two kinds of observable path, chosen by [`Mode`]: *context* paths
+//! (section 5), unbalanced-left paths whose context-prefix says how the
+//! active-suffix was reached, and *piecewise* paths (section 6),
+//! unbalanced-right-left paths that partition an execution.
+//!
+//! Other language features (section 9), for the producer of a supergraph:
+//! - An indirect call is a call site with [`Callee::Indirect`]: always cut
+//!   (9.2.3), its possible callees become entry functions.
+//! - An imported function is an opaque leaf: its calls are not call sites.
+//!   If the host calls back into the program, that is an [`Event::Call`]
+//!   without a site: the callee must be an entry function, and the path in
+//!   flight is saved and resumed around it as at a recursive call site.
+//! - A trap ends the execution: the paths in flight are not counted (the
+//!   walk stops at the end of its events).
+//! - Not implemented yet, but expressible with what is here: a throw ends
+//!   the path at the throwing vertex `u` (a surrogate `u -> GExit`) and a
+//!   catch at `v` restarts one (a surrogate `Entry_P -> v`), exactly the two
+//!   edges T2 adds for a backedge `u -> v`; a tail call ends the caller's
+//!   path the same way and enters the callee as an entry function.
+//! - Intraprocedural context profiling (section 7) needs no supergraph: it
+//!   is this module on a supergraph of one function with no calls, except
+//!   that 7 restarts at a loop head's own entry value (`pathNumOnEntryToV`)
+//!   rather than at the function's (`pathNumOnEntry`); not implemented.
+
+pub mod callgraph;
+pub mod decode;
+pub mod hybrid;
+pub mod local;
+pub mod numbering;
+pub mod supergraph;
+pub mod walk;
+
+pub use callgraph::CallGraph;
+pub use decode::{PathStep, ProfiledPath};
+pub use local::{EdgeRole, Local, LocalEdge, LocalEdgeId, LocalEdgeKind};
+pub use numbering::{EntryKind, FunctionNumbering, GlobalEntry, Linear, Numbering};
+pub use supergraph::{CallSite, CallSiteId, Callee, FuncId, Function, SiteRef, Split, Supergraph};
+pub use walk::Event;
+
+use crate::cfg::Cfg;
+use crate::error::GraphError;
+
+/// Each function split at its calls, and its part of G*_fn (T0-T3) given
+/// the cuts of `cg`.
+pub(crate) fn transform(sg: &Supergraph, cg: &CallGraph, mode: Mode) -> (Vec<Split>, Vec<Local>) {
+    let starts = sg.site_starts();
+    let splits: Vec<Split> = sg.functions.iter().map(Split::new).collect();
+    let locals = splits
+        .iter()
+        .enumerate()
+        .map(|(f, split)| {
+            let cut = &cg.cut[starts[f]..starts[f + 1]];
+            Local::new(split, cut, mode == Mode::Piecewise)
+        })
+        .collect();
+    (splits, locals)
+}
+
+/// Which observable paths are profiled.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Unbalanced-left paths of G*_fn (section 5).
+    Context,
+    /// Unbalanced-right-left paths of G*_fn with GEntry vertices (section 6).
+    Piecewise,
+}
+
+/// A supergraph transformed and numbered: everything the instrumentation,
+/// the reference walk and the decoder need.
+#[derive(Clone, Debug)]
+pub struct Interproc {
+    pub mode: Mode,
+    pub call_graph: CallGraph,
+    /// Per call site, its function and local index.
+    pub sites: Vec<SiteRef>,
+    /// Per call site, its possible callees.
+    pub callees: Vec<Callee>,
+    /// Per function, the id of its first call site (and one past the last).
+    pub site_start: Vec<usize>,
+    pub splits: Vec<Split>,
+    pub locals: Vec<Local>,
+    pub numbering: Numbering,
+    /// maxEnters per function (3.2).
+    pub max_enters: Vec<u64>,
+}
+
+impl Interproc {
+    /// Transforms (T0-T3) and numbers `sg`, cutting only what must be cut.
+    pub fn build(sg: &Supergraph, mode: Mode) -> Result<Interproc, GraphError> {
+        Interproc::build_with_cuts(sg, mode, &[])
+    }
+
+    /// As [`Interproc::build`], also cutting `cuts` (section 8's hook: the
+    /// sites a hybrid policy treats like recursive ones).
+    pub fn build_with_cuts(
+        sg: &Supergraph,
+        mode: Mode,
+        cuts: &[CallSiteId],
+    ) -> Result<Interproc, GraphError> {
+        sg.check()?;
+        let call_graph = CallGraph::new(sg, cuts);
+        let starts = sg.site_starts();
+        let (splits, locals) = transform(sg, &call_graph, mode);
+        let numbering = numbering::number(sg, &call_graph, &splits, &locals)?;
+        let max_enters = call_graph.max_enters(sg)?;
+        let callees = sg
+            .functions
+            .iter()
+            .flat_map(|f| f.calls.iter().map(|c| c.callee.clone()))
+            .collect();
+        Ok(Interproc {
+            mode,
+            sites: sg.sites(),
+            callees,
+            site_start: starts,
+            call_graph,
+            splits,
+            locals,
+            numbering,
+            max_enters,
+        })
+    }
+
+    /// The number of observable paths: every path number is below it.
+    pub fn total(&self) -> u64 {
+        self.numbering.total
+    }
+
+    /// psi of node `v` (a split-CFG node, `GExit` or `GEntry`) of `f`.
+    pub fn psi(&self, f: FuncId, v: crate::NodeId) -> Linear {
+        self.numbering.functions[f.index()].psi[v.index()]
+    }
+
+    /// psi of `f`'s ENTRY.
+    pub fn entry_psi(&self, f: FuncId) -> Linear {
+        self.psi(f, Cfg::ENTRY)
+    }
+
+    /// The `Entry_global` edge into `f`'s ENTRY, if `f` is an entry function.
+    pub fn global_entry(&self, f: FuncId) -> Option<&GlobalEntry> {
+        self.numbering
+            .entries
+            .iter()
+            .find(|e| e.func == f && e.kind == EntryKind::Entry)
+    }
+
+    /// The `Entry_global -> GEntry_f` edge (piecewise).
+    pub fn global_gentry(&self, f: FuncId) -> Option<&GlobalEntry> {
+        self.numbering
+            .entries
+            .iter()
+            .find(|e| e.func == f && e.kind == EntryKind::GEntry)
+    }
+
+    /// The id of local call `index` of `f`.
+    pub fn site_id(&self, f: FuncId, index: usize) -> CallSiteId {
+        CallSiteId::new(self.site_start[f.index()] + index)
+    }
+
+    /// Whether call site `s` is cut (summary edge, T3).
+    pub fn is_cut(&self, s: CallSiteId) -> bool {
+        self.call_graph.cut[s.index()]
+    }
+}
