@@ -179,12 +179,23 @@ pub struct Split {
     pub return_site: Vec<NodeId>,
     /// Per local call: the edge `c -> r`.
     pub call_edge: Vec<EdgeId>,
+    /// Per local call: the link `r -> c'` to the block's next call vertex,
+    /// if the block makes another call.
+    pub link_after: Vec<Option<EdgeId>>,
     /// Per split node: the original block it is a segment of.
     pub block_of: Vec<NodeId>,
     /// Per split node: the local call whose call vertex it is.
     pub call_at: Vec<Option<usize>>,
     /// Number of edges of the original CFG (the first edges of `cfg`).
     pub original_edges: usize,
+}
+
+/// The local call whose return site is `r`.
+fn call_at_return(return_site: &[NodeId], r: NodeId) -> usize {
+    return_site
+        .iter()
+        .rposition(|&x| x == r)
+        .expect("a block's last segment after a call is that call's return site")
 }
 
 impl Split {
@@ -196,7 +207,8 @@ impl Split {
         let mut block_of: Vec<NodeId> = orig.nodes().collect();
         let mut call_at: Vec<Option<usize>> = vec![None; n];
         let (mut call_vertex, mut return_site) = (Vec::new(), Vec::new());
-        let mut links: Vec<(NodeId, NodeId)> = Vec::new();
+        // (the earlier call, its return site, the next call vertex)
+        let mut links: Vec<(usize, NodeId, NodeId)> = Vec::new();
         let mut next = n;
         let mut fresh = |block: NodeId, block_of: &mut Vec<NodeId>, call_at: &mut Vec<_>| {
             block_of.push(block);
@@ -212,7 +224,8 @@ impl Split {
                 b
             } else {
                 let c = fresh(b, &mut block_of, &mut call_at);
-                links.push((last[b.index()], c));
+                let before = call_at_return(&return_site, last[b.index()]);
+                links.push((before, last[b.index()], c));
                 c
             };
             call_at[c.index()] = Some(i);
@@ -232,12 +245,17 @@ impl Split {
                 EdgeId::new(edges.len() - 1)
             })
             .collect();
-        edges.extend(links);
+        let mut link_after = vec![None; func.calls.len()];
+        for (before, r, c) in links {
+            edges.push((r, c));
+            link_after[before] = Some(EdgeId::new(edges.len() - 1));
+        }
         Split {
             cfg: Cfg::from_edges(next, &edges),
             call_vertex,
             return_site,
             call_edge,
+            link_after,
             block_of,
             call_at,
             original_edges: orig.num_edges(),

@@ -216,10 +216,7 @@ impl Walker<'_> {
             ip.numbering.functions[f.index()].rho[d.index()].apply(nvc)
         };
         match local.roles[e.index()] {
-            EdgeRole::Kept(d) => {
-                let add = rho(d).ok_or(self.overflow(f))?;
-                self.path = self.path.checked_add(add).ok_or(self.overflow(f))?;
-            }
+            EdgeRole::Kept(_) => self.take_kept(f, e)?,
             EdgeRole::Back { exit, entry } => {
                 let end = rho(exit).and_then(|x| self.path.checked_add(x));
                 let end = end.ok_or(self.overflow(f))?;
@@ -286,6 +283,7 @@ impl Walker<'_> {
                         self.cnt -= 1;
                     }
                 }
+                self.advance_to_next_call(s)?;
             }
             Entered::Fresh { site, path, cnt } => {
                 if let (Some(pw), 0) = (pw, self.cnt) {
@@ -312,18 +310,39 @@ impl Walker<'_> {
         let ip = self.ip;
         let at = ip.sites[s.index()];
         let split = &ip.splits[at.func.index()];
+        self.take_kept(at.func, split.call_edge[at.index])?;
         let caller = self.frames.last_mut().expect("a cut call has a caller");
-        if let EdgeRole::Kept(d) =
-            ip.locals[at.func.index()].roles[split.call_edge[at.index].index()]
-        {
-            let rho = ip.numbering.functions[at.func.index()].rho[d.index()].apply(caller.nvc);
-            self.path = rho.and_then(|x| self.path.checked_add(x)).ok_or(
-                GraphError::PathCountOverflow {
-                    function: Some(at.func.index()),
-                },
-            )?;
-        }
         caller.node = split.return_site[at.index];
+        self.advance_to_next_call(s)
+    }
+
+    /// Back at the return site of `s`: on along the link to the block's
+    /// next call vertex, if the block makes another call (its only
+    /// successor, so its rho is 0; added all the same).
+    fn advance_to_next_call(&mut self, s: CallSiteId) -> Result<(), GraphError> {
+        let ip = self.ip;
+        let at = ip.sites[s.index()];
+        let split = &ip.splits[at.func.index()];
+        let Some(link) = split.link_after[at.index] else {
+            return Ok(());
+        };
+        self.take_kept(at.func, link)?;
+        let caller = self.frames.last_mut().expect("a call has a caller");
+        caller.node = split.cfg.dst(link);
+        Ok(())
+    }
+
+    /// `pathNum += rho_e(nvc)` for split edge `e` of the current function
+    /// `f`, if G*_fn keeps it.
+    fn take_kept(&mut self, f: FuncId, e: EdgeId) -> Result<(), GraphError> {
+        let ip = self.ip;
+        let nvc = self.frames.last().expect("an activation").nvc;
+        if let EdgeRole::Kept(d) = ip.locals[f.index()].roles[e.index()] {
+            let rho = ip.numbering.functions[f.index()].rho[d.index()].apply(nvc);
+            self.path = rho
+                .and_then(|x| self.path.checked_add(x))
+                .ok_or(self.overflow(f))?;
+        }
         Ok(())
     }
 }

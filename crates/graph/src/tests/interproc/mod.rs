@@ -4,3 +4,4 @@
 
 mod hybrid;
 mod paper;
+mod props;
