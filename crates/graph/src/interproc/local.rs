@@ -23,7 +23,7 @@
 //!   Figs. 7 and 9 exactly.
 
 use crate::cfg::{id_impl, rows, Cfg, EdgeId, NodeId};
-use crate::interproc::supergraph::Split;
+use crate::interproc::supergraph::{Function, Split};
 
 /// An edge of a [`Local`] graph.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -81,14 +81,19 @@ pub struct Local {
     pub roles: Vec<EdgeRole>,
     /// Per node: ENTRY (or GEntry) reaches it.
     pub reachable: Vec<bool>,
+    /// Per split node: its surrogate entry edge, if it has one.
+    pub entry_of: Vec<Option<LocalEdgeId>>,
+    /// Per split node: its surrogate exit edge, if it has one.
+    pub exit_of: Vec<Option<LocalEdgeId>>,
     succ_start: Vec<u32>,
     succ: Vec<LocalEdgeId>,
 }
 
 impl Local {
-    /// The local graph of `split`; `cut[i]` says whether local call `i` is
-    /// cut; `piecewise` adds `GEntry_P` (T0).
-    pub fn new(split: &Split, cut: &[bool], piecewise: bool) -> Local {
+    /// The local graph of `func` split as `split`; `cut[i]` says whether
+    /// local call `i` is cut; `piecewise` adds `GEntry_P` (T0). Throwing
+    /// blocks and handlers get surrogate edges as backedge ends do (9.2.2).
+    pub fn new(func: &Function, split: &Split, cut: &[bool], piecewise: bool) -> Local {
         let cfg = &split.cfg;
         let dfs = cfg.dfs();
         let n = cfg.num_nodes();
@@ -101,11 +106,19 @@ impl Local {
             edges: Vec::new(),
             roles: vec![EdgeRole::Unreachable; cfg.num_edges()],
             reachable: vec![false; n + 1 + usize::from(piecewise)],
+            entry_of: vec![None; n],
+            exit_of: vec![None; n],
             succ_start: Vec::new(),
             succ: Vec::new(),
         };
         let (mut back_target, mut back_source) = (vec![false; n], vec![false; n]);
         let mut has_succ = vec![false; n];
+        for &u in &func.throws {
+            back_source[split.last[u.index()].index()] |= dfs.reached(u);
+        }
+        for &h in &func.handlers {
+            back_target[h.index()] = true;
+        }
         for e in cfg.edge_ids() {
             let (v, w) = cfg.edge(e);
             if !dfs.reached(v) {
@@ -144,6 +157,7 @@ impl Local {
                 }
             }
         }
+        (local.entry_of, local.exit_of) = (entry_of, exit_of);
         (local.succ_start, local.succ) = rows(
             local.num_nodes,
             &local.edges,

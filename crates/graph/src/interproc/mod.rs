@@ -32,11 +32,18 @@
 //!   flight is saved and resumed around it as at a recursive call site.
 //! - A trap ends the execution: the paths in flight are not counted (the
 //!   walk stops at the end of its events).
-//! - Not implemented yet, but expressible with what is here: a throw ends
-//!   the path at the throwing vertex `u` (a surrogate `u -> GExit`) and a
-//!   catch at `v` restarts one (a surrogate `Entry_P -> v`), exactly the two
-//!   edges T2 adds for a backedge `u -> v`; a tail call ends the caller's
-//!   path the same way and enters the callee as an entry function.
+//! - Exceptions (9.2.2): a function lists its throwing blocks and its
+//!   handlers ([`Function::throws`], [`Function::handlers`]); a throw
+//!   ([`Event::Throw`]) ends the path at the throwing vertex `u` along a
+//!   surrogate `u -> GExit`, and the catching activation starts one at its
+//!   handler `v` along a surrogate `Entry_P -> v` (`GEntry_P -> v`), the
+//!   two edges T2 adds for a backedge `u -> v`. The paths put aside at cut
+//!   call sites between thrower and catcher are lost (no stack of pending
+//!   paths, 9.2.1).
+//! - Not implemented: a tail call. It would end the caller's path as a
+//!   throw does and enter the callee as an entry function; its return then
+//!   reaches the caller's caller, which has to restart at the return site
+//!   (a surrogate entry there), since the path it was on has been counted.
 //! - Intraprocedural context profiling (section 7) needs no supergraph: it
 //!   is this module on a supergraph of one function with no calls, except
 //!   that 7 restarts at a loop head's own entry value (`pathNumOnEntryToV`)
@@ -70,7 +77,7 @@ pub(crate) fn transform(sg: &Supergraph, cg: &CallGraph, mode: Mode) -> (Vec<Spl
         .enumerate()
         .map(|(f, split)| {
             let cut = &cg.cut[starts[f]..starts[f + 1]];
-            Local::new(split, cut, mode == Mode::Piecewise)
+            Local::new(&sg.functions[f], split, cut, mode == Mode::Piecewise)
         })
         .collect();
     (splits, locals)

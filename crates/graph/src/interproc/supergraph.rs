@@ -96,10 +96,20 @@ pub struct CallSite {
 
 /// A function: its CFG (ENTRY node 0, EXIT node 1, as in [`Cfg`]) and its
 /// calls. Calls of one block are listed in the order the block makes them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Function {
     pub cfg: Cfg,
     pub calls: Vec<CallSite>,
+    /// Blocks that may throw an exception (section 9.2.2): a path can end
+    /// at their last segment, along a surrogate `u -> GExit`. (A block with
+    /// no successor has one anyway.)
+    #[serde(default)]
+    pub throws: Vec<NodeId>,
+    /// Exception handlers: a path can start at them, along a surrogate
+    /// `Entry_P -> v` (`GEntry_P -> v`). ENTRY must reach them, as the wasm
+    /// CFG builder's `ENTRY -> handler` edges make sure.
+    #[serde(default)]
+    pub handlers: Vec<NodeId>,
 }
 
 /// The program: its functions and the entry functions (`main` first; the
@@ -160,6 +170,18 @@ impl Supergraph {
                     return bad(f, "a callee is out of range");
                 }
             }
+            let n = func.cfg.num_nodes();
+            if func
+                .throws
+                .iter()
+                .chain(&func.handlers)
+                .any(|b| b.index() >= n)
+            {
+                return bad(f, "a throwing block or a handler is out of range");
+            }
+            if func.handlers.iter().any(|&h| !func.cfg.dfs().reached(h)) {
+                return bad(f, "ENTRY does not reach a handler");
+            }
         }
         Ok(())
     }
@@ -184,6 +206,9 @@ pub struct Split {
     pub link_after: Vec<Option<EdgeId>>,
     /// Per split node: the original block it is a segment of.
     pub block_of: Vec<NodeId>,
+    /// Per original node: its last segment (the node itself if it makes no
+    /// call).
+    pub last: Vec<NodeId>,
     /// Per split node: the local call whose call vertex it is.
     pub call_at: Vec<Option<usize>>,
     /// Number of edges of the original CFG (the first edges of `cfg`).
@@ -257,6 +282,7 @@ impl Split {
             call_edge,
             link_after,
             block_of,
+            last,
             call_at,
             original_edges: orig.num_edges(),
         }

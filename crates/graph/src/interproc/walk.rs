@@ -34,7 +34,12 @@
 //!   `S` needs those from `Exit_S`, and the report's Fig. 17 sets it to
 //!   numUnbalRLPaths[Exit_main] ("from vertex v16").
 //! - A path in flight when the events end (a trap) is not counted, nor are
-//!   the paths saved at pending cut call sites.
+//!   the paths saved at pending cut call sites, nor (at a throw) those of
+//!   the activations left or put aside by them: section 9.2.1's stack of
+//!   pending paths is not kept.
+//! - A throw (9.2.2) counts the path along `u -> GExit` where control is
+//!   and restarts in the catching activation as a backedge into the
+//!   handler does.
 
 use std::collections::BTreeMap;
 
@@ -62,6 +67,11 @@ pub enum Event {
     Edge(EdgeId),
     /// The current function, at EXIT, returns to its caller.
     Return,
+    /// The current activation throws where control is (a path must be
+    /// able to end there: the end of a throwing block, a dead end, a
+    /// backedge source); `unwind` activations are left, and the one then on
+    /// top catches at its handler block `handler` (section 9.2.2).
+    Throw { unwind: usize, handler: NodeId },
 }
 
 /// Path number to the number of times it was counted.
@@ -116,6 +126,7 @@ impl Interproc {
                 Event::Call { site, callee } => w.call(site, callee)?,
                 Event::Edge(e) => w.edge(e)?,
                 Event::Return => w.ret()?,
+                Event::Throw { unwind, handler } => w.throw(unwind, handler)?,
             }
         }
         Ok(w.counts)
@@ -302,6 +313,36 @@ impl Walker<'_> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Ends the path where control is, leaves `unwind` activations and
+    /// starts a path at `handler` in the one left on top. The paths put
+    /// aside at cut call sites among those left are lost, as at a trap.
+    fn throw(&mut self, unwind: usize, handler: NodeId) -> Result<(), GraphError> {
+        let ip = self.ip;
+        let Some(top) = self.frames.last() else {
+            return Err(self.bad("a throw with no activation"));
+        };
+        let (f, nvc) = (top.func, top.nvc);
+        let Some(exit) = ip.locals[f.index()].exit_of[top.node.index()] else {
+            return Err(self.bad("no path can end where the throw is"));
+        };
+        let rho = ip.numbering.functions[f.index()].rho[exit.index()].apply(nvc);
+        let end = rho.and_then(|x| self.path.checked_add(x));
+        let end = end.ok_or(self.overflow(f))?;
+        if unwind >= self.frames.len() {
+            return Err(self.bad("no activation catches the exception"));
+        }
+        self.count(end);
+        self.frames.truncate(self.frames.len() - unwind);
+        let catcher = self.frames.last().expect("checked above").func;
+        let local = &ip.locals[catcher.index()];
+        let Some(entry) = local.entry_of.get(handler.index()).copied().flatten() else {
+            return Err(self.bad("the handler is not one of the catching function's"));
+        };
+        self.restart(catcher, entry)?;
+        self.frames.last_mut().expect("checked above").node = handler;
         Ok(())
     }
 

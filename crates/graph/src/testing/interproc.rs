@@ -87,10 +87,11 @@ pub fn figure4() -> Supergraph {
                 callee: Callee::Direct(POW),
             },
         ],
+        ..Function::default()
     };
     let pow = Function {
         cfg: cfg_of(&POW_NAMES, 7, &POW_EDGES),
-        calls: Vec::new(),
+        ..Function::default()
     };
     Supergraph {
         functions: vec![main, pow],

@@ -12,11 +12,13 @@
 //!   aside and starts one at the callee's entry; the callee's return ends
 //!   that path, and the one put aside goes on along the summary edge;
 //! - an uncut call and its return are steps of the path in flight;
+//! - a throw ends the path where control is; the activation that catches
+//!   starts one at its handler, as a backedge into the handler would;
 //! - a path in flight when the execution ends is not observed.
 
 use std::collections::BTreeMap;
 
-use crate::cfg::Cfg;
+use crate::cfg::{Cfg, NodeId};
 use crate::interproc::{CallSiteId, Event, FuncId, PathStep, ProfiledPath, Supergraph};
 
 /// Per edge of `cfg`, whether it is a backedge of a depth-first search from
@@ -52,6 +54,8 @@ pub fn backedges(cfg: &Cfg) -> Vec<bool> {
 
 struct Activation {
     func: FuncId,
+    /// The block control is in.
+    block: NodeId,
     /// The path as it was when the activation was entered (context).
     on_entry: Vec<PathStep>,
     /// Entered through this uncut site, or afresh with the path put aside.
@@ -99,6 +103,7 @@ pub fn observable_paths(
                 cur.push(PathStep::Call { site, callee });
                 stack.push(Activation {
                     func: callee,
+                    block: Cfg::ENTRY,
                     on_entry: cur.clone(),
                     entered: Entered::Call(site),
                 });
@@ -109,12 +114,13 @@ pub fn observable_paths(
                 cur.push(PathStep::Begin(callee));
                 stack.push(Activation {
                     func: callee,
+                    block: Cfg::ENTRY,
                     on_entry: cur.clone(),
                     entered: Entered::Fresh(aside),
                 });
             }
             Event::Edge(e) => {
-                let Some(top) = stack.last() else { break };
+                let Some(top) = stack.last_mut() else { break };
                 let func = top.func;
                 let cfg = &sg.functions[func.index()].cfg;
                 if back[func.index()][e.index()] {
@@ -134,6 +140,28 @@ pub fn observable_paths(
                 } else {
                     cur.push(PathStep::Edge { func, edge: e });
                 }
+                top.block = cfg.dst(e);
+            }
+            Event::Throw { unwind, handler } => {
+                let Some(top) = stack.last() else { break };
+                let mut done = std::mem::take(&mut cur);
+                done.push(PathStep::End {
+                    func: top.func,
+                    node: top.block,
+                });
+                emit(done);
+                stack.truncate(stack.len().saturating_sub(unwind));
+                let Some(catcher) = stack.last_mut() else {
+                    break;
+                };
+                if !piecewise {
+                    cur = catcher.on_entry.clone();
+                }
+                cur.push(PathStep::Resume {
+                    func: catcher.func,
+                    node: handler,
+                });
+                catcher.block = handler;
             }
             Event::Return => {
                 let Some(top) = stack.pop() else { break };

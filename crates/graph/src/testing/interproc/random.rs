@@ -11,7 +11,8 @@ use crate::testing::arb_cfg;
 /// [`arb_cfg`] with up to `max_blocks` blocks and up to 4 calls, several
 /// per block at times: mostly direct calls to any function (so there is
 /// recursion, direct and mutual), some indirect calls to one or two
-/// functions. Function 0 is an entry function, and sometimes another.
+/// functions; sometimes a throwing block and a handler (with an edge from
+/// ENTRY). Function 0 is an entry function, and sometimes another.
 pub fn arb_supergraph(max_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Supergraph> {
     (1..=max_funcs.max(1))
         .prop_flat_map(move |n| {
@@ -37,7 +38,23 @@ fn arb_function(num_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Fu
             block: NodeId::new(b),
             callee,
         });
-        (Just(cfg), vec(call, 0..=4)).prop_map(|(cfg, calls)| Function { cfg, calls })
+        let blocks_list = || vec(2..blocks, 0..=1);
+        (Just(cfg), vec(call, 0..=4), blocks_list(), blocks_list()).prop_map(
+            |(mut cfg, calls, throws, handlers)| {
+                let handlers: Vec<NodeId> = handlers.into_iter().map(NodeId::new).collect();
+                // Handlers are entered from ENTRY, as the wasm CFG builder does.
+                for &h in &handlers {
+                    cfg.add_edge(Cfg::ENTRY, h);
+                }
+                let throws = throws.into_iter().map(NodeId::new).collect();
+                Function {
+                    cfg,
+                    calls,
+                    throws,
+                    handlers,
+                }
+            },
+        )
     })
 }
 
@@ -53,8 +70,10 @@ struct Activation {
 /// at each step, choice `c` picks the next call of the block (its callee
 /// `c % n` among an indirect call's), or the `c % n`-th successor edge, or
 /// the return at EXIT; now and then (`c % 16 == 15`) the host enters an
-/// entry function (a callback). Stops at a dead end, past `max_depth`
-/// activations, when the program returns, or when the choices run out.
+/// entry function (a callback), and (`c % 4 == 2`) a throwing block
+/// throws to a handler of some activation. Stops at a dead end, past
+/// `max_depth` activations, when the program returns, or when the choices
+/// run out.
 pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> Vec<Event> {
     let starts = sg.site_starts();
     let Some(&main) = sg.entries.first() else {
@@ -71,6 +90,7 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
     }];
     for &c in choices {
         let depth = stack.len();
+        let thrown = catch(sg, &stack, c);
         let Some(top) = stack.last_mut() else { break };
         let func = &sg.functions[top.func.index()];
         let pending = func
@@ -88,6 +108,14 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
             let callee = sg.entries[c as usize / 16 % sg.entries.len()];
             events.push(Event::Call { site: None, callee });
             stack.push(enter(callee));
+        } else if let (2, None, Some((unwind, handler)), true) =
+            (c % 4, pending, thrown, func.throws.contains(&top.block))
+        {
+            events.push(Event::Throw { unwind, handler });
+            stack.truncate(stack.len() - unwind);
+            let catcher = stack.last_mut().expect("catch leaves one");
+            catcher.block = handler;
+            catcher.calls_made = 0;
         } else if let Some((i, call)) = pending {
             let targets = call.callee.targets();
             if depth >= max_depth || targets.is_empty() {
@@ -116,4 +144,18 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
         }
     }
     events
+}
+
+/// Where an exception thrown now is caught: how many activations it leaves
+/// and the handler, chosen by `c` among the activations with handlers.
+fn catch(sg: &Supergraph, stack: &[Activation], c: u32) -> Option<(usize, NodeId)> {
+    let catchers: Vec<usize> = (0..stack.len())
+        .filter(|&unwind| {
+            let f = stack[stack.len() - 1 - unwind].func;
+            !sg.functions[f.index()].handlers.is_empty()
+        })
+        .collect();
+    let unwind = *catchers.get((c / 16) as usize % catchers.len().max(1))?;
+    let handlers = &sg.functions[stack[stack.len() - 1 - unwind].func.index()].handlers;
+    Some((unwind, handlers[(c / 256) as usize % handlers.len()]))
 }

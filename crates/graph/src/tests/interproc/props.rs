@@ -1,5 +1,6 @@
 //! Property tests on random supergraphs (recursion, mutual recursion,
-//! indirect calls, several calls per block, host callbacks, hybrid cuts):
+//! indirect calls, several calls per block, host callbacks, throws caught
+//! up the stack, hybrid cuts):
 //! the walk's counts decoded equal the observable paths the enumerator of
 //! [`crate::testing::interproc`] cuts the same execution into, by the
 //! definitions alone; numbers are dense; the call graph's classification
