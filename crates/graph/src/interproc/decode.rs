@@ -177,9 +177,7 @@ impl Decoder<'_> {
             }
         };
         // Exit_f's successors in order: uncut sites calling f, Exit_global.
-        let calling = (0..ip.sites.len())
-            .map(CallSiteId::new)
-            .filter(|&s| !ip.is_cut(s) && ip.callees[s.index()] == Callee::Direct(f));
+        let calling = ip.callers(f).iter().copied();
         let mut best: Option<(Option<CallSiteId>, u64)> = None;
         let options = calling
             .map(|s| (Some(s), pw.return_value[s.index()]))

@@ -109,6 +109,11 @@ pub struct Interproc {
     pub numbering: Numbering,
     /// maxEnters per function (3.2).
     pub max_enters: Vec<u64>,
+    /// Per function, the index in `numbering.entries` of its
+    /// `Entry_global -> Entry_P` and `Entry_global -> GEntry_P` edges.
+    entry_index: Vec<[Option<usize>; 2]>,
+    /// Per function, its uncut call sites: `Exit_P`'s return edges in order.
+    callers: Vec<Vec<CallSiteId>>,
 }
 
 impl Interproc {
@@ -130,12 +135,24 @@ impl Interproc {
         let (splits, locals) = transform(sg, &call_graph, mode);
         let numbering = numbering::number(sg, &call_graph, &splits, &locals)?;
         let max_enters = call_graph.max_enters(sg)?;
-        let callees = sg
+        let callees: Vec<Callee> = sg
             .functions
             .iter()
             .flat_map(|f| f.calls.iter().map(|c| c.callee.clone()))
             .collect();
+        let mut entry_index = vec![[None; 2]; sg.functions.len()];
+        for (i, e) in numbering.entries.iter().enumerate() {
+            entry_index[e.func.index()][e.kind as usize] = Some(i);
+        }
+        let mut callers = vec![Vec::new(); sg.functions.len()];
+        for (s, callee) in callees.iter().enumerate() {
+            if let (Callee::Direct(q), false) = (callee, call_graph.cut[s]) {
+                callers[q.index()].push(CallSiteId::new(s));
+            }
+        }
         Ok(Interproc {
+            entry_index,
+            callers,
             mode,
             sites: sg.sites(),
             callees,
@@ -165,18 +182,19 @@ impl Interproc {
 
     /// The `Entry_global` edge into `f`'s ENTRY, if `f` is an entry function.
     pub fn global_entry(&self, f: FuncId) -> Option<&GlobalEntry> {
-        self.numbering
-            .entries
-            .iter()
-            .find(|e| e.func == f && e.kind == EntryKind::Entry)
+        let i = self.entry_index.get(f.index())?[EntryKind::Entry as usize]?;
+        self.numbering.entries.get(i)
     }
 
     /// The `Entry_global -> GEntry_f` edge (piecewise).
     pub fn global_gentry(&self, f: FuncId) -> Option<&GlobalEntry> {
-        self.numbering
-            .entries
-            .iter()
-            .find(|e| e.func == f && e.kind == EntryKind::GEntry)
+        let i = self.entry_index.get(f.index())?[EntryKind::GEntry as usize]?;
+        self.numbering.entries.get(i)
+    }
+
+    /// The uncut call sites that call `f`, by id: where `Exit_f` returns to.
+    pub fn callers(&self, f: FuncId) -> &[CallSiteId] {
+        &self.callers[f.index()]
     }
 
     /// The id of local call `index` of `f`.

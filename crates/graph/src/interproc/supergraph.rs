@@ -112,6 +112,17 @@ pub struct Function {
     pub handlers: Vec<NodeId>,
 }
 
+impl Function {
+    /// A function with these calls, no throwing block and no handler.
+    pub fn new(cfg: Cfg, calls: Vec<CallSite>) -> Function {
+        Function {
+            cfg,
+            calls,
+            ..Function::default()
+        }
+    }
+}
+
 /// The program: its functions and the entry functions (`main` first; the
 /// targets of cut call sites are added to them by the transformations).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -2,6 +2,7 @@
 //! worked by hand, and property tests against the path enumerator of
 //! [`crate::testing::interproc`].
 
+mod big;
 mod hybrid;
 mod paper;
 mod props;
