@@ -67,4 +67,8 @@ pub enum GraphError {
     /// follow the supergraph.
     #[error("execution event {index}: {reason}")]
     BadExecution { index: usize, reason: &'static str },
+    /// Interprocedural profiling: step `index` of a path handed to
+    /// `Interproc::path_number` is not a step of an observable path.
+    #[error("path step {index}: {reason}")]
+    NotAPath { index: usize, reason: &'static str },
 }

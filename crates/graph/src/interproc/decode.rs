@@ -65,13 +65,36 @@ impl ProfiledPath {
     }
 }
 
-/// An activation on the decoder's stack.
-struct Frame {
-    func: FuncId,
-    node: NodeId,
-    nvc: u64,
+/// An activation on the decoder's (and the encoder's) stack.
+pub(super) struct Frame {
+    pub func: FuncId,
+    pub node: NodeId,
+    pub nvc: u64,
     /// The uncut call site that entered it within this path.
-    site: Option<CallSiteId>,
+    pub site: Option<CallSiteId>,
+}
+
+/// The call edge of uncut `site` from the top activation, at its call
+/// vertex: the caller goes on at the return site `r`, the callee starts
+/// with nvc = psi_r(nvc). `None` if that overflows or there is no caller.
+pub(super) fn push_call(
+    ip: &Interproc,
+    frames: &mut Vec<Frame>,
+    site: CallSiteId,
+    callee: FuncId,
+) -> Option<()> {
+    let at = ip.sites[site.index()];
+    let r = ip.splits[at.func.index()].return_site[at.index];
+    let top = frames.last_mut()?;
+    let nvc = ip.psi(at.func, r).apply(top.nvc)?;
+    top.node = r;
+    frames.push(Frame {
+        func: callee,
+        node: Cfg::ENTRY,
+        nvc,
+        site: Some(site),
+    });
+    Some(())
 }
 
 /// The decoder's state: the number left, the stack, the open parentheses.
@@ -261,18 +284,9 @@ impl Decoder<'_> {
         let Callee::Direct(callee) = ip.callees[site.index()] else {
             return Err(INVALID);
         };
-        let r = ip.splits[f.index()].return_site[i];
-        let top = self.frames.last_mut().ok_or(INVALID)?;
-        let nvc = ip.psi(f, r).apply(top.nvc).ok_or(INVALID)?;
-        top.node = r;
+        push_call(ip, &mut self.frames, site, callee).ok_or(INVALID)?;
         self.path.steps.push(PathStep::Call { site, callee });
         self.cnt += 1;
-        self.frames.push(Frame {
-            func: callee,
-            node: Cfg::ENTRY,
-            nvc,
-            site: Some(site),
-        });
         Ok(())
     }
 }

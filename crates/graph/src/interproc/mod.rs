@@ -13,6 +13,7 @@
 //!   and the piecewise values numUnbalRLPaths and edgeValue (6.1);
 //! - [`walk`]: the run-time instrumentation of 5.5 and 6.3 as an executable
 //!   reference: an execution (a sequence of [`Event`]s) to path counts;
+//! - [`encode`]: a path to its number (Algorithms 5.1 and 6.1);
 //! - [`decode`]: a path number back to its path (Algorithm 5.2, and its
 //!   piecewise counterpart, which the report leaves as an exercise);
 //! - [`hybrid`]: section 8, cutting chosen non-recursive call sites, and a
@@ -51,6 +52,7 @@
 
 pub mod callgraph;
 pub mod decode;
+pub mod encode;
 pub mod hybrid;
 pub mod local;
 pub mod numbering;

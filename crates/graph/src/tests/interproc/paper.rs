@@ -9,7 +9,7 @@ use crate::interproc::{
     Event, FuncId, Interproc, Linear, LocalEdgeKind, Mode, PathStep, ProfiledPath,
 };
 use crate::testing::interproc::{figure4, figure4_execution, figure4_name, MAIN, POW};
-use crate::{Cfg, NodeId};
+use crate::{Cfg, GraphError, NodeId};
 
 fn lin(a: u64, b: u64) -> Linear {
     Linear::new(a, b)
@@ -246,11 +246,15 @@ fn figure17_piecewise_profile() {
 }
 
 #[test]
-fn every_number_decodes_to_a_distinct_path() {
+fn every_number_decodes_to_a_distinct_path_and_back() {
     for (mode, total) in [(Mode::Context, 36), (Mode::Piecewise, 21)] {
         let ip = Interproc::build(&figure4(), mode).unwrap();
         let paths: std::collections::BTreeSet<ProfiledPath> =
             (0..total).map(|n| ip.decode(n).unwrap()).collect();
+        // Algorithms 5.1 and 6.1 number each one back.
+        for (n, p) in (0..total).map(|n| (n, ip.decode(n).unwrap())) {
+            assert_eq!(ip.path_number(&p).unwrap(), n);
+        }
         assert_eq!(paths.len() as u64, total);
         assert!(ip.decode(total).is_err());
     }
@@ -269,4 +273,29 @@ fn executions_that_break_the_supergraph_are_refused() {
         callee: POW,
     }];
     assert!(ip.walk(&host_pow).is_err());
+}
+
+#[test]
+fn steps_that_are_no_observable_path_are_refused() {
+    let ip = Interproc::build(&figure4(), Mode::Context).unwrap();
+    let p = ip.decode(25).unwrap();
+    // Without its surrogate entry into u3, pow's path does not start at u3.
+    let mut broken = p.clone();
+    broken
+        .steps
+        .retain(|s| !matches!(s, PathStep::Resume { func: POW, .. }));
+    assert!(matches!(
+        ip.path_number(&broken),
+        Err(GraphError::NotAPath { .. })
+    ));
+    // Cut short: it never reaches Exit_global.
+    let mut short = p.clone();
+    short.steps.pop();
+    assert!(matches!(
+        ip.path_number(&short),
+        Err(GraphError::NotAPath { .. })
+    ));
+    // A piecewise start is no context path.
+    let piecewise = Interproc::build(&figure4(), Mode::Piecewise).unwrap();
+    assert!(ip.path_number(&piecewise.decode(16).unwrap()).is_err());
 }

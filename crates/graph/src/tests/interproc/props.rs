@@ -3,7 +3,8 @@
 //! up the stack, hybrid cuts):
 //! the walk's counts decoded equal the observable paths the enumerator of
 //! [`crate::testing::interproc`] cuts the same execution into, by the
-//! definitions alone; numbers are dense; the call graph's classification
+//! definitions alone, and Algorithms 5.1/6.1 number those paths as the walk
+//! did; numbers are dense and decoding inverts numbering; the call graph's classification
 //! agrees with brute-force reachability.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -82,19 +83,29 @@ proptest! {
                 *decoded.entry(ip.decode(n).unwrap()).or_insert(0) += c;
             }
             let want = observable_paths(&sg, &ip.call_graph.cut, piecewise, &events);
+            // Algorithms 5.1 / 6.1 number each enumerated path as the walk did.
+            for (path, &c) in &want {
+                let n = ip.path_number(path).unwrap();
+                prop_assert_eq!(counts.get(&n), Some(&c));
+            }
             prop_assert_eq!(decoded, want);
         }
     }
 
     #[test]
-    fn every_number_decodes_to_a_distinct_path(
+    fn every_number_decodes_to_a_distinct_path_and_back(
         sg in arb_supergraph(3, 5),
         extra in vec(any::<usize>(), 0..2),
         piecewise in any::<bool>(),
     ) {
         let Some(ip) = build(&sg, mode(piecewise), &extra) else { return Ok(()) };
         prop_assume!(ip.total() <= 5000);
-        let paths: BTreeSet<ProfiledPath> = (0..ip.total()).map(|n| ip.decode(n).unwrap()).collect();
+        let mut paths = BTreeSet::new();
+        for n in 0..ip.total() {
+            let p = ip.decode(n).unwrap();
+            prop_assert_eq!(ip.path_number(&p).unwrap(), n);
+            paths.insert(p);
+        }
         prop_assert_eq!(paths.len() as u64, ip.total());
         prop_assert!(ip.decode(ip.total()).is_err());
     }
