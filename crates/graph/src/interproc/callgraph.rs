@@ -31,7 +31,8 @@ pub struct CallGraph {
     /// Per call site, whether the depth-first search found it recursive.
     pub recursive: Vec<bool>,
     /// The entry functions: the supergraph's, then the targets of cut call
-    /// sites not among them, by id. The order of the `Entry_global` edges.
+    /// sites and of tail calls not among them, by id. The order of the
+    /// `Entry_global` edges.
     pub entries: Vec<FuncId>,
     /// Functions with every caller through an uncut site before its callees.
     pub callers_first: Vec<FuncId>,
@@ -194,6 +195,10 @@ fn entry_functions(sg: &Supergraph, calls: &CallLists, cut: &[bool]) -> Vec<Func
                 targeted[g.index()] = true;
             }
         }
+    }
+    let tail_callees = sg.functions.iter().flat_map(|f| &f.tail_calls);
+    for g in tail_callees.flat_map(|t| t.callee.targets()) {
+        targeted[g.index()] = true;
     }
     entries.extend(
         (0..n)

@@ -31,6 +31,9 @@ pub enum PathStep {
     /// ends here) or `Entry_global -> GEntry_f -> v` (piecewise): the path
     /// starts over at block `node` of `func`, a backedge target.
     Resume { func: FuncId, node: NodeId },
+    /// A surrogate entry edge into the return site of `site` (whose callee
+    /// may tail-call): the path starts over where that call returned.
+    ResumeAfterCall(CallSiteId),
     /// An edge of `func`'s CFG.
     Edge { func: FuncId, edge: EdgeId },
     /// The call edge of an uncut call site.
@@ -259,9 +262,12 @@ impl Decoder<'_> {
                 .is_original(e)
                 .then_some(PathStep::Edge { func: f, edge: e }),
             LocalEdgeKind::Summary(i) => Some(PathStep::Summary(ip.site_id(f, i))),
-            LocalEdgeKind::SurrogateEntry => Some(PathStep::Resume {
-                func: f,
-                node: split.block_of[edge.dst.index()],
+            LocalEdgeKind::SurrogateEntry => Some(match split.return_of[edge.dst.index()] {
+                Some(i) => PathStep::ResumeAfterCall(ip.site_id(f, i)),
+                None => PathStep::Resume {
+                    func: f,
+                    node: split.block_of[edge.dst.index()],
+                },
             }),
             LocalEdgeKind::SurrogateExit => Some(PathStep::End {
                 func: f,

@@ -48,6 +48,14 @@ impl Interproc {
             match (index, step) {
                 (0, PathStep::Begin(f)) => enc.begin(f)?,
                 (0, PathStep::Resume { func, node }) => enc.begin_piecewise(func, node)?,
+                (0, PathStep::ResumeAfterCall(site)) => {
+                    let at = *self
+                        .sites
+                        .get(site.index())
+                        .ok_or(enc.bad("no such call site"))?;
+                    let r = self.splits[at.func.index()].return_site[at.index];
+                    enc.begin_piecewise(at.func, r)?
+                }
                 (0, _) => return Err(enc.bad("a path begins at Entry_global")),
                 (_, step) => enc.step(step)?,
             }
@@ -119,6 +127,17 @@ impl Encoder<'_> {
         match step {
             PathStep::Begin(_) => Err(self.bad("Entry_global in the middle of a path")),
             PathStep::Resume { func: f, node } if f == func => self.resume(f, node),
+            PathStep::ResumeAfterCall(site) => {
+                let at = *self
+                    .ip
+                    .sites
+                    .get(site.index())
+                    .ok_or(self.bad("no such call site"))?;
+                if at.func != func {
+                    return Err(self.bad("a step in another function than control is in"));
+                }
+                self.resume(func, self.ip.splits[func.index()].return_site[at.index])
+            }
             PathStep::Edge { func: f, edge } if f == func => {
                 let split = &self.ip.splits[f.index()];
                 if !split.is_original(edge) {

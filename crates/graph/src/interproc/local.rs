@@ -93,7 +93,17 @@ impl Local {
     /// The local graph of `func` split as `split`; `cut[i]` says whether
     /// local call `i` is cut; `piecewise` adds `GEntry_P` (T0). Throwing
     /// blocks and handlers get surrogate edges as backedge ends do (9.2.2).
-    pub fn new(func: &Function, split: &Split, cut: &[bool], piecewise: bool) -> Local {
+    ///
+    /// `restart_after[i]` says whether the return site of local call `i`
+    /// gets a surrogate entry: its callee may tail-call, and then the path
+    /// restarts there.
+    pub fn new(
+        func: &Function,
+        split: &Split,
+        cut: &[bool],
+        restart_after: &[bool],
+        piecewise: bool,
+    ) -> Local {
         let cfg = &split.cfg;
         let dfs = cfg.dfs();
         let n = cfg.num_nodes();
@@ -116,8 +126,15 @@ impl Local {
         for &u in &func.throws {
             back_source[split.last[u.index()].index()] |= dfs.reached(u);
         }
+        for t in &func.tail_calls {
+            back_source[split.last[t.block.index()].index()] |= dfs.reached(t.block);
+        }
         for &h in &func.handlers {
             back_target[h.index()] = true;
+        }
+        for (i, _) in restart_after.iter().enumerate().filter(|(_, &r)| r) {
+            let r = split.return_site[i];
+            back_target[r.index()] |= dfs.reached(r);
         }
         for e in cfg.edge_ids() {
             let (v, w) = cfg.edge(e);

@@ -41,10 +41,16 @@
 //!   two edges T2 adds for a backedge `u -> v`. The paths put aside at cut
 //!   call sites between thrower and catcher are lost (no stack of pending
 //!   paths, 9.2.1).
-//! - Not implemented: a tail call. It would end the caller's path as a
-//!   throw does and enter the callee as an entry function; its return then
-//!   reaches the caller's caller, which has to restart at the return site
-//!   (a surrogate entry there), since the path it was on has been counted.
+//! - Tail calls ([`Function::tail_calls`], [`Event::TailCall`]): the
+//!   caller's path ends at the tail-calling vertex (a surrogate
+//!   `u -> GExit`) and the callee is entered afresh as an entry function.
+//!   If the caller was entered through an uncut call site, the callee's
+//!   return reaches the return site `r` of that site, whose function's path
+//!   was counted with the caller's: it restarts at `r` along a surrogate
+//!   `Entry_S -> r` (`GEntry_S -> r`), which every return site of an uncut
+//!   call to a tail-calling function gets. If the caller was entered
+//!   afresh, the callee inherits what was put aside, and its return goes on
+//!   as the caller's would have.
 //! - Intraprocedural context profiling (section 7) needs no supergraph: it
 //!   is this module on a supergraph of one function with no calls, except
 //!   that 7 restarts at a loop head's own entry value (`pathNumOnEntryToV`)
@@ -63,7 +69,9 @@ pub use callgraph::CallGraph;
 pub use decode::{PathStep, ProfiledPath};
 pub use local::{EdgeRole, Local, LocalEdge, LocalEdgeId, LocalEdgeKind};
 pub use numbering::{EntryKind, FunctionNumbering, GlobalEntry, Linear, Numbering};
-pub use supergraph::{CallSite, CallSiteId, Callee, FuncId, Function, SiteRef, Split, Supergraph};
+pub use supergraph::{
+    CallSite, CallSiteId, Callee, FuncId, Function, SiteRef, Split, Supergraph, TailCall,
+};
 pub use walk::Event;
 
 use crate::cfg::Cfg;
@@ -78,8 +86,19 @@ pub(crate) fn transform(sg: &Supergraph, cg: &CallGraph, mode: Mode) -> (Vec<Spl
         .iter()
         .enumerate()
         .map(|(f, split)| {
+            let func = &sg.functions[f];
             let cut = &cg.cut[starts[f]..starts[f + 1]];
-            Local::new(&sg.functions[f], split, cut, mode == Mode::Piecewise)
+            // A return site is restarted at when its callee may tail-call.
+            let restart_after: Vec<bool> = func
+                .calls
+                .iter()
+                .zip(cut)
+                .map(|(c, &cut)| match c.callee {
+                    Callee::Direct(q) => !cut && !sg.functions[q.index()].tail_calls.is_empty(),
+                    Callee::Indirect(_) => false,
+                })
+                .collect();
+            Local::new(func, split, cut, &restart_after, mode == Mode::Piecewise)
         })
         .collect();
     (splits, locals)
@@ -104,6 +123,8 @@ pub struct Interproc {
     pub sites: Vec<SiteRef>,
     /// Per call site, its possible callees.
     pub callees: Vec<Callee>,
+    /// Per function, its tail calls.
+    pub tail_calls: Vec<Vec<TailCall>>,
     /// Per function, the id of its first call site (and one past the last).
     pub site_start: Vec<usize>,
     pub splits: Vec<Split>,
@@ -153,6 +174,7 @@ impl Interproc {
             }
         }
         Ok(Interproc {
+            tail_calls: sg.functions.iter().map(|f| f.tail_calls.clone()).collect(),
             entry_index,
             callers,
             mode,

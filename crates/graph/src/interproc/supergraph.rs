@@ -110,6 +110,20 @@ pub struct Function {
     /// CFG builder's `ENTRY -> handler` edges make sure.
     #[serde(default)]
     pub handlers: Vec<NodeId>,
+    /// Tail calls (`return_call`): the block ending in one (after its other
+    /// calls) and whom it calls. The caller's path ends there, along a
+    /// surrogate `u -> GExit`; the callee is entered afresh, so it is an
+    /// entry function; and where the caller would have returned, its
+    /// caller restarts (section 9's treatment, see [`crate::interproc`]).
+    #[serde(default)]
+    pub tail_calls: Vec<TailCall>,
+}
+
+/// A tail call a block ends with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TailCall {
+    pub block: NodeId,
+    pub callee: Callee,
 }
 
 impl Function {
@@ -222,6 +236,8 @@ pub struct Split {
     pub last: Vec<NodeId>,
     /// Per split node: the local call whose call vertex it is.
     pub call_at: Vec<Option<usize>>,
+    /// Per split node: the local call whose return site it is.
+    pub return_of: Vec<Option<usize>>,
     /// Number of edges of the original CFG (the first edges of `cfg`).
     pub original_edges: usize,
 }
@@ -286,7 +302,12 @@ impl Split {
             edges.push((r, c));
             link_after[before] = Some(EdgeId::new(edges.len() - 1));
         }
+        let mut return_of = vec![None; next];
+        for (i, r) in return_site.iter().enumerate() {
+            return_of[r.index()] = Some(i);
+        }
         Split {
+            return_of,
             cfg: Cfg::from_edges(next, &edges),
             call_vertex,
             return_site,

@@ -72,6 +72,9 @@ pub enum Event {
     /// backedge source); `unwind` activations are left, and the one then on
     /// top catches at its handler block `handler` (section 9.2.2).
     Throw { unwind: usize, handler: NodeId },
+    /// The current activation, at the end of a block that tail-calls,
+    /// tail-calls `callee`: it is replaced by `callee`'s, entered afresh.
+    TailCall { callee: FuncId },
 }
 
 /// Path number to the number of times it was counted.
@@ -88,6 +91,9 @@ enum Entered {
         path: u64,
         cnt: u64,
     },
+    /// Afresh by a tail call from an activation entered through this
+    /// uncut site: its return restarts the caller's path there.
+    TailFrom(CallSiteId),
 }
 
 #[derive(Clone, Debug)]
@@ -127,6 +133,7 @@ impl Interproc {
                 Event::Edge(e) => w.edge(e)?,
                 Event::Return => w.ret()?,
                 Event::Throw { unwind, handler } => w.throw(unwind, handler)?,
+                Event::TailCall { callee } => w.tail_call(callee)?,
             }
         }
         Ok(w.counts)
@@ -175,23 +182,12 @@ impl Walker<'_> {
                 });
             }
             _ => {
-                let Some(entry) = ip.global_entry(callee) else {
-                    return Err(self.bad("entered afresh, but not an entry function"));
-                };
                 let entered = Entered::Fresh {
                     site,
                     path: self.path,
                     cnt: self.cnt,
                 };
-                self.path = entry.value;
-                self.cnt = 1;
-                self.frames.push(Frame {
-                    func: callee,
-                    node: Cfg::ENTRY,
-                    nvc: 1,
-                    on_entry: entry.value,
-                    entered,
-                });
+                self.enter_afresh(callee, entered)?;
             }
         }
         Ok(())
@@ -297,22 +293,93 @@ impl Walker<'_> {
                 self.advance_to_next_call(s)?;
             }
             Entered::Fresh { site, path, cnt } => {
-                if let (Some(pw), 0) = (pw, self.cnt) {
-                    let value = pw.exit_global_value[frame.func.index()].unwrap_or(0);
-                    self.path = self
-                        .path
-                        .checked_add(value)
-                        .ok_or(self.overflow(frame.func))?;
-                }
-                let done = self.path;
-                self.count(done);
+                self.count_fresh_path(frame.func)?;
                 self.path = path;
                 self.cnt = cnt;
                 if let Some(s) = site {
                     self.take_summary(s)?;
                 }
             }
+            Entered::TailFrom(s) => {
+                self.count_fresh_path(frame.func)?;
+                let at = ip.sites[s.index()];
+                let r = ip.splits[at.func.index()].return_site[at.index];
+                let entry = ip.locals[at.func.index()].entry_of[r.index()]
+                    .expect("return sites of calls to tail-calling functions restart");
+                self.restart(at.func, entry)?;
+                self.frames.last_mut().expect("a call has a caller").node = r;
+                self.advance_to_next_call(s)?;
+            }
         }
+        Ok(())
+    }
+
+    /// Counts the path of an activation entered afresh, which returns along
+    /// `Exit_f -> Exit_global` (piecewise, with its edgeValue when no
+    /// parenthesis is open).
+    fn count_fresh_path(&mut self, f: FuncId) -> Result<(), GraphError> {
+        if let (Some(pw), 0) = (self.ip.numbering.piecewise.as_ref(), self.cnt) {
+            let value = pw.exit_global_value[f.index()].unwrap_or(0);
+            self.path = self.path.checked_add(value).ok_or(self.overflow(f))?;
+        }
+        let done = self.path;
+        self.count(done);
+        Ok(())
+    }
+
+    /// Ends the path at the tail-calling block and replaces the activation
+    /// by `callee`'s, entered afresh.
+    fn tail_call(&mut self, callee: FuncId) -> Result<(), GraphError> {
+        let ip = self.ip;
+        let Some(top) = self.frames.last() else {
+            return Err(self.bad("a tail call with no activation"));
+        };
+        let (f, split) = (top.func, &ip.splits[top.func.index()]);
+        let tail = ip.tail_calls[f.index()]
+            .iter()
+            .find(|t| split.last[t.block.index()] == top.node && t.callee.may_call(callee));
+        if tail.is_none() {
+            return Err(self.bad("no tail call to this function where control is"));
+        }
+        self.end_path_here()?;
+        let caller = self.frames.pop().expect("checked above");
+        let entered = match caller.entered {
+            Entered::Call(s) => Entered::TailFrom(s),
+            inherited => inherited,
+        };
+        self.enter_afresh(callee, entered)
+    }
+
+    /// Starts a path along `Entry_global -> Entry_callee` in a new
+    /// activation (nvc 1, one open parenthesis).
+    fn enter_afresh(&mut self, callee: FuncId, entered: Entered) -> Result<(), GraphError> {
+        let Some(entry) = self.ip.global_entry(callee) else {
+            return Err(self.bad("entered afresh, but not an entry function"));
+        };
+        self.path = entry.value;
+        self.cnt = 1;
+        self.frames.push(Frame {
+            func: callee,
+            node: Cfg::ENTRY,
+            nvc: 1,
+            on_entry: entry.value,
+            entered,
+        });
+        Ok(())
+    }
+
+    /// Counts the path in flight, ended along `u -> GExit` where control is.
+    fn end_path_here(&mut self) -> Result<(), GraphError> {
+        let ip = self.ip;
+        let top = self.frames.last().expect("an activation");
+        let (f, nvc) = (top.func, top.nvc);
+        let Some(exit) = ip.locals[f.index()].exit_of[top.node.index()] else {
+            return Err(self.bad("no path can end where control is"));
+        };
+        let rho = ip.numbering.functions[f.index()].rho[exit.index()].apply(nvc);
+        let end = rho.and_then(|x| self.path.checked_add(x));
+        let end = end.ok_or(self.overflow(f))?;
+        self.count(end);
         Ok(())
     }
 
@@ -321,20 +388,13 @@ impl Walker<'_> {
     /// aside at cut call sites among those left are lost, as at a trap.
     fn throw(&mut self, unwind: usize, handler: NodeId) -> Result<(), GraphError> {
         let ip = self.ip;
-        let Some(top) = self.frames.last() else {
+        if self.frames.is_empty() {
             return Err(self.bad("a throw with no activation"));
-        };
-        let (f, nvc) = (top.func, top.nvc);
-        let Some(exit) = ip.locals[f.index()].exit_of[top.node.index()] else {
-            return Err(self.bad("no path can end where the throw is"));
-        };
-        let rho = ip.numbering.functions[f.index()].rho[exit.index()].apply(nvc);
-        let end = rho.and_then(|x| self.path.checked_add(x));
-        let end = end.ok_or(self.overflow(f))?;
+        }
         if unwind >= self.frames.len() {
             return Err(self.bad("no activation catches the exception"));
         }
-        self.count(end);
+        self.end_path_here()?;
         self.frames.truncate(self.frames.len() - unwind);
         let catcher = self.frames.last().expect("checked above").func;
         let local = &ip.locals[catcher.index()];

@@ -12,6 +12,11 @@
 //!   aside and starts one at the callee's entry; the callee's return ends
 //!   that path, and the one put aside goes on along the summary edge;
 //! - an uncut call and its return are steps of the path in flight;
+//! - a tail call ends the path where control is and enters the callee
+//!   afresh; when it returns, if the tail-calling activation had been
+//!   entered through an uncut call, its caller starts a path at the return
+//!   site (context: after its own entry path), else what was put aside at
+//!   the tail caller's entry goes on;
 //! - a throw ends the path where control is; the activation that catches
 //!   starts one at its handler, as a backedge into the handler would;
 //! - a path in flight when the execution ends is not observed.
@@ -65,6 +70,8 @@ struct Activation {
 enum Entered {
     Call(CallSiteId),
     Fresh(Vec<PathStep>),
+    /// By a tail call from an activation entered through this uncut site.
+    TailFrom(CallSiteId),
 }
 
 /// The observable paths `events` makes and how often, given which call
@@ -82,7 +89,7 @@ pub fn observable_paths(
             true => 0,
             false => steps
                 .iter()
-                .rposition(|s| matches!(s, PathStep::Resume { .. }))
+                .rposition(|s| matches!(s, PathStep::Resume { .. } | PathStep::ResumeAfterCall(_)))
                 .map_or(0, |i| i + 1),
         };
         *paths
@@ -142,6 +149,25 @@ pub fn observable_paths(
                 }
                 top.block = cfg.dst(e);
             }
+            Event::TailCall { callee } => {
+                let Some(top) = stack.pop() else { break };
+                let mut done = std::mem::take(&mut cur);
+                done.push(PathStep::End {
+                    func: top.func,
+                    node: top.block,
+                });
+                emit(done);
+                cur.push(PathStep::Begin(callee));
+                stack.push(Activation {
+                    func: callee,
+                    block: Cfg::ENTRY,
+                    on_entry: cur.clone(),
+                    entered: match top.entered {
+                        Entered::Call(site) => Entered::TailFrom(site),
+                        inherited => inherited,
+                    },
+                });
+            }
             Event::Throw { unwind, handler } => {
                 let Some(top) = stack.last() else { break };
                 let mut done = std::mem::take(&mut cur);
@@ -171,6 +197,16 @@ pub fn observable_paths(
                         let mut done = std::mem::replace(&mut cur, aside);
                         done.push(PathStep::Exit(top.func));
                         emit(done);
+                    }
+                    Entered::TailFrom(site) => {
+                        let mut done = std::mem::take(&mut cur);
+                        done.push(PathStep::Exit(top.func));
+                        emit(done);
+                        let Some(caller) = stack.last() else { break };
+                        if !piecewise {
+                            cur = caller.on_entry.clone();
+                        }
+                        cur.push(PathStep::ResumeAfterCall(site));
                     }
                 }
             }

@@ -4,7 +4,9 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use crate::cfg::{Cfg, NodeId};
-use crate::interproc::{CallSite, CallSiteId, Callee, Event, FuncId, Function, Supergraph};
+use crate::interproc::{
+    CallSite, CallSiteId, Callee, Event, FuncId, Function, Supergraph, TailCall,
+};
 use crate::testing::arb_cfg;
 
 /// Random supergraphs of 1 to `max_funcs` functions, each a random CFG of
@@ -12,7 +14,7 @@ use crate::testing::arb_cfg;
 /// per block at times: mostly direct calls to any function (so there is
 /// recursion, direct and mutual), some indirect calls to one or two
 /// functions; sometimes a throwing block and a handler (with an edge from
-/// ENTRY). Function 0 is an entry function, and sometimes another.
+/// ENTRY), and a block that tail-calls. Function 0 is an entry function, and sometimes another.
 pub fn arb_supergraph(max_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Supergraph> {
     (1..=max_funcs.max(1))
         .prop_flat_map(move |n| {
@@ -39,8 +41,13 @@ fn arb_function(num_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Fu
             callee,
         });
         let blocks_list = || vec(2..blocks, 0..=1);
-        (Just(cfg), vec(call, 0..=4), blocks_list(), blocks_list()).prop_map(
-            |(mut cfg, calls, throws, handlers)| {
+        let tail = (2..blocks, 0..num_funcs).prop_map(|(b, f)| TailCall {
+            block: NodeId::new(b),
+            callee: Callee::Direct(FuncId::new(f)),
+        });
+        let lists = (blocks_list(), blocks_list(), vec(tail, 0..=2));
+        (Just(cfg), vec(call, 0..=4), lists).prop_map(
+            |(mut cfg, calls, (throws, handlers, tail_calls))| {
                 let handlers: Vec<NodeId> = handlers.into_iter().map(NodeId::new).collect();
                 // Handlers are entered from ENTRY, as the wasm CFG builder does.
                 for &h in &handlers {
@@ -52,6 +59,7 @@ fn arb_function(num_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Fu
                     calls,
                     throws,
                     handlers,
+                    tail_calls,
                 }
             },
         )
@@ -71,7 +79,8 @@ struct Activation {
 /// `c % n` among an indirect call's), or the `c % n`-th successor edge, or
 /// the return at EXIT; now and then (`c % 16 == 15`) the host enters an
 /// entry function (a callback), and (`c % 4 == 2`) a throwing block
-/// throws to a handler of some activation. Stops at a dead end, past
+/// throws to a handler of some activation, and (`c % 2 == 1`) a block
+/// that tail-calls does. Stops at a dead end, past
 /// `max_depth` activations, when the program returns, or when the choices
 /// run out.
 pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> Vec<Event> {
@@ -116,6 +125,18 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
             let catcher = stack.last_mut().expect("catch leaves one");
             catcher.block = handler;
             catcher.calls_made = 0;
+        } else if let (1 | 3, None, Some(tail)) = (
+            c % 4,
+            pending,
+            func.tail_calls.iter().find(|t| t.block == top.block),
+        ) {
+            let targets = tail.callee.targets();
+            if targets.is_empty() {
+                break;
+            }
+            let callee = targets[(c / 4) as usize % targets.len()];
+            events.push(Event::TailCall { callee });
+            *top = enter(callee);
         } else if let Some((i, call)) = pending {
             let targets = call.callee.targets();
             if depth >= max_depth || targets.is_empty() {

@@ -16,12 +16,7 @@ fn cutting_the_first_call_site() {
     // function (T3) with psi_Entry_pow(1) = 4 paths.
     assert_eq!(ip.entry_psi(MAIN), Linear::new(2, 20));
     assert_eq!(ip.call_graph.entries, [MAIN, POW]);
-    let entries: Vec<(u64, u64)> = ip
-        .numbering
-        .entries
-        .iter()
-        .map(|e| (e.value, e.paths))
-        .collect();
+    let entries = super::entry_values(&ip);
     assert_eq!(entries, [(0, 22), (22, 4)]);
     assert_eq!(ip.total(), 26);
     assert_eq!(

@@ -6,3 +6,13 @@ mod big;
 mod hybrid;
 mod paper;
 mod props;
+mod section9;
+
+/// The `Entry_global` edges as (value, paths).
+fn entry_values(ip: &crate::interproc::Interproc) -> Vec<(u64, u64)> {
+    ip.numbering
+        .entries
+        .iter()
+        .map(|e| (e.value, e.paths))
+        .collect()
+}

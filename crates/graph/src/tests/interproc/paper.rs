@@ -105,12 +105,7 @@ fn figure14_piecewise_numbering() {
     assert_eq!(ip.total(), 21);
     let pw = ip.numbering.piecewise.as_ref().unwrap();
     assert_eq!(pw.unbal_rl_exit, [1, 4]);
-    let entries: Vec<(u64, u64)> = ip
-        .numbering
-        .entries
-        .iter()
-        .map(|e| (e.value, e.paths))
-        .collect();
+    let entries = super::entry_values(&ip);
     assert_eq!(entries, [(0, 8), (8, 8), (16, 5)]);
     // Fig. 17: pow gets nvc 3 at the first call (psi_v7 = <0,3>) and 1 at the
     // second; the return to v11 with no open parenthesis adds 3; v5->v9
@@ -143,6 +138,7 @@ fn render(steps: &[PathStep]) -> String {
             // Return sites: v7 (node 13) for site 0, v11 (node 14) for site 1.
             PathStep::Return(s) => name(MAIN, NodeId::new(13 + s.index())),
             PathStep::Summary(_) => "summary".into(),
+            PathStep::ResumeAfterCall(s) => format!("~{}", name(MAIN, NodeId::new(13 + s.index()))),
             PathStep::End { func, .. } => match func {
                 MAIN => "v14".into(),
                 _ => "u6".into(),
