@@ -71,4 +71,8 @@ pub enum GraphError {
     /// `Interproc::path_number` is not a step of an observable path.
     #[error("path step {index}: {reason}")]
     NotAPath { index: usize, reason: &'static str },
+    /// Intraprocedural context profiling (section 7) needs a reducible CFG:
+    /// the target of backedge `edge` does not dominate its source.
+    #[error("the CFG is irreducible: the target of backedge {edge} does not dominate its source")]
+    Irreducible { edge: EdgeId },
 }

@@ -13,7 +13,8 @@
 //! [`weights`] static edge weights from loop nesting (QPT);
 //! [`flow`] edge counts from chord counts by flow conservation (QPT2 edge profiling);
 //! [`interproc`] interprocedural path profiling with linear edge functions
-//! (Melski & Reps, TR 1382): context and piecewise paths across calls.
+//! (Melski & Reps, TR 1382): context and piecewise paths across calls;
+//! [`intra_context`] intraprocedural context paths (the same report, section 7).
 //!
 //! A typical use:
 //! ```
@@ -43,6 +44,7 @@ mod dfs;
 pub mod error;
 pub mod flow;
 pub mod interproc;
+pub mod intra_context;
 mod mst;
 pub mod numbering;
 pub mod placement;

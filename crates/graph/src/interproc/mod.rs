@@ -51,10 +51,8 @@
 //!   call to a tail-calling function gets. If the caller was entered
 //!   afresh, the callee inherits what was put aside, and its return goes on
 //!   as the caller's would have.
-//! - Intraprocedural context profiling (section 7) needs no supergraph: it
-//!   is this module on a supergraph of one function with no calls, except
-//!   that 7 restarts at a loop head's own entry value (`pathNumOnEntryToV`)
-//!   rather than at the function's (`pathNumOnEntry`); not implemented.
+//! - Intraprocedural context profiling (section 7) is Ball-Larus on a
+//!   transformed CFG, with no supergraph: [`crate::intra_context`].
 
 pub mod callgraph;
 pub mod decode;

@@ -12,7 +12,7 @@
 //!   `Exit_P`: the sum of psi of the earlier successors (eq. 24).
 //! - *Entry_global edges* (eq. 27): the `i`-th has the value
 //!   `sum_{j<i} numValidComps(Entry_global -> target_j)`.
-//! - *numUnbalRLPaths[Exit_P]* (piecewise, eqs. 33-34), and
+//! - *`numUnbalRLPaths[Exit_P]`* (piecewise, eqs. 33-34), and
 //!   *edgeValue[Exit_P -> r_i]* (eq. 35), the value of a return edge taken
 //!   with no open left parenthesis.
 //!
@@ -157,7 +157,7 @@ pub struct GlobalEntry {
 /// The values only piecewise profiling needs (section 6.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PiecewiseValues {
-    /// numUnbalRLPaths[Exit_P], per function.
+    /// `numUnbalRLPaths[Exit_P]`, per function.
     pub unbal_rl_exit: Vec<u64>,
     /// Per call site: edgeValue[Exit_Q -> r] (eq. 35) for an uncut site,
     /// 0 for a cut one.

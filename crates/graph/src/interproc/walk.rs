@@ -29,10 +29,10 @@
 //!
 //! Departures from the paper:
 //! - Piecewise, after a return taken with no open parenthesis the caller's
-//!   nvc is numUnbalRLPaths[Exit_S]: Algorithm 6.1 writes
+//!   nvc is `numUnbalRLPaths[Exit_S]`: Algorithm 6.1 writes
 //!   `psi_r(numUnbalRLPaths[Exit_S])`, the completions from `r`, but rho in
 //!   `S` needs those from `Exit_S`, and the report's Fig. 17 sets it to
-//!   numUnbalRLPaths[Exit_main] ("from vertex v16").
+//!   `numUnbalRLPaths[Exit_main]` ("from vertex v16").
 //! - A path in flight when the events end (a trap) is not counted, nor are
 //!   the paths saved at pending cut call sites, nor (at a throw) those of
 //!   the activations left or put aside by them: section 9.2.1's stack of
