@@ -19,6 +19,51 @@
 //! - [`hybrid`]: section 8, cutting chosen non-recursive call sites, and a
 //!   budget that cuts the largest until the number of paths fits.
 //!
+//! A typical use: `main` (ENTRY -> B -> EXIT) whose block B calls `leaf`
+//! (ENTRY -> X -> EXIT, X branching twice to EXIT):
+//! ```
+//! use pathprof_graph::interproc::{
+//!     CallSite, CallSiteId, Callee, Event, FuncId, Function, Interproc, Mode, PathStep,
+//!     Supergraph,
+//! };
+//! use pathprof_graph::{Cfg, EdgeId};
+//! let mut main = Cfg::new();
+//! let b = main.add_node();
+//! main.add_edge(Cfg::ENTRY, b);
+//! main.add_edge(b, Cfg::EXIT);
+//! let mut leaf = Cfg::new();
+//! let x = leaf.add_node();
+//! leaf.add_edge(Cfg::ENTRY, x);
+//! leaf.add_edge(x, Cfg::EXIT);
+//! leaf.add_edge(x, Cfg::EXIT);
+//! let (main_id, leaf_id) = (FuncId::new(0), FuncId::new(1));
+//! let sg = Supergraph {
+//!     functions: vec![
+//!         Function::new(main, vec![CallSite { block: b, callee: Callee::Direct(leaf_id) }]),
+//!         Function::new(leaf, Vec::new()),
+//!     ],
+//!     entries: vec![main_id],
+//! };
+//! let ip = Interproc::build(&sg, Mode::Context)?;
+//! assert_eq!(ip.total(), 2);
+//! let run = [
+//!     Event::Call { site: None, callee: main_id },
+//!     Event::Edge(EdgeId::new(0)),
+//!     Event::Call { site: Some(CallSiteId::new(0)), callee: leaf_id },
+//!     Event::Edge(EdgeId::new(0)),
+//!     Event::Edge(EdgeId::new(2)), // the second edge X -> EXIT
+//!     Event::Return,
+//!     Event::Edge(EdgeId::new(1)),
+//!     Event::Return,
+//! ];
+//! let counts = ip.walk(&run)?;
+//! assert_eq!(counts.into_iter().collect::<Vec<_>>(), [(1, 1)]);
+//! let path = ip.decode(1)?;
+//! assert_eq!(path.steps[4], PathStep::Edge { func: leaf_id, edge: EdgeId::new(2) });
+//! assert_eq!(ip.path_number(&path)?, 1);
+//! # Ok::<(), pathprof_graph::GraphError>(())
+//! ```
+//!
 //! Two kinds of observable path, chosen by [`Mode`]: *context* paths
 //! (section 5), unbalanced-left paths whose context-prefix says how the
 //! active-suffix was reached, and *piecewise* paths (section 6),
