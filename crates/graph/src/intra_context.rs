@@ -26,6 +26,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::cfg::{Cfg, EdgeId, NodeId};
 use crate::dag::{Dag, DagEdgeKind};
 use crate::error::GraphError;
@@ -46,7 +48,7 @@ enum Stands {
 }
 
 /// One step of a path, in the original CFG's terms.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ContextStep {
     /// An edge of the CFG (not a backedge).
     Edge(EdgeId),
@@ -60,7 +62,7 @@ pub enum ContextStep {
 
 /// A path: its steps and where its active-suffix starts (after the last
 /// [`ContextStep::Resume`], 0 if there is none).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ContextPath {
     pub steps: Vec<ContextStep>,
     pub active_start: usize,

@@ -13,6 +13,8 @@
 //! edges and blocks, call sites and functions. The links between the calls
 //! of one block are implied and not listed.
 
+use serde::{Deserialize, Serialize};
+
 use crate::cfg::{Cfg, NodeId};
 use crate::error::GraphError;
 use crate::interproc::local::LocalEdgeKind;
@@ -22,7 +24,7 @@ use crate::interproc::{Interproc, Mode};
 use crate::EdgeId;
 
 /// One edge of an observable path of G*_fn.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum PathStep {
     /// `Entry_global -> Entry_f`: the path begins at `f`'s entry (`main`,
     /// the target of a cut call site, a host entry).
@@ -53,7 +55,7 @@ pub enum PathStep {
 /// `steps[..active_start]` is the context-prefix, which ends with the last
 /// surrogate entry edge ([`PathStep::Resume`]); empty for a path with no
 /// surrogate entry and for every piecewise path.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ProfiledPath {
     pub steps: Vec<PathStep>,
     pub active_start: usize,

@@ -148,7 +148,7 @@ pub(crate) fn transform(sg: &Supergraph, cg: &CallGraph, mode: Mode) -> (Vec<Spl
 }
 
 /// Which observable paths are profiled.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Mode {
     /// Unbalanced-left paths of G*_fn (section 5).
     Context,
