@@ -467,7 +467,7 @@ pub(crate) fn order_from_dfs(cfg: &Cfg) -> Vec<NodeId> {
 
 /// Rejects CFGs that break section 3.1's conventions: ENTRY has no incoming
 /// edge and EXIT no outgoing one.
-fn check_ends(cfg: &Cfg) -> Result<(), GraphError> {
+pub(crate) fn check_ends(cfg: &Cfg) -> Result<(), GraphError> {
     if let Some(&edge) = cfg.preds(Cfg::ENTRY).first() {
         return Err(GraphError::EdgeIntoEntry { edge });
     }

@@ -50,4 +50,29 @@ pub enum GraphError {
     /// conservation cannot determine the count of `edge`.
     #[error("tree edges do not form a spanning forest: the count of edge {edge} is undetermined")]
     NotASpanningForest { edge: EdgeId },
+    /// Interprocedural profiling (`crate::interproc`): a supergraph that
+    /// breaks its conventions (a call site in ENTRY or EXIT, a callee or
+    /// block out of range).
+    #[error("function {function}: {reason}")]
+    BadSupergraph {
+        function: usize,
+        reason: &'static str,
+    },
+    /// Interprocedural profiling: a psi or rho function, a number of valid
+    /// completions or a path number of `function` (or of the whole program,
+    /// `None`) does not fit `u64`. Never wrapped.
+    #[error("interprocedural path count overflows u64 (function {function:?})")]
+    PathCountOverflow { function: Option<usize> },
+    /// Interprocedural profiling: event `index` of an execution does not
+    /// follow the supergraph.
+    #[error("execution event {index}: {reason}")]
+    BadExecution { index: usize, reason: &'static str },
+    /// Interprocedural profiling: step `index` of a path handed to
+    /// `Interproc::path_number` is not a step of an observable path.
+    #[error("path step {index}: {reason}")]
+    NotAPath { index: usize, reason: &'static str },
+    /// Intraprocedural context profiling (section 7) needs a reducible CFG:
+    /// the target of backedge `edge` does not dominate its source.
+    #[error("the CFG is irreducible: the target of backedge {edge} does not dominate its source")]
+    Irreducible { edge: EdgeId },
 }

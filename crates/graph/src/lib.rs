@@ -11,7 +11,10 @@
 //! [`ppp`] Preferential Path Profiling: compact ids for a set of interesting
 //! paths (Vaswani et al., POPL 2007, Fig. 10);
 //! [`weights`] static edge weights from loop nesting (QPT);
-//! [`flow`] edge counts from chord counts by flow conservation (QPT2 edge profiling).
+//! [`flow`] edge counts from chord counts by flow conservation (QPT2 edge profiling);
+//! [`interproc`] interprocedural path profiling with linear edge functions
+//! (Melski & Reps, TR 1382): context and piecewise paths across calls;
+//! [`intra_context`] intraprocedural context paths (the same report, section 7).
 //!
 //! A typical use:
 //! ```
@@ -40,6 +43,8 @@ pub mod dag;
 mod dfs;
 pub mod error;
 pub mod flow;
+pub mod interproc;
+pub mod intra_context;
 mod mst;
 pub mod numbering;
 pub mod placement;

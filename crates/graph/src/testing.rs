@@ -6,6 +6,8 @@
 //! Everything here is written to be an oracle independent of the algorithms
 //! under test: it reads a [`Dag`] only through its edges and adjacency.
 
+pub mod interproc;
+
 use proptest::collection::vec;
 use proptest::prelude::*;
 

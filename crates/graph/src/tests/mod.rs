@@ -4,6 +4,8 @@
 mod big;
 pub(crate) mod cases;
 mod edge_profiles;
+mod interproc;
+mod intra_context;
 pub(crate) mod loops;
 pub(crate) mod oracle;
 mod paper;

@@ -1,0 +1,328 @@
+//! The supergraph G* (Melski & Reps, TR 1382, section 2.2) as a producer
+//! gives it, and the split of each function's blocks at its call sites.
+//!
+//! Terms:
+//! - *call vertex* `c` and *return-site vertex* `r`: the two vertices of a
+//!   call site; the call edge `c -> Entry_Q` and the return edge
+//!   `Exit_Q -> r` link them with the callee `Q`.
+//! - *entry function*: one control can enter from outside the program's
+//!   profiled calls (`main`, an export, a callback from an import); it gets
+//!   the edges `Entry_global -> Entry_P` and `Exit_P -> Exit_global`.
+//!
+//! A producer (the wasm CFG builder) gives per function a [`Cfg`] whose
+//! blocks do not end at calls, and the calls each block makes, in order:
+//! "block B contains call sites c1, c2". [`Split`] turns that into the
+//! paper's vertices: block `B` itself becomes the call vertex of `c1`, and
+//! new vertices follow it, `r1, c2, r2`, with the edges `c1 -> r1`,
+//! `r1 -> c2`, `c2 -> r2`; the block's outgoing edges leave from `r2`, its
+//! last *segment*. The edge `c -> r` stands for the call (a return site is a
+//! successor of its call vertex, as 5.2 orders them) or, at a cut call site,
+//! is the summary edge of Transformation 3.
+//!
+//! Node and edge ids of the original CFG are kept: node `B` is `B`'s first
+//! segment, edge `e` is `e` (leaving `B`'s last segment), and the new nodes
+//! and edges come after them. So a producer's block and edge ids name the
+//! same things in executions and decoded paths.
+//!
+//! Departures from the paper:
+//! - Imported functions are not functions of the supergraph: a call to an
+//!   import is not a call site (it is an opaque leaf inside its block), and
+//!   a callback from the host into a function is an entry of that function
+//!   from outside ([`crate::interproc::Event::Call`] without a site).
+//! - An indirect call lists its possible callees; it is always cut (treated
+//!   as recursive, section 9.2.3), so its callees are entry functions.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cfg::{id_impl, Cfg, EdgeId, NodeId};
+use crate::dag::check_ends;
+use crate::error::GraphError;
+
+/// A function of a [`Supergraph`]: its index in `functions`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FuncId(u32);
+id_impl!(FuncId);
+
+impl FuncId {
+    /// The id with this index, usable in constants.
+    pub const fn from_u32(index: u32) -> FuncId {
+        FuncId(index)
+    }
+}
+
+/// A call site of a [`Supergraph`], numbered over all functions in order
+/// (function 0's calls first, each function's in the order of its `calls`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CallSiteId(u32);
+id_impl!(CallSiteId);
+
+/// Whom a call site calls.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Callee {
+    /// A direct call.
+    Direct(FuncId),
+    /// An indirect call and the functions it may reach (for wasm,
+    /// `call_indirect`'s table entries of the right type). Always cut.
+    Indirect(Vec<FuncId>),
+}
+
+impl Callee {
+    /// Whether a call through this site may enter `f`.
+    pub fn may_call(&self, f: FuncId) -> bool {
+        match self {
+            Callee::Direct(g) => *g == f,
+            Callee::Indirect(gs) => gs.contains(&f),
+        }
+    }
+
+    /// The functions this site may enter.
+    pub fn targets(&self) -> &[FuncId] {
+        match self {
+            Callee::Direct(g) => std::slice::from_ref(g),
+            Callee::Indirect(gs) => gs,
+        }
+    }
+}
+
+/// One call a block makes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallSite {
+    /// The block that makes the call (neither ENTRY nor EXIT).
+    pub block: NodeId,
+    pub callee: Callee,
+}
+
+/// A function: its CFG (ENTRY node 0, EXIT node 1, as in [`Cfg`]) and its
+/// calls. Calls of one block are listed in the order the block makes them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Function {
+    pub cfg: Cfg,
+    pub calls: Vec<CallSite>,
+    /// Blocks that may throw an exception (section 9.2.2): a path can end
+    /// at their last segment, along a surrogate `u -> GExit`. (A block with
+    /// no successor has one anyway.)
+    #[serde(default)]
+    pub throws: Vec<NodeId>,
+    /// Exception handlers: a path can start at them, along a surrogate
+    /// `Entry_P -> v` (`GEntry_P -> v`). ENTRY must reach them, as the wasm
+    /// CFG builder's `ENTRY -> handler` edges make sure.
+    #[serde(default)]
+    pub handlers: Vec<NodeId>,
+    /// Tail calls (`return_call`): the block ending in one (after its other
+    /// calls) and whom it calls. The caller's path ends there, along a
+    /// surrogate `u -> GExit`; the callee is entered afresh, so it is an
+    /// entry function; and where the caller would have returned, its
+    /// caller restarts (section 9's treatment, see [`crate::interproc`]).
+    #[serde(default)]
+    pub tail_calls: Vec<TailCall>,
+}
+
+/// A tail call a block ends with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TailCall {
+    pub block: NodeId,
+    pub callee: Callee,
+}
+
+impl Function {
+    /// A function with these calls, no throwing block and no handler.
+    pub fn new(cfg: Cfg, calls: Vec<CallSite>) -> Function {
+        Function {
+            cfg,
+            calls,
+            ..Function::default()
+        }
+    }
+}
+
+/// The program: its functions and the entry functions (`main` first; the
+/// targets of cut call sites are added to them by the transformations).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Supergraph {
+    pub functions: Vec<Function>,
+    pub entries: Vec<FuncId>,
+}
+
+/// Where a call site is: its function and its index in that function's calls.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SiteRef {
+    pub func: FuncId,
+    pub index: usize,
+}
+
+impl Supergraph {
+    /// Every call site's function and local index, indexed by [`CallSiteId`].
+    pub fn sites(&self) -> Vec<SiteRef> {
+        let mut sites = Vec::new();
+        for (f, func) in self.functions.iter().enumerate() {
+            sites.extend((0..func.calls.len()).map(|index| SiteRef {
+                func: FuncId::new(f),
+                index,
+            }));
+        }
+        sites
+    }
+
+    /// The first call site id of each function, and one past the last.
+    pub fn site_starts(&self) -> Vec<usize> {
+        let mut starts = Vec::with_capacity(self.functions.len() + 1);
+        let mut n = 0;
+        starts.push(0);
+        for func in &self.functions {
+            n += func.calls.len();
+            starts.push(n);
+        }
+        starts
+    }
+
+    /// Rejects what no transformation can work with.
+    pub(crate) fn check(&self) -> Result<(), GraphError> {
+        let num_funcs = self.functions.len();
+        let bad = |function, reason| Err(GraphError::BadSupergraph { function, reason });
+        if let Some(f) = self.entries.iter().find(|f| f.index() >= num_funcs) {
+            return bad(f.index(), "an entry function is out of range");
+        }
+        for (f, func) in self.functions.iter().enumerate() {
+            check_ends(&func.cfg)?;
+            for call in &func.calls {
+                let b = call.block;
+                if b == Cfg::ENTRY || b == Cfg::EXIT || b.index() >= func.cfg.num_nodes() {
+                    return bad(f, "a call site's block is ENTRY, EXIT or out of range");
+                }
+                if call.callee.targets().iter().any(|g| g.index() >= num_funcs) {
+                    return bad(f, "a callee is out of range");
+                }
+            }
+            let n = func.cfg.num_nodes();
+            if func
+                .throws
+                .iter()
+                .chain(&func.handlers)
+                .any(|b| b.index() >= n)
+            {
+                return bad(f, "a throwing block or a handler is out of range");
+            }
+            if func.handlers.iter().any(|&h| !func.cfg.dfs().reached(h)) {
+                return bad(f, "ENTRY does not reach a handler");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A function's CFG with its blocks split at their calls (see the module
+/// comment): the paper's vertices, before any transformation.
+#[derive(Clone, Debug)]
+pub struct Split {
+    /// Original nodes and edges first, with the same ids; then per call
+    /// site its return site (and the next call vertex of the block), and
+    /// the edges `c -> r` (one per call, in call order) and `r -> c'`.
+    pub cfg: Cfg,
+    /// Per local call: its call vertex.
+    pub call_vertex: Vec<NodeId>,
+    /// Per local call: its return-site vertex.
+    pub return_site: Vec<NodeId>,
+    /// Per local call: the edge `c -> r`.
+    pub call_edge: Vec<EdgeId>,
+    /// Per local call: the link `r -> c'` to the block's next call vertex,
+    /// if the block makes another call.
+    pub link_after: Vec<Option<EdgeId>>,
+    /// Per split node: the original block it is a segment of.
+    pub block_of: Vec<NodeId>,
+    /// Per original node: its last segment (the node itself if it makes no
+    /// call).
+    pub last: Vec<NodeId>,
+    /// Per split node: the local call whose call vertex it is.
+    pub call_at: Vec<Option<usize>>,
+    /// Per split node: the local call whose return site it is.
+    pub return_of: Vec<Option<usize>>,
+    /// Number of edges of the original CFG (the first edges of `cfg`).
+    pub original_edges: usize,
+}
+
+/// The local call whose return site is `r`.
+fn call_at_return(return_site: &[NodeId], r: NodeId) -> usize {
+    return_site
+        .iter()
+        .rposition(|&x| x == r)
+        .expect("a block's last segment after a call is that call's return site")
+}
+
+impl Split {
+    /// Splits `func`'s blocks at its calls.
+    pub fn new(func: &Function) -> Split {
+        let orig = &func.cfg;
+        let n = orig.num_nodes();
+        let mut last: Vec<NodeId> = orig.nodes().collect();
+        let mut block_of: Vec<NodeId> = orig.nodes().collect();
+        let mut call_at: Vec<Option<usize>> = vec![None; n];
+        let (mut call_vertex, mut return_site) = (Vec::new(), Vec::new());
+        // (the earlier call, its return site, the next call vertex)
+        let mut links: Vec<(usize, NodeId, NodeId)> = Vec::new();
+        let mut next = n;
+        let mut fresh = |block: NodeId, block_of: &mut Vec<NodeId>, call_at: &mut Vec<_>| {
+            block_of.push(block);
+            call_at.push(None);
+            next += 1;
+            NodeId::new(next - 1)
+        };
+        for (i, call) in func.calls.iter().enumerate() {
+            let b = call.block;
+            // The block's first call is made by the block itself; a later
+            // one by a new vertex after the previous call's return site.
+            let c = if last[b.index()] == b && call_at[b.index()].is_none() {
+                b
+            } else {
+                let c = fresh(b, &mut block_of, &mut call_at);
+                let before = call_at_return(&return_site, last[b.index()]);
+                links.push((before, last[b.index()], c));
+                c
+            };
+            call_at[c.index()] = Some(i);
+            let r = fresh(b, &mut block_of, &mut call_at);
+            call_vertex.push(c);
+            return_site.push(r);
+            last[b.index()] = r;
+        }
+        let mut edges: Vec<(NodeId, NodeId)> = orig
+            .edge_list()
+            .iter()
+            .map(|&(s, d)| (last[s.index()], d))
+            .collect();
+        let call_edge = (0..func.calls.len())
+            .map(|i| {
+                edges.push((call_vertex[i], return_site[i]));
+                EdgeId::new(edges.len() - 1)
+            })
+            .collect();
+        let mut link_after = vec![None; func.calls.len()];
+        for (before, r, c) in links {
+            edges.push((r, c));
+            link_after[before] = Some(EdgeId::new(edges.len() - 1));
+        }
+        let mut return_of = vec![None; next];
+        for (i, r) in return_site.iter().enumerate() {
+            return_of[r.index()] = Some(i);
+        }
+        Split {
+            return_of,
+            cfg: Cfg::from_edges(next, &edges),
+            call_vertex,
+            return_site,
+            call_edge,
+            link_after,
+            block_of,
+            last,
+            call_at,
+            original_edges: orig.num_edges(),
+        }
+    }
+
+    /// Whether split edge `e` is an edge of the original CFG (not a `c -> r`
+    /// or `r -> c'` link).
+    pub fn is_original(&self, e: EdgeId) -> bool {
+        e.index() < self.original_edges
+    }
+}
