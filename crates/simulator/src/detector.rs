@@ -102,6 +102,7 @@ impl PathDetector {
 
     /// Processes one branch whose block event counter is `events`, calling
     /// `collect` with every path it completes and that path's events.
+    #[inline]
     pub fn step(
         &mut self,
         ev: &BranchEvent,
@@ -110,6 +111,27 @@ impl PathDetector {
     ) -> OpCounts {
         self.stats.branches += 1;
         let class = BranchClass::of(ev);
+        if class != BranchClass::Forward {
+            return self.step_other(ev, class, events, collect);
+        }
+        // Most branches: a forward branch updates in every path type
+        // whatever the top entry holds, so the PPCR need not be asked.
+        let mut c = OpCounts::default();
+        if self.update(ev, events, Extension::None, &mut c) {
+            self.split(ev, collect, &mut c);
+        }
+        c
+    }
+
+    /// [`PathDetector::step`] for the branches that are not forward.
+    #[inline(never)]
+    fn step_other(
+        &mut self,
+        ev: &BranchEvent,
+        class: BranchClass,
+        events: u64,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+    ) -> OpCounts {
         // Only extended paths read the top entry's counters.
         let top = match self.ppcr.path_type {
             PathType::Bl | PathType::Wpp => None,
@@ -149,19 +171,30 @@ impl PathDetector {
                 }
             }
         } else if full {
-            if let Some(e) = self.pop(&mut c) {
-                self.stats.splits += 1;
-                frames = e.frames;
-                self.emit(e, collect, &mut c);
-                c.pushes += 1;
-                self.stack.push(StackEntry::new(ev.target, frames));
-            }
+            frames = self.split(ev, collect, &mut c);
         }
         if ops.push {
             c.pushes += 1;
             self.stack.push(StackEntry::new(ev.target, frames));
         }
         c
+    }
+
+    /// Ends the full top path and starts the next at the branch's target,
+    /// standing for the same frames; returns them (1 on an empty stack).
+    fn split(
+        &mut self,
+        ev: &BranchEvent,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+        c: &mut OpCounts,
+    ) -> u32 {
+        let Some(e) = self.pop(c) else { return 1 };
+        self.stats.splits += 1;
+        let frames = e.frames;
+        self.emit(e, collect, c);
+        c.pushes += 1;
+        self.stack.push(StackEntry::new(ev.target, frames));
+        frames
     }
 
     /// `path_stack_update`, and the extension counters; returns whether the

@@ -99,12 +99,14 @@
 //! - The dynamic overlap includes the last, partial window.
 //! - The power metric of 5.3 is not modelled.
 
+pub mod back;
 pub mod cache;
 pub mod config;
 pub mod descriptor;
 pub mod detector;
 pub mod error;
 pub mod event;
+pub mod front;
 pub mod hpt;
 pub mod overlap;
 pub mod ppcr;

@@ -67,59 +67,79 @@ pub struct DynamicOverlap {
     pub partial_last: bool,
 }
 
-/// An HPT restarted at every window; the window's exact profile is kept by
-/// the [`ExactTable`] beside the run's ([`ExactTable::next_window`]).
+/// Where the current window stands: the instructions retired in it. It
+/// depends only on the stream, so configurations that share a detector
+/// share it ([`crate::simulator`]).
 #[derive(Clone, Debug)]
-pub struct Windows {
+pub struct WindowClock {
     window_instrs: u64,
     instrs: u64,
-    hpt: HotPathTable,
-    per_window: Vec<f64>,
 }
 
-impl Windows {
-    pub fn new(window_instrs: u64, hpt: HptConfig) -> Result<Windows, SimError> {
+impl WindowClock {
+    pub fn new(window_instrs: u64) -> Result<WindowClock, SimError> {
         if window_instrs == 0 {
             return Err(SimError::Config {
                 what: "window_instrs",
                 why: "windows must hold at least one instruction".into(),
             });
         }
-        Ok(Windows {
+        Ok(WindowClock {
             window_instrs,
             instrs: 0,
+        })
+    }
+
+    pub fn window_instrs(&self) -> u64 {
+        self.window_instrs
+    }
+
+    /// `instrs` more instructions retired; whether that closes the window
+    /// (the excess counts towards the next one).
+    #[inline]
+    pub fn tick(&mut self, instrs: u32) -> bool {
+        self.instrs += u64::from(instrs);
+        if self.instrs < self.window_instrs {
+            return false;
+        }
+        self.instrs %= self.window_instrs;
+        true
+    }
+}
+
+/// The HPT restarted at every window and the overlaps of the windows
+/// closed so far: the part of the dynamic overlap that depends on the HPT.
+#[derive(Clone, Debug)]
+pub struct WindowTable {
+    hpt: HotPathTable,
+    per_window: Vec<f64>,
+}
+
+impl WindowTable {
+    pub fn new(hpt: HptConfig) -> Result<WindowTable, SimError> {
+        Ok(WindowTable {
             hpt: HotPathTable::new(hpt)?,
             per_window: Vec::new(),
         })
     }
 
-    /// A path popped in the current window (the caller also records it in
-    /// the exact table).
+    /// A path popped in the current window.
+    #[inline]
     pub fn record(&mut self, path: &PathDescriptor, count: u64) {
         self.hpt.update(path, count);
     }
 
-    /// `instrs` more instructions retired; closes the window when full and
-    /// starts the exact table's next one.
-    #[inline]
-    pub fn advance(&mut self, instrs: u32, exact: &mut ExactTable) {
-        self.instrs += u64::from(instrs);
-        if self.instrs >= self.window_instrs {
-            self.close(exact);
-        }
-    }
-
+    /// Closes the current window, whose exact profile `exact` still holds
+    /// (the caller then starts the exact table's next window).
     #[cold]
-    fn close(&mut self, exact: &mut ExactTable) {
+    pub fn close(&mut self, exact: &ExactTable) {
         self.per_window
             .push(window_overlap(&self.hpt.dump(), exact));
         self.hpt.clear();
-        exact.next_window();
-        self.instrs %= self.window_instrs;
     }
 
     /// The result so far, with the partial window if a path ended in it.
-    pub fn result(&self, exact: &ExactTable) -> DynamicOverlap {
+    pub fn result(&self, exact: &ExactTable, window_instrs: u64) -> DynamicOverlap {
         let mut per_window = self.per_window.clone();
         let partial_last = exact.window_paths() > 0;
         if partial_last {
@@ -131,11 +151,50 @@ impl Windows {
             per_window.iter().sum::<f64>() / per_window.len() as f64
         };
         DynamicOverlap {
-            window_instrs: self.window_instrs,
+            window_instrs,
             mean,
             per_window,
             partial_last,
         }
+    }
+}
+
+/// A [`WindowClock`] and a [`WindowTable`] together, for one configuration
+/// fed path by path; the window's exact profile is kept by the
+/// [`ExactTable`] beside the run's ([`ExactTable::next_window`]).
+#[derive(Clone, Debug)]
+pub struct Windows {
+    clock: WindowClock,
+    table: WindowTable,
+}
+
+impl Windows {
+    pub fn new(window_instrs: u64, hpt: HptConfig) -> Result<Windows, SimError> {
+        Ok(Windows {
+            clock: WindowClock::new(window_instrs)?,
+            table: WindowTable::new(hpt)?,
+        })
+    }
+
+    /// A path popped in the current window (the caller also records it in
+    /// the exact table).
+    pub fn record(&mut self, path: &PathDescriptor, count: u64) {
+        self.table.record(path, count);
+    }
+
+    /// `instrs` more instructions retired; closes the window when full and
+    /// starts the exact table's next one.
+    #[inline]
+    pub fn advance(&mut self, instrs: u32, exact: &mut ExactTable) {
+        if self.clock.tick(instrs) {
+            self.table.close(exact);
+            exact.next_window();
+        }
+    }
+
+    /// The result so far, with the partial window if a path ended in it.
+    pub fn result(&self, exact: &ExactTable) -> DynamicOverlap {
+        self.table.result(exact, self.clock.window_instrs())
     }
 }
 

@@ -95,10 +95,11 @@ pub struct TimingStats {
 /// The branch queue of one length, and the commit stalls it causes.
 #[derive(Clone, Debug)]
 pub struct BranchQueue {
-    /// Start times of the last `Q` branches, oldest at `next` once full.
+    /// Start times of the last `Q` branches, the oldest at `next`. They
+    /// start at 0, which is also the gate of the first `Q` branches, so the
+    /// ring needs no fill count.
     starts: Box<[u64]>,
     next: usize,
-    filled: usize,
     retired: u64,
     finished: u64,
     stats: TimingStats,
@@ -109,7 +110,6 @@ impl BranchQueue {
         BranchQueue {
             starts: vec![0; queue_length as usize].into_boxed_slice(),
             next: 0,
-            filled: 0,
             retired: 0,
             finished: 0,
             stats: TimingStats {
@@ -121,22 +121,25 @@ impl BranchQueue {
 
     /// One branch retiring `instrs` instructions after the previous one,
     /// taking the profiler `latency` cycles.
+    #[inline]
     pub fn retire(&mut self, instrs: u32, latency: u64) {
         let ready = self.retired + u64::from(instrs);
-        let gate = match self.starts.len() {
-            0 => self.finished,
-            q if self.filled == q => self.starts[self.next],
-            _ => 0,
-        };
-        let retired = ready.max(gate);
-        let start = retired.max(self.finished);
-        if !self.starts.is_empty() {
-            self.starts[self.next] = start;
-            self.next += 1;
-            if self.next == self.starts.len() {
-                self.next = 0;
+        let retired;
+        let start;
+        match self.starts.get_mut(self.next) {
+            None => {
+                retired = ready.max(self.finished);
+                start = retired;
             }
-            self.filled = (self.filled + 1).min(self.starts.len());
+            Some(slot) => {
+                retired = ready.max(*slot);
+                start = retired.max(self.finished);
+                *slot = start;
+                self.next += 1;
+                if self.next == self.starts.len() {
+                    self.next = 0;
+                }
+            }
         }
         self.retired = retired;
         self.finished = start + latency;

@@ -1,0 +1,206 @@
+//! The half of the profiler that does not depend on the Hot Path Table: the
+//! metric models, the path detector, the exact table and the window clock.
+//! It turns branches into a *path-level stream* ([`Step`]s and the paths
+//! they pop) that the HPT half ([`crate::back`]) consumes.
+//!
+//! Why the split: the detector's paths, their counts, the operations each
+//! branch performs and the exact profile are the same for every HPT, queue
+//! length and label, so a [`crate::Sweep`] runs one front per distinct
+//! remainder of the configuration ([`front_key`]) and feeds its stream to
+//! the backs of all configurations that share it. A lone
+//! [`crate::Simulator`] is a front with one back.
+//!
+//! The front runs ahead of its backs by at most [`CHUNK`] branches, and stops
+//! after a branch that closes a dynamic-overlap window, so that the backs
+//! close their windows against the exact table before it starts the next.
+
+use crate::cache::{CacheHierarchy, CacheStats, Served};
+use crate::config::{Metric, SimConfig};
+use crate::descriptor::PathDescriptor;
+use crate::detector::{DetectorStats, PathDetector};
+use crate::error::SimError;
+use crate::event::{BranchEvent, BranchKind};
+use crate::hpt::{ExactTable, HptConfig};
+use crate::overlap::WindowClock;
+use crate::predictor::{Predictor, PredictorStats};
+use crate::timing::Latencies;
+
+/// Branches the front processes before its backs catch up: the stream of a
+/// chunk (16 bytes a branch, 48 a path) stays in the L2 cache.
+pub const CHUNK: usize = 8192;
+
+/// One branch of the path-level stream.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// Instructions the branch retires.
+    pub instrs: u32,
+    /// How many paths it popped (the next ones of the chunk's paths).
+    pub paths: u32,
+    /// Its latency before HPT misses, which each back adds.
+    pub latency: u64,
+}
+
+/// The configuration with everything the front does not read set to its
+/// default: configurations with equal keys share one front.
+pub fn front_key(config: &SimConfig) -> SimConfig {
+    SimConfig {
+        label: String::new(),
+        hpt: HptConfig::default(),
+        queue_lengths: Vec::new(),
+        ..config.clone()
+    }
+}
+
+/// Metric models, detector, exact table and window clock of one front key.
+#[derive(Clone, Debug)]
+pub struct Front {
+    metric: Metric,
+    latencies: Latencies,
+    detector: PathDetector,
+    exact: ExactTable,
+    clock: Option<WindowClock>,
+    predictor: Option<Predictor>,
+    caches: CacheHierarchy,
+    /// Cache-metric events since the last branch (the block event counter).
+    pending: u64,
+    instrs: u64,
+    /// The current chunk's stream.
+    steps: Vec<Step>,
+    paths: Vec<(PathDescriptor, u64)>,
+}
+
+impl Front {
+    /// A front for `config` (validated by the caller).
+    pub fn new(config: &SimConfig) -> Result<Front, SimError> {
+        let clock = if config.dynamic_overlap {
+            Some(WindowClock::new(config.window_instrs)?)
+        } else {
+            None
+        };
+        let predictor = match config.metric {
+            Metric::Mispredictions => Some(Predictor::new(config.predictor)?),
+            _ => None,
+        };
+        Ok(Front {
+            metric: config.metric,
+            latencies: config.latencies,
+            detector: PathDetector::new(
+                config.path_type,
+                config.max_path_len,
+                config.stack_depth as usize,
+            ),
+            exact: ExactTable::default(),
+            clock,
+            predictor,
+            caches: CacheHierarchy::new(config.caches)?,
+            pending: 0,
+            instrs: 0,
+            steps: Vec::with_capacity(CHUNK),
+            paths: Vec::new(),
+        })
+    }
+
+    /// One data access, between the branches fed before and after it.
+    pub fn memory_access(&mut self, addr: u64, is_store: bool) {
+        let served = self.caches.access(addr, is_store);
+        self.pending += match (self.metric, served) {
+            (Metric::L1Misses, Served::L2 | Served::Memory) => 1,
+            (Metric::L2Misses, Served::Memory) => 1,
+            _ => 0,
+        };
+    }
+
+    /// Turns the first branches of `batch` (up to [`CHUNK`], or to the end
+    /// of a window) into the stream [`Front::steps`] and [`Front::paths`].
+    /// Returns how many it took and whether the last closed a window.
+    pub fn run(&mut self, batch: &[BranchEvent]) -> (usize, bool) {
+        self.steps.clear();
+        self.paths.clear();
+        let chunk = &batch[..batch.len().min(CHUNK)];
+        for (i, ev) in chunk.iter().enumerate() {
+            self.branch(ev);
+            if let Some(clock) = &mut self.clock {
+                if clock.tick(ev.instrs) {
+                    return (i + 1, true);
+                }
+            }
+        }
+        (chunk.len(), false)
+    }
+
+    fn block_events(&mut self, ev: &BranchEvent) -> u64 {
+        match self.metric {
+            Metric::Frequency => 0,
+            Metric::Instructions => u64::from(ev.instrs),
+            Metric::Mispredictions => match (ev.kind, &mut self.predictor) {
+                (BranchKind::Conditional { taken }, Some(p)) => {
+                    u64::from(p.mispredicts(ev.address, taken))
+                }
+                _ => 0,
+            },
+            Metric::L1Misses | Metric::L2Misses => std::mem::take(&mut self.pending),
+        }
+    }
+
+    #[inline]
+    fn branch(&mut self, ev: &BranchEvent) {
+        let events = self.block_events(ev);
+        let frequency = self.metric == Metric::Frequency;
+        let (exact, paths) = (&mut self.exact, &mut self.paths);
+        let ops = self.detector.step(ev, events, &mut |path, n| {
+            let count = if frequency { 1 } else { n };
+            exact.update(&path, count);
+            paths.push((path, count));
+        });
+        self.steps.push(Step {
+            instrs: ev.instrs,
+            paths: ops.collected,
+            latency: self.latencies.of(&ops, 0, 1),
+        });
+        self.instrs += u64::from(ev.instrs);
+    }
+
+    /// The current chunk's branches.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The current chunk's popped paths and their counts, in order.
+    pub fn paths(&self) -> &[(PathDescriptor, u64)] {
+        &self.paths
+    }
+
+    pub fn exact(&self) -> &ExactTable {
+        &self.exact
+    }
+
+    /// Starts the exact table's next window, once every back has closed
+    /// the current one.
+    pub fn next_window(&mut self) {
+        self.exact.next_window();
+    }
+
+    pub fn window_instrs(&self) -> Option<u64> {
+        self.clock.as_ref().map(WindowClock::window_instrs)
+    }
+
+    pub fn detector_stats(&self) -> DetectorStats {
+        self.detector.stats()
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.detector.in_flight()
+    }
+
+    pub fn instrs(&self) -> u64 {
+        self.instrs
+    }
+
+    pub fn predictor_stats(&self) -> Option<PredictorStats> {
+        self.predictor.as_ref().map(Predictor::stats)
+    }
+
+    pub fn cache_stats(&self) -> CacheStats {
+        self.caches.stats()
+    }
+}
