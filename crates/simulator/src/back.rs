@@ -21,6 +21,8 @@ pub struct Back {
     pub(crate) queues: Vec<BranchQueue>,
     /// Cycles an HPT miss adds to its branch.
     miss_cost: u64,
+    /// Scratch: the current chunk's latencies.
+    latencies: Vec<u64>,
 }
 
 impl Back {
@@ -41,23 +43,35 @@ impl Back {
                 .collect(),
             miss_cost: u64::from(config.latencies.hpt_miss_per_log2_way)
                 * u64::from(config.hpt.ways.max(1).ilog2()),
+            latencies: Vec::new(),
         })
     }
 
-    /// Consumes one chunk of a front's stream.
+    /// Consumes one chunk of a front's stream: first the paths into the
+    /// tables, giving each branch its latency, then each queue in one
+    /// tight pass over the chunk.
     pub fn consume(&mut self, steps: &[Step], paths: &[(PathDescriptor, u64)]) {
+        let mut latencies = std::mem::take(&mut self.latencies);
+        latencies.clear();
         let mut next = 0;
-        for s in steps {
-            let mut latency = s.latency;
-            if s.paths > 0 {
-                let end = next + s.paths as usize;
-                latency += self.collect(&paths[next..end]);
-                next = end;
+        latencies.extend(steps.iter().map(|s| {
+            if s.paths == 0 {
+                return s.latency;
             }
-            for q in &mut self.queues {
-                q.retire(s.instrs, latency);
-            }
+            let end = next + s.paths as usize;
+            let extra = self.collect(&paths[next..end]);
+            next = end;
+            s.latency + extra
+        }));
+        for q in &mut self.queues {
+            q.retire_all(
+                steps
+                    .iter()
+                    .map(|s| s.instrs)
+                    .zip(latencies.iter().copied()),
+            );
         }
+        self.latencies = latencies;
     }
 
     /// One branch's paths into the tables; returns the cycles its HPT

@@ -32,7 +32,9 @@ pub const MAX_PATH_LEN: u32 = SPLIT_BITS;
 
 /// One path, as the path stack hands it to the Hot Path Table. Fixed size, so
 /// the hot loop never allocates per path.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Copy, Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
 pub struct PathDescriptor {
     /// Address of the path's first instruction.
     pub start: u32,
@@ -42,17 +44,6 @@ pub struct PathDescriptor {
     pub nbits: u16,
     /// The branch outcomes, first branch in the lowest bits.
     pub outcomes: u128,
-}
-
-/// One 64-bit word mixing every field, hashed once: the exact table hashes
-/// a descriptor per path, and the derived `Hash` (five writes, one of a
-/// `u128`) cost more than the rest of its update.
-impl std::hash::Hash for PathDescriptor {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let head = u64::from(self.start) | u64::from(self.len) << 32 | u64::from(self.nbits) << 48;
-        let (lo, hi) = (self.outcomes as u64, (self.outcomes >> 64) as u64);
-        state.write_u64(head ^ lo.rotate_left(21) ^ hi.rotate_left(43));
-    }
 }
 
 /// The outcome one branch adds to a path: `width` bits holding `value`.

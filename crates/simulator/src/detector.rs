@@ -109,13 +109,25 @@ impl PathDetector {
         events: u64,
         collect: &mut impl FnMut(PathDescriptor, u64),
     ) -> OpCounts {
-        self.stats.branches += 1;
         let class = BranchClass::of(ev);
-        if class != BranchClass::Forward {
-            return self.step_other(ev, class, events, collect);
+        if class == BranchClass::Forward {
+            self.forward(ev, events, collect)
+        } else {
+            self.step_other(ev, class, events, collect)
         }
-        // Most branches: a forward branch updates in every path type
-        // whatever the top entry holds, so the PPCR need not be asked.
+    }
+
+    /// [`PathDetector::step`] for a forward branch (most branches): it
+    /// updates in every path type whatever the top entry holds, so the PPCR
+    /// need not be asked.
+    #[inline]
+    pub fn forward(
+        &mut self,
+        ev: &BranchEvent,
+        events: u64,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+    ) -> OpCounts {
+        self.stats.branches += 1;
         let mut c = OpCounts::default();
         if self.update(ev, events, Extension::None, &mut c) {
             self.split(ev, collect, &mut c);
@@ -125,13 +137,14 @@ impl PathDetector {
 
     /// [`PathDetector::step`] for the branches that are not forward.
     #[inline(never)]
-    fn step_other(
+    pub fn step_other(
         &mut self,
         ev: &BranchEvent,
         class: BranchClass,
         events: u64,
         collect: &mut impl FnMut(PathDescriptor, u64),
     ) -> OpCounts {
+        self.stats.branches += 1;
         // Only extended paths read the top entry's counters.
         let top = match self.ppcr.path_type {
             PathType::Bl | PathType::Wpp => None,

@@ -17,13 +17,23 @@
 use crate::cache::{CacheHierarchy, CacheStats, Served};
 use crate::config::{Metric, SimConfig};
 use crate::descriptor::PathDescriptor;
-use crate::detector::{DetectorStats, PathDetector};
+use crate::detector::{DetectorStats, OpCounts, PathDetector};
 use crate::error::SimError;
 use crate::event::{BranchEvent, BranchKind};
 use crate::hpt::{ExactTable, HptConfig};
 use crate::overlap::WindowClock;
+use crate::ppcr::BranchClass;
 use crate::predictor::{Predictor, PredictorStats};
 use crate::timing::Latencies;
+
+/// The operations of most branches: a forward branch's update alone.
+const UPDATE_ONLY: OpCounts = OpCounts {
+    updates: 1,
+    update_counts: 0,
+    collected: 0,
+    other_pops: 0,
+    pushes: 0,
+};
 
 /// Branches the front processes before its backs catch up: the stream of a
 /// chunk (16 bytes a branch, 48 a path) stays in the L2 cache.
@@ -56,6 +66,8 @@ pub fn front_key(config: &SimConfig) -> SimConfig {
 pub struct Front {
     metric: Metric,
     latencies: Latencies,
+    /// The latency of [`UPDATE_ONLY`].
+    update_latency: u64,
     detector: PathDetector,
     exact: ExactTable,
     clock: Option<WindowClock>,
@@ -84,6 +96,7 @@ impl Front {
         Ok(Front {
             metric: config.metric,
             latencies: config.latencies,
+            update_latency: config.latencies.of(&UPDATE_ONLY, 0, 1),
             detector: PathDetector::new(
                 config.path_type,
                 config.max_path_len,
@@ -114,18 +127,24 @@ impl Front {
     /// of a window) into the stream [`Front::steps`] and [`Front::paths`].
     /// Returns how many it took and whether the last closed a window.
     pub fn run(&mut self, batch: &[BranchEvent]) -> (usize, bool) {
-        self.steps.clear();
         self.paths.clear();
-        let chunk = &batch[..batch.len().min(CHUNK)];
-        for (i, ev) in chunk.iter().enumerate() {
-            self.branch(ev);
+        let n = batch.len().min(CHUNK);
+        // Written in place: no capacity check per branch.
+        self.steps.resize(n, Step::default());
+        let mut steps = std::mem::take(&mut self.steps);
+        let mut done = (n, false);
+        for (i, (ev, step)) in batch.iter().zip(&mut steps).enumerate() {
+            *step = self.branch(ev);
             if let Some(clock) = &mut self.clock {
                 if clock.tick(ev.instrs) {
-                    return (i + 1, true);
+                    done = (i + 1, true);
+                    break;
                 }
             }
         }
-        (chunk.len(), false)
+        steps.truncate(done.0);
+        self.steps = steps;
+        done
     }
 
     fn block_events(&mut self, ev: &BranchEvent) -> u64 {
@@ -143,21 +162,40 @@ impl Front {
     }
 
     #[inline]
-    fn branch(&mut self, ev: &BranchEvent) {
+    fn branch(&mut self, ev: &BranchEvent) -> Step {
         let events = self.block_events(ev);
         let frequency = self.metric == Metric::Frequency;
         let (exact, paths) = (&mut self.exact, &mut self.paths);
-        let ops = self.detector.step(ev, events, &mut |path, n| {
+        let mut collect = |path, n| {
             let count = if frequency { 1 } else { n };
             exact.update(&path, count);
             paths.push((path, count));
-        });
-        self.steps.push(Step {
+        };
+        let class = BranchClass::of(ev);
+        self.instrs += u64::from(ev.instrs);
+        if class == BranchClass::Forward {
+            let ops = self.detector.forward(ev, events, &mut collect);
+            // Without a push (a split or a resync) a forward branch only
+            // updated: the common case needs no latency sum.
+            if ops.pushes == 0 {
+                return Step {
+                    instrs: ev.instrs,
+                    paths: 0,
+                    latency: self.update_latency,
+                };
+            }
+            return self.step(ev, ops);
+        }
+        let ops = self.detector.step_other(ev, class, events, &mut collect);
+        self.step(ev, ops)
+    }
+
+    fn step(&self, ev: &BranchEvent, ops: OpCounts) -> Step {
+        Step {
             instrs: ev.instrs,
             paths: ops.collected,
             latency: self.latencies.of(&ops, 0, 1),
-        });
-        self.instrs += u64::from(ev.instrs);
+        }
     }
 
     /// The current chunk's branches.

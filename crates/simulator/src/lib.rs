@@ -109,6 +109,7 @@ pub mod event;
 pub mod front;
 pub mod hpt;
 pub mod overlap;
+pub mod pathmap;
 pub mod ppcr;
 pub mod predictor;
 pub mod simulator;

@@ -121,34 +121,42 @@ impl BranchQueue {
 
     /// One branch retiring `instrs` instructions after the previous one,
     /// taking the profiler `latency` cycles.
-    #[inline]
     pub fn retire(&mut self, instrs: u32, latency: u64) {
-        let ready = self.retired + u64::from(instrs);
-        let retired;
-        let start;
-        match self.starts.get_mut(self.next) {
-            None => {
-                retired = ready.max(self.finished);
+        self.retire_all([(instrs, latency)]);
+    }
+
+    /// [`BranchQueue::retire`] for each `(instrs, latency)` in turn, with
+    /// the queue's state in locals (registers) for the whole run.
+    #[inline]
+    pub fn retire_all(&mut self, branches: impl IntoIterator<Item = (u32, u64)>) {
+        let (mut next, mut retired, mut finished) = (self.next, self.retired, self.finished);
+        let mut s = self.stats;
+        let q = self.starts.len();
+        for (instrs, latency) in branches {
+            let ready = retired + u64::from(instrs);
+            let start;
+            if q == 0 {
+                retired = ready.max(finished);
                 start = retired;
-            }
-            Some(slot) => {
-                retired = ready.max(*slot);
-                start = retired.max(self.finished);
-                *slot = start;
-                self.next += 1;
-                if self.next == self.starts.len() {
-                    self.next = 0;
+            } else {
+                // `next < q` always; `get` keeps this free of panics.
+                let slot = self.starts.get(next).copied().unwrap_or(0);
+                retired = ready.max(slot);
+                start = retired.max(finished);
+                if let Some(slot) = self.starts.get_mut(next) {
+                    *slot = start;
                 }
+                next = if next + 1 == q { 0 } else { next + 1 };
             }
+            finished = start + latency;
+            s.branches += 1;
+            s.base_cycles += u64::from(instrs);
+            s.stall_cycles += retired - ready;
+            s.stalled_branches += u64::from(retired > ready);
+            s.busy_cycles += latency;
         }
-        self.retired = retired;
-        self.finished = start + latency;
-        let s = &mut self.stats;
-        s.branches += 1;
-        s.base_cycles += u64::from(instrs);
-        s.stall_cycles += retired - ready;
-        s.stalled_branches += u64::from(retired > ready);
-        s.busy_cycles += latency;
+        (self.next, self.retired, self.finished) = (next, retired, finished);
+        self.stats = s;
     }
 
     pub fn stats(&self) -> TimingStats {
