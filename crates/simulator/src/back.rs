@@ -29,7 +29,7 @@ impl Back {
     /// A back for `config` (validated by the caller).
     pub fn new(config: &SimConfig) -> Result<Back, crate::SimError> {
         let windows = if config.dynamic_overlap {
-            Some(WindowTable::new(config.hpt)?)
+            Some(WindowTable::mirroring(config.hpt)?)
         } else {
             None
         };
@@ -92,7 +92,7 @@ impl Back {
     /// Closes the current window against its exact profile.
     pub fn close_window(&mut self, exact: &ExactTable) {
         if let Some(w) = &mut self.windows {
-            w.close(exact);
+            w.close(exact, Some(&self.hpt));
         }
     }
 }

@@ -109,10 +109,18 @@ impl WindowClock {
 
 /// The HPT restarted at every window and the overlaps of the windows
 /// closed so far: the part of the dynamic overlap that depends on the HPT.
+///
+/// A table made by [`WindowTable::mirroring`] is not fed during the first
+/// window: both it and the run's HPT start empty and see the same paths
+/// until then, so the run's HPT stands in for it (passed as `run`). A run
+/// shorter than one window (100 million instructions by default) thus
+/// pays nothing for its dynamic overlap.
 #[derive(Clone, Debug)]
 pub struct WindowTable {
     hpt: HotPathTable,
     per_window: Vec<f64>,
+    /// In the first window of a mirroring table.
+    mirroring: bool,
 }
 
 impl WindowTable {
@@ -120,30 +128,56 @@ impl WindowTable {
         Ok(WindowTable {
             hpt: HotPathTable::new(hpt)?,
             per_window: Vec::new(),
+            mirroring: false,
+        })
+    }
+
+    /// A table whose first window is the run's HPT, of the same `hpt`
+    /// configuration and fed the same paths.
+    pub fn mirroring(hpt: HptConfig) -> Result<WindowTable, SimError> {
+        Ok(WindowTable {
+            mirroring: true,
+            ..WindowTable::new(hpt)?
         })
     }
 
     /// A path popped in the current window.
     #[inline]
     pub fn record(&mut self, path: &PathDescriptor, count: u64) {
-        self.hpt.update(path, count);
+        if !self.mirroring {
+            self.hpt.update(path, count);
+        }
+    }
+
+    /// The table of the current window.
+    fn current<'a>(&'a self, run: Option<&'a HotPathTable>) -> &'a HotPathTable {
+        match run {
+            Some(run) if self.mirroring => run,
+            _ => &self.hpt,
+        }
     }
 
     /// Closes the current window, whose exact profile `exact` still holds
     /// (the caller then starts the exact table's next window).
     #[cold]
-    pub fn close(&mut self, exact: &ExactTable) {
-        self.per_window
-            .push(window_overlap(&self.hpt.dump(), exact));
+    pub fn close(&mut self, exact: &ExactTable, run: Option<&HotPathTable>) {
+        let overlap = window_overlap(&self.current(run).dump(), exact);
+        self.per_window.push(overlap);
         self.hpt.clear();
+        self.mirroring = false;
     }
 
     /// The result so far, with the partial window if a path ended in it.
-    pub fn result(&self, exact: &ExactTable, window_instrs: u64) -> DynamicOverlap {
+    pub fn result(
+        &self,
+        exact: &ExactTable,
+        window_instrs: u64,
+        run: Option<&HotPathTable>,
+    ) -> DynamicOverlap {
         let mut per_window = self.per_window.clone();
         let partial_last = exact.window_paths() > 0;
         if partial_last {
-            per_window.push(window_overlap(&self.hpt.dump(), exact));
+            per_window.push(window_overlap(&self.current(run).dump(), exact));
         }
         let mean = if per_window.is_empty() {
             1.0
@@ -187,14 +221,14 @@ impl Windows {
     #[inline]
     pub fn advance(&mut self, instrs: u32, exact: &mut ExactTable) {
         if self.clock.tick(instrs) {
-            self.table.close(exact);
+            self.table.close(exact, None);
             exact.next_window();
         }
     }
 
     /// The result so far, with the partial window if a path ended in it.
     pub fn result(&self, exact: &ExactTable) -> DynamicOverlap {
-        self.table.result(exact, self.clock.window_instrs())
+        self.table.result(exact, self.clock.window_instrs(), None)
     }
 }
 
@@ -275,5 +309,40 @@ mod tests {
         assert!(close_to(r.mean, 2.0 / 3.0));
         assert_eq!((e.total(), e.get(&p(1))), (9, 6), "run totals unaffected");
         assert!(Windows::new(0, one).is_err());
+    }
+
+    #[test]
+    fn a_mirroring_table_equals_one_fed_from_the_start() {
+        // 40 paths over 6 starts into a 2-entry table (evictions in every
+        // window), windows of 7 instructions: the mirroring table, standing
+        // in for its first window with the run's HPT, gives what a table
+        // fed from the start does.
+        let two = HptConfig {
+            entries: 2,
+            ways: 2,
+            index: IndexFn::Address,
+            replacement: Replacement::Lfu,
+        };
+        let mut plain = Windows::new(7, two).expect("valid");
+        let mut run = HotPathTable::new(two).expect("valid");
+        let mut mirror = WindowTable::mirroring(two).expect("valid");
+        let mut clock = WindowClock::new(7).expect("valid");
+        let (mut e1, mut e2) = (ExactTable::default(), ExactTable::default());
+        for i in 0..40u32 {
+            let (path, count, instrs) = (p(i * i % 6), u64::from(i % 3), i % 4);
+            plain.record(&path, count);
+            e1.update(&path, count);
+            plain.advance(instrs, &mut e1);
+            run.update(&path, count);
+            mirror.record(&path, count);
+            e2.update(&path, count);
+            if clock.tick(instrs) {
+                mirror.close(&e2, Some(&run));
+                e2.next_window();
+            }
+        }
+        let mirrored = mirror.result(&e2, 7, Some(&run));
+        assert!(mirrored.per_window.len() > 5);
+        assert_eq!(mirrored, plain.result(&e1));
     }
 }

@@ -132,7 +132,7 @@ fn result(config: &SimConfig, front: &Front, back: &Back) -> SimResult {
         hardware_profile,
         exact_profile: exact.dump(),
         dynamic_overlap: match (&back.windows, front.window_instrs()) {
-            (Some(w), Some(n)) => Some(w.result(exact, n)),
+            (Some(w), Some(n)) => Some(w.result(exact, n, Some(&back.hpt))),
             _ => None,
         },
         hpt: back.hpt.stats(),
