@@ -35,6 +35,23 @@ const UPDATE_ONLY: OpCounts = OpCounts {
     pushes: 0,
 };
 
+/// [`Front::run`]'s metric classes: frequency (no block events, count 1),
+/// instructions (the branch's own), and those a model gives.
+const FREQUENCY: u8 = 0;
+const INSTRUCTIONS: u8 = 1;
+const MODELLED: u8 = 2;
+
+/// Whether [`BranchClass::of`] `ev` is [`BranchClass::Forward`], without
+/// its jump table.
+#[inline]
+fn is_forward(ev: &BranchEvent) -> bool {
+    !ev.backward
+        && matches!(
+            ev.kind,
+            BranchKind::Conditional { .. } | BranchKind::Switch { .. } | BranchKind::Jump
+        )
+}
+
 /// Branches the front processes before its backs catch up: the stream of a
 /// chunk (16 bytes a branch, 48 a path) stays in the L2 cache.
 pub const CHUNK: usize = 8192;
@@ -127,6 +144,15 @@ impl Front {
     /// of a window) into the stream [`Front::steps`] and [`Front::paths`].
     /// Returns how many it took and whether the last closed a window.
     pub fn run(&mut self, batch: &[BranchEvent]) -> (usize, bool) {
+        // The metric chosen once per chunk, not per branch.
+        match self.metric {
+            Metric::Frequency => self.run_as::<FREQUENCY>(batch),
+            Metric::Instructions => self.run_as::<INSTRUCTIONS>(batch),
+            _ => self.run_as::<MODELLED>(batch),
+        }
+    }
+
+    fn run_as<const METRIC: u8>(&mut self, batch: &[BranchEvent]) -> (usize, bool) {
         self.paths.clear();
         let n = batch.len().min(CHUNK);
         // Written in place: no capacity check per branch.
@@ -134,7 +160,7 @@ impl Front {
         let mut steps = std::mem::take(&mut self.steps);
         let mut done = (n, false);
         for (i, (ev, step)) in batch.iter().zip(&mut steps).enumerate() {
-            *step = self.branch(ev);
+            *step = self.branch::<METRIC>(ev);
             if let Some(clock) = &mut self.clock {
                 if clock.tick(ev.instrs) {
                     done = (i + 1, true);
@@ -162,18 +188,20 @@ impl Front {
     }
 
     #[inline]
-    fn branch(&mut self, ev: &BranchEvent) -> Step {
-        let events = self.block_events(ev);
-        let frequency = self.metric == Metric::Frequency;
+    fn branch<const METRIC: u8>(&mut self, ev: &BranchEvent) -> Step {
+        let events = match METRIC {
+            FREQUENCY => 0,
+            INSTRUCTIONS => u64::from(ev.instrs),
+            _ => self.block_events(ev),
+        };
         let (exact, paths) = (&mut self.exact, &mut self.paths);
         let mut collect = |path, n| {
-            let count = if frequency { 1 } else { n };
+            let count = if METRIC == FREQUENCY { 1 } else { n };
             exact.update(&path, count);
             paths.push((path, count));
         };
-        let class = BranchClass::of(ev);
         self.instrs += u64::from(ev.instrs);
-        if class == BranchClass::Forward {
+        if is_forward(ev) {
             let ops = self.detector.forward(ev, events, &mut collect);
             // Without a push (a split or a resync) a forward branch only
             // updated: the common case needs no latency sum.
@@ -186,7 +214,9 @@ impl Front {
             }
             return self.step(ev, ops);
         }
-        let ops = self.detector.step_other(ev, class, events, &mut collect);
+        let ops = self
+            .detector
+            .step_other(ev, BranchClass::of(ev), events, &mut collect);
         self.step(ev, ops)
     }
 
