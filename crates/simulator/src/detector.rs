@@ -145,6 +145,11 @@ impl PathDetector {
         collect: &mut impl FnMut(PathDescriptor, u64),
     ) -> OpCounts {
         self.stats.branches += 1;
+        if class == BranchClass::Backward
+            && !matches!(self.ppcr.path_type, PathType::ExtendedLoop { .. })
+        {
+            return self.backward(ev, events, collect);
+        }
         // Only extended paths read the top entry's counters.
         let top = match self.ppcr.path_type {
             PathType::Bl | PathType::Wpp => None,
@@ -193,6 +198,34 @@ impl PathDetector {
         c
     }
 
+    /// A backward branch outside loop mode: update, pop, push (Tables 5.1
+    /// and 5.2 alike, whatever the top entry holds), the pop and push done
+    /// in place on the top slot.
+    fn backward(
+        &mut self,
+        ev: &BranchEvent,
+        events: u64,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+    ) -> OpCounts {
+        let mut c = OpCounts::default();
+        // The path ends here anyway, so whether it is full does not matter.
+        self.update(ev, events, Extension::None, &mut c);
+        c.pushes += 1;
+        match self
+            .stack
+            .replace_top(|e| StackEntry::new(ev.target, e.frames))
+        {
+            Some(e) => self.emit(e, collect, &mut c),
+            // Not reached: the update leaves an entry (a resync if need be).
+            None => {
+                let underflow = self.pop(&mut c);
+                debug_assert!(underflow.is_none());
+                self.stack.push(StackEntry::new(ev.target, 1));
+            }
+        }
+        c
+    }
+
     /// Ends the full top path and starts the next at the branch's target,
     /// standing for the same frames; returns them (1 on an empty stack).
     fn split(
@@ -212,7 +245,7 @@ impl PathDetector {
 
     /// `path_stack_update`, and the extension counters; returns whether the
     /// path is now full.
-    #[inline]
+    #[inline(always)]
     fn update(&mut self, ev: &BranchEvent, events: u64, ext: Extension, c: &mut OpCounts) -> bool {
         if self.stack.is_empty() {
             self.resync(ev, c);

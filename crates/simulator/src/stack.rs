@@ -134,6 +134,25 @@ impl PathStack {
         Some(e)
     }
 
+    /// A pop followed by a push of `next(popped)`, in place: the popped
+    /// entry, or `None` (and nothing done) if the stack is empty. Counted as
+    /// the pop and the push are; the push cannot overflow.
+    #[inline]
+    pub fn replace_top(
+        &mut self,
+        next: impl FnOnce(&StackEntry) -> StackEntry,
+    ) -> Option<StackEntry> {
+        if self.len == 0 {
+            return None;
+        }
+        let top = &mut self.ring[self.top];
+        let e = *top;
+        *top = next(&e);
+        self.stats.pops += 1;
+        self.stats.pushes += 1;
+        Some(e)
+    }
+
     #[inline]
     pub fn top_mut(&mut self) -> Option<&mut StackEntry> {
         if self.len == 0 {
