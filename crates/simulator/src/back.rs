@@ -7,8 +7,7 @@
 //! cycles, as [`crate::timing::Latencies::of`] counts them.
 
 use crate::config::SimConfig;
-use crate::descriptor::PathDescriptor;
-use crate::front::Step;
+use crate::front::{Popped, Step};
 use crate::hpt::{ExactTable, HotPathTable};
 use crate::overlap::WindowTable;
 use crate::timing::BranchQueue;
@@ -21,8 +20,9 @@ pub struct Back {
     pub(crate) queues: Vec<BranchQueue>,
     /// Cycles an HPT miss adds to its branch.
     miss_cost: u64,
-    /// Scratch: the current chunk's latencies.
-    latencies: Vec<u64>,
+    /// Scratch: the current chunk's branches with HPT misses (index in
+    /// the chunk, their cycles), in order.
+    misses: Vec<(u32, u64)>,
 }
 
 impl Back {
@@ -43,50 +43,43 @@ impl Back {
                 .collect(),
             miss_cost: u64::from(config.latencies.hpt_miss_per_log2_way)
                 * u64::from(config.hpt.ways.max(1).ilog2()),
-            latencies: Vec::new(),
+            misses: Vec::new(),
         })
     }
 
     /// Consumes one chunk of a front's stream: first the paths into the
-    /// tables, giving each branch its latency, then each queue in one
-    /// tight pass over the chunk.
-    pub fn consume(&mut self, steps: &[Step], paths: &[(PathDescriptor, u64)]) {
-        let mut latencies = std::mem::take(&mut self.latencies);
-        latencies.clear();
-        let mut next = 0;
-        latencies.extend(steps.iter().map(|s| {
-            if s.paths == 0 {
-                return s.latency;
-            }
-            let end = next + s.paths as usize;
-            let extra = self.collect(&paths[next..end]);
-            next = end;
-            s.latency + extra
-        }));
-        for q in &mut self.queues {
-            q.retire_all(
-                steps
-                    .iter()
-                    .map(|s| s.instrs)
-                    .zip(latencies.iter().copied()),
-            );
-        }
-        self.latencies = latencies;
-    }
-
-    /// One branch's paths into the tables; returns the cycles its HPT
-    /// misses add.
-    fn collect(&mut self, paths: &[(PathDescriptor, u64)]) -> u64 {
-        let mut cycles = 0;
-        for (path, count) in paths {
-            if !self.hpt.update(path, *count) {
-                cycles += self.miss_cost;
+    /// tables, noting the cycles of HPT misses by branch, then each queue
+    /// in one tight pass over the chunk.
+    pub fn consume(&mut self, steps: &[Step], paths: &[Popped]) {
+        let mut misses = std::mem::take(&mut self.misses);
+        misses.clear();
+        for p in paths {
+            if !self.hpt.update(&p.path, p.count) {
+                match misses.last_mut() {
+                    Some((step, cycles)) if *step == p.step => *cycles += self.miss_cost,
+                    _ => misses.push((p.step, self.miss_cost)),
+                }
             }
             if let Some(w) = &mut self.windows {
-                w.record(path, *count);
+                w.record(&p.path, p.count);
             }
         }
-        cycles
+        // A sentinel past every branch: one comparison per branch finds
+        // the next with misses.
+        misses.push((u32::MAX, 0));
+        for q in &mut self.queues {
+            let (mut k, mut at) = (0, misses[0].0 as usize);
+            q.retire_all(steps.iter().enumerate().map(|(i, s)| {
+                let mut latency = s.latency;
+                if i == at {
+                    latency += misses[k].1;
+                    k += 1;
+                    at = misses.get(k).map_or(usize::MAX, |m| m.0 as usize);
+                }
+                (s.instrs, latency)
+            }));
+        }
+        self.misses = misses;
     }
 
     /// Closes the current window against its exact profile.

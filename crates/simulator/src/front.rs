@@ -61,10 +61,17 @@ pub const CHUNK: usize = 8192;
 pub struct Step {
     /// Instructions the branch retires.
     pub instrs: u32,
-    /// How many paths it popped (the next ones of the chunk's paths).
-    pub paths: u32,
     /// Its latency before HPT misses, which each back adds.
     pub latency: u64,
+}
+
+/// One popped path of the stream: its descriptor, its count, and the
+/// index within the chunk of the branch that popped it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Popped {
+    pub path: PathDescriptor,
+    pub count: u64,
+    pub step: u32,
 }
 
 /// The configuration with everything the front does not read set to its
@@ -95,7 +102,7 @@ pub struct Front {
     instrs: u64,
     /// The current chunk's stream.
     steps: Vec<Step>,
-    paths: Vec<(PathDescriptor, u64)>,
+    paths: Vec<Popped>,
 }
 
 impl Front {
@@ -160,7 +167,7 @@ impl Front {
         let mut steps = std::mem::take(&mut self.steps);
         let mut done = (n, false);
         for (i, (ev, step)) in batch.iter().zip(&mut steps).enumerate() {
-            *step = self.branch::<METRIC>(ev);
+            *step = self.branch::<METRIC>(ev, i as u32);
             if let Some(clock) = &mut self.clock {
                 if clock.tick(ev.instrs) {
                     done = (i + 1, true);
@@ -188,7 +195,7 @@ impl Front {
     }
 
     #[inline]
-    fn branch<const METRIC: u8>(&mut self, ev: &BranchEvent) -> Step {
+    fn branch<const METRIC: u8>(&mut self, ev: &BranchEvent, step: u32) -> Step {
         let events = match METRIC {
             FREQUENCY => 0,
             INSTRUCTIONS => u64::from(ev.instrs),
@@ -198,7 +205,7 @@ impl Front {
         let mut collect = |path, n| {
             let count = if METRIC == FREQUENCY { 1 } else { n };
             exact.update(&path, count);
-            paths.push((path, count));
+            paths.push(Popped { path, count, step });
         };
         self.instrs += u64::from(ev.instrs);
         if is_forward(ev) {
@@ -208,7 +215,6 @@ impl Front {
             if ops.pushes == 0 {
                 return Step {
                     instrs: ev.instrs,
-                    paths: 0,
                     latency: self.update_latency,
                 };
             }
@@ -223,7 +229,6 @@ impl Front {
     fn step(&self, ev: &BranchEvent, ops: OpCounts) -> Step {
         Step {
             instrs: ev.instrs,
-            paths: ops.collected,
             latency: self.latencies.of(&ops, 0, 1),
         }
     }
@@ -233,8 +238,8 @@ impl Front {
         &self.steps
     }
 
-    /// The current chunk's popped paths and their counts, in order.
-    pub fn paths(&self) -> &[(PathDescriptor, u64)] {
+    /// The current chunk's popped paths, in order.
+    pub fn paths(&self) -> &[Popped] {
         &self.paths
     }
 
