@@ -5,6 +5,9 @@
 //! A step's latency is the front's (its operations) plus, for each of its
 //! paths that misses in this HPT, `hpt_miss_per_log2_way * log2(ways)`
 //! cycles, as [`crate::timing::Latencies::of`] counts them.
+//!
+//! Departures from the thesis: none beyond those of [`crate::hpt`],
+//! [`crate::overlap`] and [`crate::timing`].
 
 use crate::config::SimConfig;
 use crate::front::{Popped, Step};

@@ -13,6 +13,10 @@
 //! The front runs ahead of its backs by at most [`CHUNK`] branches, and stops
 //! after a branch that closes a dynamic-overlap window, so that the backs
 //! close their windows against the exact table before it starts the next.
+//!
+//! Departures from the thesis: none; the split is the simulator's own (the
+//! hardware has one detector per HPT), and it keeps every table's work in
+//! the per-branch order of [`crate::simulator`].
 
 use crate::cache::{CacheHierarchy, CacheStats, Served};
 use crate::config::{Metric, SimConfig};
