@@ -168,6 +168,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut sim = Simulator::new(lean)?;
     time("no dynamic overlap", millions, |b| sim.feed(b));
+    // The window HPT mirrors the run's during the first window, which the
+    // default 100 M instructions cover; with short windows it is fed.
+    let short_windows = SimConfig {
+        window_instrs: 1_000_000,
+        ..default.clone()
+    };
+    let mut sim = Simulator::new(short_windows)?;
+    time("windows of 1 M instructions", millions, |b| sim.feed(b));
     let mispredictions = SimConfig {
         metric: Metric::Mispredictions,
         queue_lengths: (0..=8).collect(),

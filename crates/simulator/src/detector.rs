@@ -102,14 +102,54 @@ impl PathDetector {
 
     /// Processes one branch whose block event counter is `events`, calling
     /// `collect` with every path it completes and that path's events.
+    #[inline]
     pub fn step(
         &mut self,
         ev: &BranchEvent,
         events: u64,
         collect: &mut impl FnMut(PathDescriptor, u64),
     ) -> OpCounts {
-        self.stats.branches += 1;
         let class = BranchClass::of(ev);
+        if class == BranchClass::Forward {
+            self.forward(ev, events, collect)
+        } else {
+            self.step_other(ev, class, events, collect)
+        }
+    }
+
+    /// [`PathDetector::step`] for a forward branch (most branches): it
+    /// updates in every path type whatever the top entry holds, so the PPCR
+    /// need not be asked.
+    #[inline]
+    pub fn forward(
+        &mut self,
+        ev: &BranchEvent,
+        events: u64,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+    ) -> OpCounts {
+        self.stats.branches += 1;
+        let mut c = OpCounts::default();
+        if self.update(ev, events, Extension::None, &mut c) {
+            self.split(ev, collect, &mut c);
+        }
+        c
+    }
+
+    /// [`PathDetector::step`] for the branches that are not forward.
+    #[inline(never)]
+    pub fn step_other(
+        &mut self,
+        ev: &BranchEvent,
+        class: BranchClass,
+        events: u64,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+    ) -> OpCounts {
+        self.stats.branches += 1;
+        if class == BranchClass::Backward
+            && !matches!(self.ppcr.path_type, PathType::ExtendedLoop { .. })
+        {
+            return self.backward(ev, events, collect);
+        }
         // Only extended paths read the top entry's counters.
         let top = match self.ppcr.path_type {
             PathType::Bl | PathType::Wpp => None,
@@ -149,13 +189,7 @@ impl PathDetector {
                 }
             }
         } else if full {
-            if let Some(e) = self.pop(&mut c) {
-                self.stats.splits += 1;
-                frames = e.frames;
-                self.emit(e, collect, &mut c);
-                c.pushes += 1;
-                self.stack.push(StackEntry::new(ev.target, frames));
-            }
+            frames = self.split(ev, collect, &mut c);
         }
         if ops.push {
             c.pushes += 1;
@@ -164,9 +198,54 @@ impl PathDetector {
         c
     }
 
+    /// A backward branch outside loop mode: update, pop, push (Tables 5.1
+    /// and 5.2 alike, whatever the top entry holds), the pop and push done
+    /// in place on the top slot.
+    fn backward(
+        &mut self,
+        ev: &BranchEvent,
+        events: u64,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+    ) -> OpCounts {
+        let mut c = OpCounts::default();
+        // The path ends here anyway, so whether it is full does not matter.
+        self.update(ev, events, Extension::None, &mut c);
+        c.pushes += 1;
+        match self
+            .stack
+            .replace_top(|e| StackEntry::new(ev.target, e.frames))
+        {
+            Some(e) => self.emit(e, collect, &mut c),
+            // Not reached: the update leaves an entry (a resync if need be).
+            None => {
+                let underflow = self.pop(&mut c);
+                debug_assert!(underflow.is_none());
+                self.stack.push(StackEntry::new(ev.target, 1));
+            }
+        }
+        c
+    }
+
+    /// Ends the full top path and starts the next at the branch's target,
+    /// standing for the same frames; returns them (1 on an empty stack).
+    fn split(
+        &mut self,
+        ev: &BranchEvent,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+        c: &mut OpCounts,
+    ) -> u32 {
+        let Some(e) = self.pop(c) else { return 1 };
+        self.stats.splits += 1;
+        let frames = e.frames;
+        self.emit(e, collect, c);
+        c.pushes += 1;
+        self.stack.push(StackEntry::new(ev.target, frames));
+        frames
+    }
+
     /// `path_stack_update`, and the extension counters; returns whether the
     /// path is now full.
-    #[inline]
+    #[inline(always)]
     fn update(&mut self, ev: &BranchEvent, events: u64, ext: Extension, c: &mut OpCounts) -> bool {
         if self.stack.is_empty() {
             self.resync(ev, c);

@@ -27,7 +27,7 @@
 
 use crate::descriptor::PathDescriptor;
 use crate::error::SimError;
-use rustc_hash::FxHashMap;
+use crate::pathmap::PathMap;
 use serde::{Deserialize, Serialize};
 
 /// The largest HPT accepted (the thesis' largest is 2048 entries).
@@ -255,7 +255,7 @@ pub fn sort_profile(p: &mut [HotPath]) {
 /// hash lookup per path serves both.
 #[derive(Clone, Debug, Default)]
 pub struct ExactTable {
-    map: FxHashMap<PathDescriptor, Exact>,
+    map: PathMap<Exact>,
     total: u64,
     window: Window,
 }
@@ -278,7 +278,7 @@ struct Window {
 impl ExactTable {
     pub fn update(&mut self, path: &PathDescriptor, count: u64) {
         let epoch = self.window.epoch;
-        let e = self.map.entry(*path).or_insert(Exact {
+        let e = self.map.get_or_insert(path, || Exact {
             epoch,
             ..Exact::default()
         });

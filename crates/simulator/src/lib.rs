@@ -41,6 +41,22 @@
 //!   [`Sweep`] feeds the same batches to many configurations. Results are
 //!   [`SimResult`]s (serde).
 //!
+//! # Speed
+//!
+//! The work is split in a [`front`] (metric models, detector, exact table,
+//! window clock: everything that does not depend on the HPT) and a [`back`]
+//! (HPT, window HPT, queues), joined by a path-level stream of chunks of
+//! branches. A [`Sweep`] runs one front per group of configurations that
+//! differ only in HPT, queue lengths and label, and feeds its stream to all
+//! their backs, so a sweep of HPT sizes decodes and detects each branch
+//! once. Decided on instruction counts (callgrind) in
+//! `docs/lab/2026-11-25-simulator-speed.md`: the default configuration
+//! takes about 200 instructions per branch (35 M branches per second of
+//! CPU on the shared development VM; issue 30 asks for 50 M), a sweep
+//! about 100 per branch and configuration. The window HPT mirrors the
+//! run's during the first window ([`overlap::WindowTable::mirroring`]),
+//! and the exact table is an open-addressing map ([`pathmap`]).
+//!
 //! # Use
 //!
 //! ```
@@ -99,14 +115,17 @@
 //! - The dynamic overlap includes the last, partial window.
 //! - The power metric of 5.3 is not modelled.
 
+pub mod back;
 pub mod cache;
 pub mod config;
 pub mod descriptor;
 pub mod detector;
 pub mod error;
 pub mod event;
+pub mod front;
 pub mod hpt;
 pub mod overlap;
+pub mod pathmap;
 pub mod ppcr;
 pub mod predictor;
 pub mod simulator;

@@ -67,63 +67,117 @@ pub struct DynamicOverlap {
     pub partial_last: bool,
 }
 
-/// An HPT restarted at every window; the window's exact profile is kept by
-/// the [`ExactTable`] beside the run's ([`ExactTable::next_window`]).
+/// Where the current window stands: the instructions retired in it. It
+/// depends only on the stream, so configurations that share a detector
+/// share it ([`crate::simulator`]).
 #[derive(Clone, Debug)]
-pub struct Windows {
+pub struct WindowClock {
     window_instrs: u64,
     instrs: u64,
-    hpt: HotPathTable,
-    per_window: Vec<f64>,
 }
 
-impl Windows {
-    pub fn new(window_instrs: u64, hpt: HptConfig) -> Result<Windows, SimError> {
+impl WindowClock {
+    pub fn new(window_instrs: u64) -> Result<WindowClock, SimError> {
         if window_instrs == 0 {
             return Err(SimError::Config {
                 what: "window_instrs",
                 why: "windows must hold at least one instruction".into(),
             });
         }
-        Ok(Windows {
+        Ok(WindowClock {
             window_instrs,
             instrs: 0,
-            hpt: HotPathTable::new(hpt)?,
-            per_window: Vec::new(),
         })
     }
 
-    /// A path popped in the current window (the caller also records it in
-    /// the exact table).
-    pub fn record(&mut self, path: &PathDescriptor, count: u64) {
-        self.hpt.update(path, count);
+    pub fn window_instrs(&self) -> u64 {
+        self.window_instrs
     }
 
-    /// `instrs` more instructions retired; closes the window when full and
-    /// starts the exact table's next one.
+    /// `instrs` more instructions retired; whether that closes the window
+    /// (the excess counts towards the next one).
     #[inline]
-    pub fn advance(&mut self, instrs: u32, exact: &mut ExactTable) {
+    pub fn tick(&mut self, instrs: u32) -> bool {
         self.instrs += u64::from(instrs);
-        if self.instrs >= self.window_instrs {
-            self.close(exact);
+        if self.instrs < self.window_instrs {
+            return false;
+        }
+        self.instrs %= self.window_instrs;
+        true
+    }
+}
+
+/// The HPT restarted at every window and the overlaps of the windows
+/// closed so far: the part of the dynamic overlap that depends on the HPT.
+///
+/// A table made by [`WindowTable::mirroring`] is not fed during the first
+/// window: both it and the run's HPT start empty and see the same paths
+/// until then, so the run's HPT stands in for it (passed as `run`). A run
+/// shorter than one window (100 million instructions by default) thus
+/// pays nothing for its dynamic overlap.
+#[derive(Clone, Debug)]
+pub struct WindowTable {
+    hpt: HotPathTable,
+    per_window: Vec<f64>,
+    /// In the first window of a mirroring table.
+    mirroring: bool,
+}
+
+impl WindowTable {
+    pub fn new(hpt: HptConfig) -> Result<WindowTable, SimError> {
+        Ok(WindowTable {
+            hpt: HotPathTable::new(hpt)?,
+            per_window: Vec::new(),
+            mirroring: false,
+        })
+    }
+
+    /// A table whose first window is the run's HPT, of the same `hpt`
+    /// configuration and fed the same paths.
+    pub fn mirroring(hpt: HptConfig) -> Result<WindowTable, SimError> {
+        Ok(WindowTable {
+            mirroring: true,
+            ..WindowTable::new(hpt)?
+        })
+    }
+
+    /// A path popped in the current window.
+    #[inline]
+    pub fn record(&mut self, path: &PathDescriptor, count: u64) {
+        if !self.mirroring {
+            self.hpt.update(path, count);
         }
     }
 
+    /// The table of the current window.
+    fn current<'a>(&'a self, run: Option<&'a HotPathTable>) -> &'a HotPathTable {
+        match run {
+            Some(run) if self.mirroring => run,
+            _ => &self.hpt,
+        }
+    }
+
+    /// Closes the current window, whose exact profile `exact` still holds
+    /// (the caller then starts the exact table's next window).
     #[cold]
-    fn close(&mut self, exact: &mut ExactTable) {
-        self.per_window
-            .push(window_overlap(&self.hpt.dump(), exact));
+    pub fn close(&mut self, exact: &ExactTable, run: Option<&HotPathTable>) {
+        let overlap = window_overlap(&self.current(run).dump(), exact);
+        self.per_window.push(overlap);
         self.hpt.clear();
-        exact.next_window();
-        self.instrs %= self.window_instrs;
+        self.mirroring = false;
     }
 
     /// The result so far, with the partial window if a path ended in it.
-    pub fn result(&self, exact: &ExactTable) -> DynamicOverlap {
+    pub fn result(
+        &self,
+        exact: &ExactTable,
+        window_instrs: u64,
+        run: Option<&HotPathTable>,
+    ) -> DynamicOverlap {
         let mut per_window = self.per_window.clone();
         let partial_last = exact.window_paths() > 0;
         if partial_last {
-            per_window.push(window_overlap(&self.hpt.dump(), exact));
+            per_window.push(window_overlap(&self.current(run).dump(), exact));
         }
         let mean = if per_window.is_empty() {
             1.0
@@ -131,11 +185,50 @@ impl Windows {
             per_window.iter().sum::<f64>() / per_window.len() as f64
         };
         DynamicOverlap {
-            window_instrs: self.window_instrs,
+            window_instrs,
             mean,
             per_window,
             partial_last,
         }
+    }
+}
+
+/// A [`WindowClock`] and a [`WindowTable`] together, for one configuration
+/// fed path by path; the window's exact profile is kept by the
+/// [`ExactTable`] beside the run's ([`ExactTable::next_window`]).
+#[derive(Clone, Debug)]
+pub struct Windows {
+    clock: WindowClock,
+    table: WindowTable,
+}
+
+impl Windows {
+    pub fn new(window_instrs: u64, hpt: HptConfig) -> Result<Windows, SimError> {
+        Ok(Windows {
+            clock: WindowClock::new(window_instrs)?,
+            table: WindowTable::new(hpt)?,
+        })
+    }
+
+    /// A path popped in the current window (the caller also records it in
+    /// the exact table).
+    pub fn record(&mut self, path: &PathDescriptor, count: u64) {
+        self.table.record(path, count);
+    }
+
+    /// `instrs` more instructions retired; closes the window when full and
+    /// starts the exact table's next one.
+    #[inline]
+    pub fn advance(&mut self, instrs: u32, exact: &mut ExactTable) {
+        if self.clock.tick(instrs) {
+            self.table.close(exact, None);
+            exact.next_window();
+        }
+    }
+
+    /// The result so far, with the partial window if a path ended in it.
+    pub fn result(&self, exact: &ExactTable) -> DynamicOverlap {
+        self.table.result(exact, self.clock.window_instrs(), None)
     }
 }
 
@@ -216,5 +309,40 @@ mod tests {
         assert!(close_to(r.mean, 2.0 / 3.0));
         assert_eq!((e.total(), e.get(&p(1))), (9, 6), "run totals unaffected");
         assert!(Windows::new(0, one).is_err());
+    }
+
+    #[test]
+    fn a_mirroring_table_equals_one_fed_from_the_start() {
+        // 40 paths over 6 starts into a 2-entry table (evictions in every
+        // window), windows of 7 instructions: the mirroring table, standing
+        // in for its first window with the run's HPT, gives what a table
+        // fed from the start does.
+        let two = HptConfig {
+            entries: 2,
+            ways: 2,
+            index: IndexFn::Address,
+            replacement: Replacement::Lfu,
+        };
+        let mut plain = Windows::new(7, two).expect("valid");
+        let mut run = HotPathTable::new(two).expect("valid");
+        let mut mirror = WindowTable::mirroring(two).expect("valid");
+        let mut clock = WindowClock::new(7).expect("valid");
+        let (mut e1, mut e2) = (ExactTable::default(), ExactTable::default());
+        for i in 0..40u32 {
+            let (path, count, instrs) = (p(i * i % 6), u64::from(i % 3), i % 4);
+            plain.record(&path, count);
+            e1.update(&path, count);
+            plain.advance(instrs, &mut e1);
+            run.update(&path, count);
+            mirror.record(&path, count);
+            e2.update(&path, count);
+            if clock.tick(instrs) {
+                mirror.close(&e2, Some(&run));
+                e2.next_window();
+            }
+        }
+        let mirrored = mirror.result(&e2, 7, Some(&run));
+        assert!(mirrored.per_window.len() > 5);
+        assert_eq!(mirrored, plain.result(&e1));
     }
 }

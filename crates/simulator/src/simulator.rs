@@ -9,19 +9,29 @@
 //! branch's latency (its operations and HPT misses) enters every branch
 //! queue; then its instructions advance the dynamic-overlap window.
 //!
+//! That work is split in two halves: a [`crate::front::Front`] (metric
+//! models, detector, exact table, window clock) turns a chunk of branches
+//! into a path-level stream, and a [`crate::back::Back`] (HPT, window HPT,
+//! queues) consumes it. A [`Simulator`] is one of each; a [`Sweep`] runs one
+//! front per distinct [`front_key`] for all the backs that share it. The
+//! order of the work on each table is that of the branch-by-branch
+//! description above, so the results are the same.
+//!
 //! Memory accesses ([`Simulator::memory_access`]) go to the cache model;
 //! with a cache metric, their misses join the block event counter of the
 //! next branch fed, so a producer calls it between the branches it falls
 //! between (splitting its batches there).
 
-use crate::cache::{CacheHierarchy, CacheStats, Served};
-use crate::config::{Metric, SimConfig, SweepConfig};
-use crate::detector::{DetectorStats, PathDetector};
+use crate::back::Back;
+use crate::cache::CacheStats;
+use crate::config::{SimConfig, SweepConfig};
+use crate::detector::DetectorStats;
 use crate::error::SimError;
-use crate::event::{BranchEvent, BranchKind};
-use crate::hpt::{ExactTable, HotPath, HotPathTable, HptStats};
-use crate::overlap::{overlap, DynamicOverlap, Windows};
-use crate::predictor::{Predictor, PredictorStats};
+use crate::event::BranchEvent;
+use crate::front::{front_key, Front};
+use crate::hpt::{HotPath, HptStats};
+use crate::overlap::{overlap, DynamicOverlap};
+use crate::predictor::PredictorStats;
 use crate::timing::{BranchQueue, TimingStats};
 use serde::{Deserialize, Serialize};
 
@@ -48,52 +58,21 @@ pub struct SimResult {
     pub caches: CacheStats,
 }
 
-/// One profiler configuration consuming a branch stream.
+/// One profiler configuration consuming a branch stream: a front (detector
+/// and exact table) feeding one back (HPT and queues).
 #[derive(Clone, Debug)]
 pub struct Simulator {
     config: SimConfig,
-    detector: PathDetector,
-    hpt: HotPathTable,
-    exact: ExactTable,
-    windows: Option<Windows>,
-    queues: Vec<BranchQueue>,
-    predictor: Option<Predictor>,
-    caches: CacheHierarchy,
-    /// Cache-metric events since the last branch (the block event counter).
-    pending: u64,
-    instrs: u64,
+    front: Front,
+    back: Back,
 }
 
 impl Simulator {
     pub fn new(config: SimConfig) -> Result<Simulator, SimError> {
         config.validate()?;
-        let windows = if config.dynamic_overlap {
-            Some(Windows::new(config.window_instrs, config.hpt)?)
-        } else {
-            None
-        };
-        let predictor = match config.metric {
-            Metric::Mispredictions => Some(Predictor::new(config.predictor)?),
-            _ => None,
-        };
         Ok(Simulator {
-            detector: PathDetector::new(
-                config.path_type,
-                config.max_path_len,
-                config.stack_depth as usize,
-            ),
-            hpt: HotPathTable::new(config.hpt)?,
-            exact: ExactTable::default(),
-            windows,
-            queues: config
-                .queue_lengths
-                .iter()
-                .map(|&q| BranchQueue::new(q))
-                .collect(),
-            predictor,
-            caches: CacheHierarchy::new(config.caches)?,
-            pending: 0,
-            instrs: 0,
+            front: Front::new(&config)?,
+            back: Back::new(&config)?,
             config,
         })
     }
@@ -104,99 +83,115 @@ impl Simulator {
 
     /// One data access, between the branches fed before and after it.
     pub fn memory_access(&mut self, addr: u64, is_store: bool) {
-        let served = self.caches.access(addr, is_store);
-        self.pending += match (self.config.metric, served) {
-            (Metric::L1Misses, Served::L2 | Served::Memory) => 1,
-            (Metric::L2Misses, Served::Memory) => 1,
-            _ => 0,
-        };
+        self.front.memory_access(addr, is_store);
     }
 
     /// The next branches of the stream.
     pub fn feed(&mut self, batch: &[BranchEvent]) {
-        for ev in batch {
-            self.branch(ev);
-        }
-    }
-
-    fn block_events(&mut self, ev: &BranchEvent) -> u64 {
-        match self.config.metric {
-            Metric::Frequency => 0,
-            Metric::Instructions => u64::from(ev.instrs),
-            Metric::Mispredictions => match (ev.kind, &mut self.predictor) {
-                (BranchKind::Conditional { taken }, Some(p)) => {
-                    u64::from(p.mispredicts(ev.address, taken))
-                }
-                _ => 0,
-            },
-            Metric::L1Misses | Metric::L2Misses => std::mem::take(&mut self.pending),
-        }
-    }
-
-    fn branch(&mut self, ev: &BranchEvent) {
-        let events = self.block_events(ev);
-        let frequency = self.config.metric == Metric::Frequency;
-        let (hpt, exact, windows) = (&mut self.hpt, &mut self.exact, &mut self.windows);
-        let mut hpt_misses = 0;
-        let ops = self.detector.step(ev, events, &mut |path, n| {
-            let count = if frequency { 1 } else { n };
-            if !hpt.update(&path, count) {
-                hpt_misses += 1;
-            }
-            exact.update(&path, count);
-            if let Some(w) = windows.as_mut() {
-                w.record(&path, count);
-            }
-        });
-        let latency = self
-            .config
-            .latencies
-            .of(&ops, hpt_misses, self.config.hpt.ways);
-        for q in &mut self.queues {
-            q.retire(ev.instrs, latency);
-        }
-        if let Some(w) = &mut self.windows {
-            w.advance(ev.instrs, &mut self.exact);
-        }
-        self.instrs += u64::from(ev.instrs);
+        feed_group(&mut self.front, &mut [&mut self.back], batch, 1);
     }
 
     /// What was measured so far (the stream may go on).
     pub fn result(&self) -> SimResult {
-        let hardware_profile = self.hpt.dump();
-        SimResult {
-            config: self.config.clone(),
-            complete_overlap: overlap(&hardware_profile, &self.exact),
-            hardware_profile,
-            exact_profile: self.exact.dump(),
-            dynamic_overlap: self.windows.as_ref().map(|w| w.result(&self.exact)),
-            hpt: self.hpt.stats(),
-            detector: self.detector.stats(),
-            paths_in_flight: self.detector.in_flight() as u64,
-            instrs: self.instrs,
-            timing: self.queues.iter().map(BranchQueue::stats).collect(),
-            predictor: self.predictor.as_ref().map(Predictor::stats),
-            caches: self.caches.stats(),
-        }
+        result(&self.config, &self.front, &self.back)
     }
 }
 
-/// Many configurations fed the same stream side by side, optionally on
-/// several threads (the configurations share nothing, so each thread takes a
-/// contiguous share of them for the whole batch).
+/// Feeds `batch` through `front` to `backs`, chunk by chunk, on up to
+/// `threads` threads (each taking a contiguous share of the backs).
+fn feed_group(front: &mut Front, backs: &mut [&mut Back], batch: &[BranchEvent], threads: usize) {
+    let mut rest = batch;
+    while !rest.is_empty() {
+        let (taken, closed) = front.run(rest);
+        let (steps, paths) = (front.steps(), front.paths());
+        let threads = threads.min(backs.len());
+        if threads <= 1 {
+            backs.iter_mut().for_each(|b| b.consume(steps, paths));
+        } else {
+            let share = backs.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                for chunk in backs.chunks_mut(share) {
+                    scope.spawn(move || chunk.iter_mut().for_each(|b| b.consume(steps, paths)));
+                }
+            });
+        }
+        if closed {
+            backs.iter_mut().for_each(|b| b.close_window(front.exact()));
+            front.next_window();
+        }
+        rest = &rest[taken..];
+    }
+}
+
+fn result(config: &SimConfig, front: &Front, back: &Back) -> SimResult {
+    let hardware_profile = back.hpt.dump();
+    let exact = front.exact();
+    SimResult {
+        config: config.clone(),
+        complete_overlap: overlap(&hardware_profile, exact),
+        hardware_profile,
+        exact_profile: exact.dump(),
+        dynamic_overlap: match (&back.windows, front.window_instrs()) {
+            (Some(w), Some(n)) => Some(w.result(exact, n, Some(&back.hpt))),
+            _ => None,
+        },
+        hpt: back.hpt.stats(),
+        detector: front.detector_stats(),
+        paths_in_flight: front.in_flight() as u64,
+        instrs: front.instrs(),
+        timing: back.queues.iter().map(BranchQueue::stats).collect(),
+        predictor: front.predictor_stats(),
+        caches: front.cache_stats(),
+    }
+}
+
+/// The configurations that share one front, and where they stand in the
+/// sweep's order.
+#[derive(Clone, Debug)]
+struct Group {
+    front: Front,
+    key: SimConfig,
+    members: Vec<usize>,
+    backs: Vec<Back>,
+}
+
+/// Many configurations fed the same stream. Configurations that differ only
+/// in their HPT, queue lengths and label share one front ([`front_key`]):
+/// each branch is decoded and each path detected and counted exactly once
+/// for all of them. Backs may run on several threads (they share nothing).
 #[derive(Clone, Debug, Default)]
 pub struct Sweep {
-    sims: Vec<Simulator>,
+    configs: Vec<SimConfig>,
+    groups: Vec<Group>,
     threads: usize,
 }
 
 impl Sweep {
     pub fn new(configs: impl IntoIterator<Item = SimConfig>) -> Result<Sweep, SimError> {
-        let sims = configs
-            .into_iter()
-            .map(Simulator::new)
-            .collect::<Result<_, _>>()?;
-        Ok(Sweep { sims, threads: 1 })
+        let configs: Vec<SimConfig> = configs.into_iter().collect();
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, config) in configs.iter().enumerate() {
+            config.validate()?;
+            let key = front_key(config);
+            let back = Back::new(config)?;
+            match groups.iter_mut().find(|g| g.key == key) {
+                Some(g) => {
+                    g.members.push(i);
+                    g.backs.push(back);
+                }
+                None => groups.push(Group {
+                    front: Front::new(config)?,
+                    key,
+                    members: vec![i],
+                    backs: vec![back],
+                }),
+            }
+        }
+        Ok(Sweep {
+            configs,
+            groups,
+            threads: 1,
+        })
     }
 
     /// Feeds batches on up to `threads` threads (1, the default: the calling
@@ -211,40 +206,47 @@ impl Sweep {
     }
 
     pub fn len(&self) -> usize {
-        self.sims.len()
+        self.configs.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.sims.is_empty()
+        self.configs.is_empty()
     }
 
-    /// Feeds `batch` to every configuration (each runs through the whole
-    /// batch in turn, which keeps its tables in cache).
+    /// How many fronts (distinct detectors) the configurations need.
+    pub fn fronts(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Feeds `batch` to every configuration.
     pub fn feed(&mut self, batch: &[BranchEvent]) {
-        let threads = self.threads.min(self.sims.len());
-        if threads <= 1 {
-            self.sims.iter_mut().for_each(|s| s.feed(batch));
-            return;
+        for g in &mut self.groups {
+            let mut backs: Vec<&mut Back> = g.backs.iter_mut().collect();
+            feed_group(&mut g.front, &mut backs, batch, self.threads);
         }
-        let share = self.sims.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            for chunk in self.sims.chunks_mut(share) {
-                scope.spawn(move || chunk.iter_mut().for_each(|s| s.feed(batch)));
-            }
-        });
     }
 
     pub fn memory_access(&mut self, addr: u64, is_store: bool) {
-        for s in &mut self.sims {
-            s.memory_access(addr, is_store);
+        for g in &mut self.groups {
+            g.front.memory_access(addr, is_store);
         }
     }
 
     /// One result per configuration, in the order given.
     pub fn results(&self) -> Vec<SimResult> {
-        self.sims.iter().map(Simulator::result).collect()
+        let mut out: Vec<Option<SimResult>> = vec![None; self.configs.len()];
+        for g in &self.groups {
+            for (&i, back) in g.members.iter().zip(&g.backs) {
+                out[i] = Some(result(&self.configs[i], &g.front, back));
+            }
+        }
+        out.into_iter().flatten().collect()
     }
 }
+
+// The tests' names for what they build (they reach them through `super::*`).
+#[cfg(test)]
+use crate::{config::Metric, event::BranchKind};
 
 #[cfg(test)]
 mod tests;

@@ -66,7 +66,8 @@ pub struct StackStats {
 #[derive(Clone, Debug)]
 pub struct PathStack {
     ring: Box<[StackEntry]>,
-    /// Index of the top entry's slot plus one, modulo the depth.
+    /// The slot of the top entry (of the last pushed when empty), so that
+    /// reading the top, several times per branch, needs no arithmetic.
     top: usize,
     len: usize,
     stats: StackStats,
@@ -75,9 +76,10 @@ pub struct PathStack {
 impl PathStack {
     /// A stack of `depth` entries (at least one).
     pub fn new(depth: usize) -> PathStack {
+        let depth = depth.max(1);
         PathStack {
-            ring: vec![StackEntry::default(); depth.max(1)].into_boxed_slice(),
-            top: 0,
+            ring: vec![StackEntry::default(); depth].into_boxed_slice(),
+            top: depth - 1,
             len: 0,
             stats: StackStats::default(),
         }
@@ -96,14 +98,15 @@ impl PathStack {
     }
 
     /// `path_stack_push`: a new top entry; the oldest is dropped when full.
+    #[inline]
     pub fn push(&mut self, entry: StackEntry) {
         let depth = self.ring.len();
-        self.ring[self.top] = entry;
         self.top = if self.top + 1 == depth {
             0
         } else {
             self.top + 1
         };
+        self.ring[self.top] = entry;
         if self.len == depth {
             self.stats.overflows += 1;
         } else {
@@ -114,38 +117,54 @@ impl PathStack {
     }
 
     /// `path_stack_pop`: the top entry, or `None` (an underflow) if empty.
+    #[inline]
     pub fn pop(&mut self) -> Option<StackEntry> {
         if self.len == 0 {
             self.stats.underflows += 1;
             return None;
         }
-        self.top = self.below_top();
+        let e = self.ring[self.top];
+        self.top = if self.top == 0 {
+            self.ring.len() - 1
+        } else {
+            self.top - 1
+        };
         self.len -= 1;
         self.stats.pops += 1;
-        Some(self.ring[self.top])
+        Some(e)
     }
 
+    /// A pop followed by a push of `next(popped)`, in place: the popped
+    /// entry, or `None` (and nothing done) if the stack is empty. Counted as
+    /// the pop and the push are; the push cannot overflow.
+    #[inline]
+    pub fn replace_top(
+        &mut self,
+        next: impl FnOnce(&StackEntry) -> StackEntry,
+    ) -> Option<StackEntry> {
+        if self.len == 0 {
+            return None;
+        }
+        let top = &mut self.ring[self.top];
+        let e = *top;
+        *top = next(&e);
+        self.stats.pops += 1;
+        self.stats.pushes += 1;
+        Some(e)
+    }
+
+    #[inline]
     pub fn top_mut(&mut self) -> Option<&mut StackEntry> {
         if self.len == 0 {
             return None;
         }
-        let i = self.below_top();
-        Some(&mut self.ring[i])
-    }
-
-    /// The slot of the top entry (no division: this runs several times per
-    /// branch).
-    fn below_top(&self) -> usize {
-        if self.top == 0 {
-            self.ring.len() - 1
-        } else {
-            self.top - 1
-        }
+        Some(&mut self.ring[self.top])
     }
 
     /// `path_stack_update`: records `outcome` on the top path and adds
     /// `events` to its counter. Returns the top entry, `None` if the stack
     /// is empty.
+    #[inline]
     pub fn update(&mut self, outcome: Outcome, events: u64) -> Option<&mut StackEntry> {
         let top = self.top_mut()?;
         top.path.record(outcome);

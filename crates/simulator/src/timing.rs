@@ -95,10 +95,11 @@ pub struct TimingStats {
 /// The branch queue of one length, and the commit stalls it causes.
 #[derive(Clone, Debug)]
 pub struct BranchQueue {
-    /// Start times of the last `Q` branches, oldest at `next` once full.
+    /// Start times of the last `Q` branches, the oldest at `next`. They
+    /// start at 0, which is also the gate of the first `Q` branches, so the
+    /// ring needs no fill count.
     starts: Box<[u64]>,
     next: usize,
-    filled: usize,
     retired: u64,
     finished: u64,
     stats: TimingStats,
@@ -109,7 +110,6 @@ impl BranchQueue {
         BranchQueue {
             starts: vec![0; queue_length as usize].into_boxed_slice(),
             next: 0,
-            filled: 0,
             retired: 0,
             finished: 0,
             stats: TimingStats {
@@ -122,30 +122,41 @@ impl BranchQueue {
     /// One branch retiring `instrs` instructions after the previous one,
     /// taking the profiler `latency` cycles.
     pub fn retire(&mut self, instrs: u32, latency: u64) {
-        let ready = self.retired + u64::from(instrs);
-        let gate = match self.starts.len() {
-            0 => self.finished,
-            q if self.filled == q => self.starts[self.next],
-            _ => 0,
-        };
-        let retired = ready.max(gate);
-        let start = retired.max(self.finished);
-        if !self.starts.is_empty() {
-            self.starts[self.next] = start;
-            self.next += 1;
-            if self.next == self.starts.len() {
-                self.next = 0;
+        self.retire_all([(instrs, latency)]);
+    }
+
+    /// [`BranchQueue::retire`] for each `(instrs, latency)` in turn, with
+    /// the queue's state in locals (registers) for the whole run.
+    #[inline]
+    pub fn retire_all(&mut self, branches: impl IntoIterator<Item = (u32, u64)>) {
+        let (mut next, mut retired, mut finished) = (self.next, self.retired, self.finished);
+        let mut s = self.stats;
+        let q = self.starts.len();
+        for (instrs, latency) in branches {
+            let ready = retired + u64::from(instrs);
+            let start;
+            if q == 0 {
+                retired = ready.max(finished);
+                start = retired;
+            } else {
+                // `next < q` always; `get` keeps this free of panics.
+                let slot = self.starts.get(next).copied().unwrap_or(0);
+                retired = ready.max(slot);
+                start = retired.max(finished);
+                if let Some(slot) = self.starts.get_mut(next) {
+                    *slot = start;
+                }
+                next = if next + 1 == q { 0 } else { next + 1 };
             }
-            self.filled = (self.filled + 1).min(self.starts.len());
+            finished = start + latency;
+            s.branches += 1;
+            s.base_cycles += u64::from(instrs);
+            s.stall_cycles += retired - ready;
+            s.stalled_branches += u64::from(retired > ready);
+            s.busy_cycles += latency;
         }
-        self.retired = retired;
-        self.finished = start + latency;
-        let s = &mut self.stats;
-        s.branches += 1;
-        s.base_cycles += u64::from(instrs);
-        s.stall_cycles += retired - ready;
-        s.stalled_branches += u64::from(retired > ready);
-        s.busy_cycles += latency;
+        (self.next, self.retired, self.finished) = (next, retired, finished);
+        self.stats = s;
     }
 
     pub fn stats(&self) -> TimingStats {

@@ -191,3 +191,25 @@ fn results_serialise_to_json() {
     assert_eq!(back.hardware_profile, r.hardware_profile);
     assert_eq!(back.timing, r.timing);
 }
+
+#[test]
+fn hpt_misses_lengthen_their_branches() {
+    // One set of 4 ways (log2 = 2), 3 cycles per log2 way: each of the
+    // three paths misses once, adding 6 cycles to branches 3, 6 and 7:
+    // latencies 2 1 10 1 2 9 9 (busy 34) against instructions 2 3 2 3 1 4 5.
+    // Q=0: r2 f4 | r5 f6 | r7 f17 | ready 10 -> r17 (7) f18 | r18 f20 |
+    //      r22 f31 | ready 27 -> r31 (4): 11 stall cycles in 2 branches.
+    let mut config = one_entry();
+    config.hpt = HptConfig {
+        entries: 4,
+        ways: 4,
+        index: IndexFn::Address,
+        replacement: Replacement::Lru,
+    };
+    config.latencies.hpt_miss_per_log2_way = 3;
+    let t = run(config).timing[0];
+    assert_eq!(
+        (t.busy_cycles, t.stall_cycles, t.stalled_branches),
+        (34, 11, 2)
+    );
+}
