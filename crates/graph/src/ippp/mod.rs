@@ -26,10 +26,10 @@
 //!    ends at a backedge, not a call; nor is `p8p9` (`p8` ends in a
 //!    return).
 //! 2. It continues with the callee's first subpath (`p1` into `p2`).
-//! 3. A depth-k IPS *spans at most k calls*: the calls it enters are
-//!    counted, the first one included. A subpath ending in a call when `k`
-//!    calls are entered already is the IPS's last (`p1p2` stops at `p2`,
-//!    which calls `f3`: the IPS includes `p2` but not `p3`).
+//! 3. A depth-k IPS spans calls nested at most `k` deep: a subpath ending
+//!    in a call at depth `k` (the callee would be at depth `k + 1`) is the
+//!    IPS's last (`p1p2` stops at `p2`, which calls `f3`: the IPS includes
+//!    `p2` but not `p3`).
 //! 4. A subpath ending at a backedge is the IPS's last (`p3p4` does not
 //!    extend to `p5`: "our current implementation does not profile paths
 //!    that span across loop boundaries").
@@ -40,10 +40,12 @@
 //!
 //! For the same WPP, depth 2 gives `p1p2p3`, `p2p3p4`, `p3p4`, `p7p8p9` and
 //! depth 3 gives `p1p2p3p4`, `p2p3p4`, `p3p4`, `p7p8p9` (the tests work
-//! them by hand). Rule 3 reads "spans at most k procedure calls" as a count
-//! of calls: an IPS back at its start function after a return may enter a
-//! further call only while fewer than `k` were entered (the other reading,
-//! a bound on call nesting, agrees on this example).
+//! them by hand). Rule 3 reads "depth k" as call nesting: back in its
+//! start function after a return, an IPS enters further calls (`p7p8p9`
+//! would go on into a call at the end of `p9`). That is what inlining the
+//! call sites an IPS passes gives (3.4.4): in the inlined function the
+//! path goes on through every inlined call. Reading "spans at most k
+//! procedure calls" as a count of calls agrees on the thesis' example.
 //!
 //! An IPS is identified by its subpaths, each as (function, subpath id)
 //! ([`subpath::SubpathRef`]), the id a Ball-Larus number (see [`subpath`]).

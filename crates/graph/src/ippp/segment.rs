@@ -7,20 +7,19 @@
 //!   takes the subpaths that follow it in the run, in call-nesting order:
 //!   after a subpath ending in a call, the callee's first subpath; after
 //!   one ending in a return, the caller's continuation;
-//! - a segment counts the calls it enters (the first one included) and its
-//!   call depth (calls entered minus returns taken);
-//! - taking a subpath that ends in a call when `k` calls are entered
-//!   already, or ends at a backedge, or ends in a return at depth 0 (out of
-//!   the function the segment started in) *closes* the segment, that
-//!   subpath included.
+//! - a segment keeps its call depth (calls entered minus returns taken);
+//! - taking a subpath that ends in a call at depth `k`, or ends at a
+//!   backedge, or ends in a return at depth 0 (out of the function the
+//!   segment started in) *closes* the segment, that subpath included.
 //!
 //! The host entering a function (a callback from an import) starts a new
 //! activation whose subpaths belong to no open segment of the interrupted
 //! activation, which waits for its own next subpath. A segment still open
 //! when the run ends is not reported, nor is the subpath in flight.
 //!
-//! Memory: one [`OpenSegment`] per subpath ending in a call among the last
-//! few, each at most `2k + 1` subpaths long.
+//! Memory: per activation, the segments open on it; a segment holds at
+//! most one subpath per call vertex of an acyclic path through its
+//! function at each depth up to `k` (it closes at a backedge).
 //!
 //! Throws and tail calls are not supported (the run is rejected): the
 //! thesis does not say where a segment goes when an exception unwinds it.
@@ -43,9 +42,8 @@ pub type IpsProfile = BTreeMap<Ips, u64>;
 #[derive(Clone, Debug)]
 pub struct OpenSegment {
     pub subpaths: Ips,
-    /// Calls entered, the first one included.
-    pub calls: usize,
-    /// Calls entered minus returns taken.
+    /// Calls entered minus returns taken: the call depth of the subpath
+    /// it takes next, relative to the one it started in.
     pub depth: usize,
 }
 
@@ -146,13 +144,11 @@ impl<'a> Segmenter<'a> {
             let mut waiting = std::mem::take(&mut top.open);
             waiting.push(OpenSegment {
                 subpaths: Vec::new(),
-                calls: 0,
                 depth: 0,
             });
             for mut seg in waiting {
                 seg.subpaths.push(done);
-                if seg.calls < self.k {
-                    seg.calls += 1;
+                if seg.depth < self.k {
                     seg.depth += 1;
                     open.push(seg);
                 } else {

@@ -180,7 +180,7 @@ fn segments(k: usize) -> Vec<String> {
     out
 }
 
-/// Depth 1: the thesis' list. p1p2 closes when p2 calls f3 (a second call);
+/// Depth 1: the thesis' list. p1p2 closes when p2 calls f3 (depth 2);
 /// p2p3 when p3 calls f4; p3p4 at p4's backedge; p7p8p9 when p9 returns
 /// from f3, the function it started in.
 #[test]
@@ -188,15 +188,15 @@ fn depth_1_is_the_thesis_list() {
     assert_eq!(segments(1), ["p1p2", "p2p3", "p3p4", "p7p8p9"]);
 }
 
-/// Depth 2: p1p2 goes on into f3 (two calls) and stops at p3's call, a
-/// third; p2p3 goes on into f4 and stops at p4's backedge, which also
+/// Depth 2: p1p2 goes on into f3 (depth 2) and stops at p3's call (depth
+/// 3); p2p3 goes on into f4 and stops at p4's backedge, which also
 /// closes p3p4; p7p8p9 as at depth 1 (f5 calls nothing).
 #[test]
 fn depth_2_by_hand() {
     assert_eq!(segments(2), ["p1p2p3", "p2p3p4", "p3p4", "p7p8p9"]);
 }
 
-/// Depth 3: p1p2p3 enters f4 (the third call) and stops at p4's
+/// Depth 3: p1p2p3 enters f4 (depth 3) and stops at p4's
 /// backedge, which closes all three segments open at that moment.
 #[test]
 fn depth_3_by_hand() {

@@ -107,7 +107,7 @@ pub type Spelt = Vec<(FuncId, Subpath)>;
 
 /// Every depth-`k` IPS of the run and how often, by the rules of
 /// [`crate::ippp`]: from each subpath ending in a call, the next subpath of
-/// the activation that follows, until a call past `k`, a backedge or a
+/// the activation that follows, until a call at depth `k`, a backedge or a
 /// return out of the starting function. IPS the run ends before closing
 /// are left out.
 pub fn ips(wpp: &[Done], k: usize) -> BTreeMap<Spelt, u64> {
@@ -115,12 +115,11 @@ pub fn ips(wpp: &[Done], k: usize) -> BTreeMap<Spelt, u64> {
     for (i, d) in wpp.iter().enumerate() {
         let Next::Callee(_) = d.next else { continue };
         let mut taken = vec![i];
-        let (mut calls, mut depth) = (0usize, 0usize);
+        let mut depth = 0usize;
         let closed = loop {
             let cur = &wpp[*taken.last().expect("not empty")];
             let follow = match cur.next {
-                Next::Callee(a) if calls < k => {
-                    calls += 1;
+                Next::Callee(a) if depth < k => {
                     depth += 1;
                     a
                 }
