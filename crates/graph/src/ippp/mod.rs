@@ -8,6 +8,10 @@
 //!   [`crate::interproc::Event`]s over a [`crate::interproc::Supergraph`])
 //!   to its subpaths (the whole program path, WPP) and its depth-k IPS,
 //!   and the profile of a run's depth-k IPS;
+//! - [`expand`]: the IPPP numbering (3.4.4-3.4.5): per function, the
+//!   expanded graph selective inlining makes for the interesting IPS, its
+//!   Ball-Larus and PPP numberings, and the per-context increments;
+//! - [`walk`]: the IPPP instrumentation as an executable reference;
 //! - [`residual`]: untested IPS (or paths) of a field run against a tested
 //!   set, the columns of Tables 3.1-3.2 (3.5, 3.6.3).
 //!
@@ -54,13 +58,15 @@
 //! - Runs with throws or tail calls are rejected (the thesis does not
 //!   define segments across them). Host callbacks (a call with no site)
 //!   start a new activation whose subpaths no open segment takes.
-//! - The IPPP numbering of 3.4.4-3.4.5 (expanded graphs, PPP over them, the
-//!   per-context increments) is not implemented yet.
 
+pub mod expand;
 pub mod residual;
 pub mod segment;
 pub mod subpath;
+pub mod walk;
 
+pub use expand::{expand_all, Copy, Expanded};
 pub use residual::Residual;
 pub use segment::{ips_profile, Ips, IpsProfile, Segmenter, Step};
 pub use subpath::{Subpath, SubpathEnd, SubpathNumbering, SubpathRef, SubpathStart};
+pub use walk::{Ippp, IpppCounts};

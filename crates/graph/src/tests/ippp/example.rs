@@ -42,7 +42,7 @@ fn func(edges: &[(NodeId, NodeId)], calls: &[(NodeId, FuncId)]) -> Function {
 /// (site 1). f3: ENTRY -> C -> D -> EXIT, C calls f4 (site 2), D calls f5
 /// (site 3). f4: ENTRY -> L, L -> M, M -> L (the backedge), L -> EXIT.
 /// f5: ENTRY -> X -> EXIT.
-fn program() -> Supergraph {
+pub(super) fn program() -> Supergraph {
     let (en, ex) = (Cfg::ENTRY, Cfg::EXIT);
     Supergraph {
         functions: vec![
@@ -59,7 +59,7 @@ fn program() -> Supergraph {
     }
 }
 
-fn run() -> Vec<Event> {
+pub(super) fn run() -> Vec<Event> {
     let e = |i| Event::Edge(EdgeId::new(i));
     let call = |s, f: usize| Event::Call {
         site: Some(CallSiteId::new(s)),

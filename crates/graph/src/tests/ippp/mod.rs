@@ -6,3 +6,4 @@ mod example;
 mod oracle;
 mod props;
 mod residual;
+mod walk;
