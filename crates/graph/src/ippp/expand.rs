@@ -36,7 +36,7 @@ use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
 use crate::error::GraphError;
 use crate::interproc::FuncId;
 use crate::ippp::segment::Ips;
-use crate::ippp::subpath::{FunctionSubpaths, SubpathNumbering};
+use crate::ippp::subpath::{CutRole, FunctionSubpaths, SubpathNumbering, SubpathRef};
 use crate::numbering::{number, Numbering};
 use crate::ppp::{choose, Chosen};
 use crate::regenerate::regenerate;
@@ -63,6 +63,17 @@ pub struct Copy {
     base: usize,
 }
 
+/// What an expanded-graph edge stands for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Edge `d` of the call-cut DAG of copy `copy`'s function.
+    Edge { copy: usize, d: DagEdgeId },
+    /// `c -> ENTRY'` into copy `copy`.
+    Enter { copy: usize },
+    /// `EXIT' -> r` out of copy `copy`.
+    Leave { copy: usize },
+}
+
 /// One function's expanded graph, numbered.
 #[derive(Clone, Debug)]
 pub struct Expanded {
@@ -70,6 +81,8 @@ pub struct Expanded {
     /// The root copy first.
     pub copies: Vec<Copy>,
     pub dag: Dag,
+    /// Per edge of `dag`, what it stands for.
+    pub origin: Vec<Origin>,
     pub numbering: Numbering,
     /// The distinct interesting IPS starting in this function, sorted.
     pub interesting: Vec<Ips>,
@@ -103,6 +116,57 @@ impl Expanded {
     pub fn lookup(&self, ppp: i64, bl: u64) -> Option<&Ips> {
         let &i = self.table.get(&ppp)?;
         (self.ball_larus[i] == bl).then(|| &self.interesting[i])
+    }
+
+    /// The IPS whose Ball-Larus id in the expanded graph is `bl`, e.g. an
+    /// untested one (3.5.2: "the Ball-Larus identifiers of these untested
+    /// paths can be used to generate the set of untested IPSs"). An IPS
+    /// that goes on into a call no interesting IPS takes is cut at that
+    /// call: its subpaths up to the one ending in the call.
+    pub fn decode_ball_larus(&self, num: &SubpathNumbering, bl: u64) -> Result<Ips, GraphError> {
+        let mut out = Vec::new();
+        let mut sum = 0u64;
+        for x in regenerate(&self.dag, &self.numbering, bl)? {
+            match self.origin[x.index()] {
+                Origin::Edge { copy, d } => {
+                    let func = self.copies[copy].func;
+                    let f = &num.functions[func.index()];
+                    sum = sum.wrapping_add(f.numbering.val[d.index()]);
+                    if f.dag.edge(d).dst == Cfg::EXIT {
+                        out.push(SubpathRef { func, id: sum });
+                        sum = 0;
+                    }
+                }
+                Origin::Enter { copy } => {
+                    let (func, cut) = self.call_cut(num, copy)?;
+                    let id =
+                        sum.wrapping_add(num.functions[func.index()].numbering.val[cut.0.index()]);
+                    out.push(SubpathRef { func, id });
+                    sum = 0;
+                }
+                Origin::Leave { copy } => {
+                    let (func, cut) = self.call_cut(num, copy)?;
+                    sum = num.functions[func.index()].numbering.val[cut.1.index()];
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The caller's function of copy `copy` and the (exit, entry) dummies
+    /// that cut its call edge there.
+    fn call_cut(
+        &self,
+        num: &SubpathNumbering,
+        copy: usize,
+    ) -> Result<(FuncId, (DagEdgeId, DagEdgeId)), GraphError> {
+        let (p, i) = self.copies[copy].parent.ok_or(NOT_AN_IPS)?;
+        let func = self.copies[p].func;
+        let f = &num.functions[func.index()];
+        match f.roles[f.split.call_edge[i].index()] {
+            CutRole::Cut { exit, entry } => Ok((func, (exit, entry))),
+            _ => Err(NOT_AN_IPS),
+        }
     }
 
     /// The interesting IPS with PPP id `ppp` (decoding a profile).
@@ -200,8 +264,8 @@ impl Expanded {
             }
             decoded.push(paths);
         }
-        let mut edges = Vec::new();
-        lay_out(num, &mut copies, &mut edges);
+        let (mut edges, mut origin) = (Vec::new(), Vec::new());
+        lay_out(num, &mut copies, &mut edges, &mut origin);
         let dag = Dag::from_edges(2, &edges);
         let numbering = number(&dag)?;
         let paths: Vec<Vec<DagEdgeId>> = interesting
@@ -220,6 +284,7 @@ impl Expanded {
             func,
             copies,
             dag,
+            origin,
             numbering,
             interesting,
             ball_larus,
@@ -248,6 +313,7 @@ fn lay_out(
     num: &SubpathNumbering,
     copies: &mut [Copy],
     edges: &mut Vec<(NodeId, NodeId, DagEdgeKind)>,
+    origin: &mut Vec<Origin>,
 ) {
     let mut next = 2usize;
     for copy in copies.iter_mut() {
@@ -268,6 +334,7 @@ fn lay_out(
             };
             edge_of.push(kept.map(|(s, t)| {
                 edges.push((s, t, e.kind));
+                origin.push(Origin::Edge { copy: c, d });
                 DagEdgeId::new(edges.len() - 1)
             }));
         }
@@ -283,8 +350,10 @@ fn lay_out(
             );
             let kind = DagEdgeKind::Real(call_edge);
             edges.push((from, NodeId::new(copies[c].base), kind));
+            origin.push(Origin::Enter { copy: c });
             copies[c].enter = Some(DagEdgeId::new(edges.len() - 1));
             edges.push((NodeId::new(copies[c].base + 1), to, kind));
+            origin.push(Origin::Leave { copy: c });
             copies[c].leave = Some(DagEdgeId::new(edges.len() - 1));
         }
     }

@@ -65,7 +65,7 @@ pub mod segment;
 pub mod subpath;
 pub mod walk;
 
-pub use expand::{expand_all, Copy, Expanded};
+pub use expand::{expand_all, Copy, Expanded, Origin};
 pub use residual::Residual;
 pub use segment::{ips_profile, Ips, IpsProfile, Segmenter, Step};
 pub use subpath::{Subpath, SubpathEnd, SubpathNumbering, SubpathRef, SubpathStart};

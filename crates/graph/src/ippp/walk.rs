@@ -49,8 +49,10 @@ pub struct IpppCounts {
     /// Per (start function, PPP id): how often that interesting IPS
     /// occurred.
     pub interesting: BTreeMap<(FuncId, i64), u64>,
-    /// How many IPS closed that are not interesting.
-    pub uninteresting: u64,
+    /// Per (start function, Ball-Larus id in its expanded graph): how
+    /// often an IPS that is not interesting closed (untested, in residual
+    /// profiling); [`Ippp::decode_ball_larus`] spells it out.
+    pub uninteresting: BTreeMap<(FuncId, u64), u64>,
 }
 
 /// A register pair in one copy of one expanded graph.
@@ -112,6 +114,18 @@ impl<'a> Ippp<'a> {
         self.expanded.get(f.index())?.decode(ppp)
     }
 
+    /// The IPS counted as not interesting as (`f`, `bl`).
+    pub fn decode_ball_larus(&self, f: FuncId, bl: u64) -> Result<crate::ippp::Ips, GraphError> {
+        let x = self
+            .expanded
+            .get(f.index())
+            .ok_or(GraphError::BadSupergraph {
+                function: f.index(),
+                reason: "no such function",
+            })?;
+        x.decode_ball_larus(self.subpaths, bl)
+    }
+
     /// Runs `events` as the instrumented program would.
     pub fn walk(&self, events: &[Event]) -> Result<IpppCounts, GraphError> {
         let mut w = Walker {
@@ -171,7 +185,7 @@ impl Walker<'_, '_> {
     fn classify(&mut self, r: Register) {
         match self.ip.expanded[r.root.index()].lookup(r.ppp, r.bl) {
             Some(_) => *self.counts.interesting.entry((r.root, r.ppp)).or_insert(0) += 1,
-            None => self.counts.uninteresting += 1,
+            None => *self.counts.uninteresting.entry((r.root, r.bl)).or_insert(0) += 1,
         }
     }
 

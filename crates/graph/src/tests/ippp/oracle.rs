@@ -3,7 +3,7 @@
 //! the activation that made each, then every depth-k IPS is found by
 //! searching the list forward from each subpath that ends in a call.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::interproc::{Event, FuncId, Supergraph};
 use crate::ippp::{Subpath, SubpathEnd, SubpathStart};
@@ -12,8 +12,8 @@ use crate::testing::interproc::backedges;
 /// What follows a subpath in call-nesting order.
 #[derive(Copy, Clone, Debug)]
 pub enum Next {
-    /// It called: the callee's activation.
-    Callee(usize),
+    /// It called: the callee's activation and function.
+    Callee(usize, FuncId),
     /// It returned: the caller's activation, if a call site entered it.
     Caller(Option<usize>),
     /// It ended at a backedge.
@@ -68,7 +68,7 @@ pub fn wpp(sg: &Supergraph, events: &[Event]) -> Vec<Done> {
                 let caller = site.map(|s| {
                     let top = stack.last_mut().expect("a call site has a caller");
                     let local = s.index() - starts[top.func.index()];
-                    out.push(top.finish(SubpathEnd::Call(local), Next::Callee(next_id)));
+                    out.push(top.finish(SubpathEnd::Call(local), Next::Callee(next_id, callee)));
                     top.start = SubpathStart::AfterCall(local);
                     top.id
                 });
@@ -111,19 +111,56 @@ pub type Spelt = Vec<(FuncId, Subpath)>;
 /// return out of the starting function. IPS the run ends before closing
 /// are left out.
 pub fn ips(wpp: &[Done], k: usize) -> BTreeMap<Spelt, u64> {
+    ips_cut(wpp, k, None)
+}
+
+/// Contexts of inlined calls: a start function and the (local call,
+/// callee) pairs from it.
+pub type Marks = BTreeSet<(FuncId, Vec<(usize, FuncId)>)>;
+
+/// The contexts the IPS `interesting` enter.
+pub fn marks(interesting: &BTreeSet<Spelt>) -> Marks {
+    let mut out = Marks::new();
+    for ips in interesting {
+        let mut ctx = Vec::new();
+        for j in 0..ips.len() - 1 {
+            match ips[j].1.end {
+                SubpathEnd::Call(i) => {
+                    ctx.push((i, ips[j + 1].0));
+                    out.insert((ips[0].0, ctx.clone()));
+                }
+                SubpathEnd::Exit => {
+                    ctx.pop();
+                }
+                SubpathEnd::Backedge(_) => {}
+            }
+        }
+    }
+    out
+}
+
+/// As [`ips`], but with `marks`, an IPS is also cut (closed) at a call
+/// into a context that is not marked.
+pub fn ips_cut(wpp: &[Done], k: usize, marks: Option<&Marks>) -> BTreeMap<Spelt, u64> {
     let mut out = BTreeMap::new();
     for (i, d) in wpp.iter().enumerate() {
-        let Next::Callee(_) = d.next else { continue };
+        let Next::Callee(..) = d.next else { continue };
         let mut taken = vec![i];
         let mut depth = 0usize;
+        let mut ctx: Vec<(usize, FuncId)> = Vec::new();
         let closed = loop {
             let cur = &wpp[*taken.last().expect("not empty")];
-            let follow = match cur.next {
-                Next::Callee(a) if depth < k => {
+            let follow = match (cur.next, cur.subpath.end) {
+                (Next::Callee(a, g), SubpathEnd::Call(i)) if depth < k => {
+                    ctx.push((i, g));
+                    if marks.is_some_and(|m| !m.contains(&(d.func, ctx.clone()))) {
+                        break true;
+                    }
                     depth += 1;
                     a
                 }
-                Next::Caller(Some(a)) if depth > 0 => {
+                (Next::Caller(Some(a)), _) if depth > 0 => {
+                    ctx.pop();
                     depth -= 1;
                     a
                 }
