@@ -40,6 +40,7 @@ use crate::dag::DagEdgeId;
 use crate::error::GraphError;
 use crate::interproc::{CallSiteId, Event, FuncId};
 use crate::ippp::expand::Expanded;
+use crate::ippp::segment::IpsProfile;
 use crate::ippp::subpath::{CutRole, SubpathNumbering};
 use crate::NodeId;
 
@@ -124,6 +125,23 @@ impl<'a> Ippp<'a> {
                 reason: "no such function",
             })?;
         x.decode_ball_larus(self.subpaths, bl)
+    }
+
+    /// Every IPS `counts` holds, interesting or not, with its count: the
+    /// field profile residual profiling compares with the tested IPS
+    /// (3.5.2, [`crate::ippp::Residual`]).
+    pub fn field_profile(&self, counts: &IpppCounts) -> Result<IpsProfile, GraphError> {
+        let mut out = IpsProfile::new();
+        for (&(f, ppp), &c) in &counts.interesting {
+            let ips = self.decode(f, ppp).ok_or(GraphError::InvalidNumbering {
+                reason: "a counted PPP id is no interesting IPS",
+            })?;
+            *out.entry(ips.clone()).or_insert(0) += c;
+        }
+        for (&(f, bl), &c) in &counts.uninteresting {
+            *out.entry(self.decode_ball_larus(f, bl)?).or_insert(0) += c;
+        }
+        Ok(out)
     }
 
     /// Runs `events` as the instrumented program would.

@@ -159,3 +159,41 @@ fn figure4_all_interesting() {
     let events = crate::testing::interproc::figure4_execution();
     check(&sg, &events, &events).unwrap();
 }
+
+/// Residual profiling of the example (3.5.2, Table 3.2's columns): trained
+/// on the run, with the field run differing in f4, which returns at once
+/// (ENTRY L EXIT, subpath q). The field run's depth-1 IPS: p1p2, p2p3, and
+/// from p3 on: p3 q (return to f3, depth 0) p7 (a call at depth 0 < 1)
+/// p8 (return) p9 (return out of f3): p3 q p7 p8 p9, untested; and p7p8p9.
+/// One untested IPS of 4 (25%), one run of 4 (25%).
+#[test]
+fn residual_of_the_example() {
+    let num = SubpathNumbering::new(&program()).unwrap();
+    let tested: Vec<Ips> = ips_profile(&num, 1, &run()).unwrap().into_keys().collect();
+    let ip = Ippp::new(&num, 1, &tested).unwrap();
+    let mut field = run();
+    // f4's events (indices 7 to 13: five edges, the return) become
+    // ENTRY -> L, L -> EXIT, return.
+    field.splice(
+        7..14,
+        [
+            Event::Edge(crate::EdgeId::new(0)),
+            Event::Edge(crate::EdgeId::new(3)),
+            Event::Return,
+        ],
+    );
+    let counts = ip.walk(&field).unwrap();
+    assert_eq!(counts.interesting.values().sum::<u64>(), 3);
+    assert_eq!(counts.uninteresting.values().sum::<u64>(), 1);
+    let profile = ip.field_profile(&counts).unwrap();
+    let tested_set: BTreeSet<Ips> = tested.into_iter().collect();
+    let r = crate::ippp::Residual::new(&tested_set, &profile);
+    assert_eq!(r.untested_paths(), 1);
+    let untested = r.untested.keys().next().unwrap();
+    // p3 = f3's 0, q = f4's 1 (ENTRY L EXIT, by hand in the example's
+    // numbering), p7 = f3's 1, p8 = f5's 0, p9 = f3's 2.
+    let ids: Vec<(usize, u64)> = untested.iter().map(|s| (s.func.index(), s.id)).collect();
+    assert_eq!(ids, [(2, 0), (3, 1), (2, 1), (4, 0), (2, 2)]);
+    assert_eq!(r.percent_untested_paths(), 25.0);
+    assert_eq!(r.percent_untested_flow(), 25.0);
+}
