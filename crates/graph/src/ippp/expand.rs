@@ -43,7 +43,7 @@ use crate::regenerate::regenerate;
 
 /// A copy of a function's call-cut DAG in an expanded graph.
 #[derive(Clone, Debug)]
-pub struct Copy {
+pub struct ContextCopy {
     pub func: FuncId,
     /// The copy it was inlined into and the local call that inlined it
     /// (`None` for the root).
@@ -79,7 +79,7 @@ pub enum Origin {
 pub struct Expanded {
     pub func: FuncId,
     /// The root copy first.
-    pub copies: Vec<Copy>,
+    pub copies: Vec<ContextCopy>,
     pub dag: Dag,
     /// Per edge of `dag`, what it stands for.
     pub origin: Vec<Origin>,
@@ -294,8 +294,8 @@ impl Expanded {
     }
 }
 
-fn new_copy(func: FuncId, parent: Option<(usize, usize)>, depth: usize) -> Copy {
-    Copy {
+fn new_copy(func: FuncId, parent: Option<(usize, usize)>, depth: usize) -> ContextCopy {
+    ContextCopy {
         func,
         parent,
         depth,
@@ -311,7 +311,7 @@ fn new_copy(func: FuncId, parent: Option<(usize, usize)>, depth: usize) -> Copy 
 /// `edges`); copies in creation order, so a parent precedes its children.
 fn lay_out(
     num: &SubpathNumbering,
-    copies: &mut [Copy],
+    copies: &mut [ContextCopy],
     edges: &mut Vec<(NodeId, NodeId, DagEdgeKind)>,
     origin: &mut Vec<Origin>,
 ) {
@@ -361,7 +361,7 @@ fn lay_out(
 
 /// Node `v` of a copy's function in the expanded graph: the root copy's
 /// ENTRY and EXIT are the graph's.
-fn node_in(copy: &Copy, root: bool, v: NodeId) -> NodeId {
+fn node_in(copy: &ContextCopy, root: bool, v: NodeId) -> NodeId {
     if root && (v == Cfg::ENTRY || v == Cfg::EXIT) {
         v
     } else {
@@ -373,7 +373,7 @@ fn node_in(copy: &Copy, root: bool, v: NodeId) -> NodeId {
 /// decoded DAG paths.
 fn expanded_path(
     num: &SubpathNumbering,
-    copies: &[Copy],
+    copies: &[ContextCopy],
     ips: &Ips,
     decoded: &[Vec<DagEdgeId>],
 ) -> Result<Vec<DagEdgeId>, GraphError> {

@@ -58,6 +58,18 @@
 //! - Runs with throws or tail calls are rejected (the thesis does not
 //!   define segments across them). Host callbacks (a call with no site)
 //!   start a new activation whose subpaths no open segment takes.
+//! - IPS overlap (`p1p2` and `p2p3` share `p2`). Inlining (3.4.4) would
+//!   profile one path per execution step, so `p2` executed inside `f1`'s
+//!   inlined copy of `f2` could not also start `f2`'s IPS; here every IPS
+//!   has its own register pair (3.4.5's per-context counters), so each is
+//!   counted, as the depth-k IPS of the WPP are (3.5.2's first scheme).
+//! - An IPS that goes on into a call no interesting IPS takes (in that
+//!   context) is cut at that call and reported, not interesting, by its
+//!   Ball-Larus id in the expanded graph; decoded, it is the IPS up to
+//!   the subpath ending in that call.
+//! - The interesting IPS come from the segmenter's profile of a training
+//!   run (3.5.2's WPP scheme); the alternative scheme's over-approximation
+//!   from intraprocedural profiles (Fig. 3.15, stage II) is not built.
 
 pub mod expand;
 pub mod residual;
@@ -65,7 +77,7 @@ pub mod segment;
 pub mod subpath;
 pub mod walk;
 
-pub use expand::{expand_all, Copy, Expanded, Origin};
+pub use expand::{expand_all, ContextCopy, Expanded, Origin};
 pub use residual::Residual;
 pub use segment::{ips_profile, Ips, IpsProfile, Segmenter, Step};
 pub use subpath::{Subpath, SubpathEnd, SubpathNumbering, SubpathRef, SubpathStart};
