@@ -76,7 +76,7 @@ proptest! {
     #[test]
     fn segments_match_brute_force(
         sg in arb_plain_supergraph(),
-        choices in vec(any::<u32>(), 0..120),
+        choices in vec(any::<u32>(), 0..300),
     ) {
         let events = random_execution(&sg, &choices, 6);
         check(&sg, &events)?;

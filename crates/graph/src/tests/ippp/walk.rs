@@ -140,8 +140,8 @@ proptest! {
     #[test]
     fn walk_counts_interesting_ips_of_a_second_run(
         sg in arb_plain_supergraph(),
-        train in vec(any::<u32>(), 0..120),
-        reference in vec(any::<u32>(), 0..120),
+        train in vec(any::<u32>(), 0..300),
+        reference in vec(any::<u32>(), 0..300),
         same in any::<bool>(),
     ) {
         let train_events = random_execution(&sg, &train, 6);
