@@ -14,7 +14,9 @@
 //! [`flow`] edge counts from chord counts by flow conservation (QPT2 edge profiling);
 //! [`interproc`] interprocedural path profiling with linear edge functions
 //! (Melski & Reps, TR 1382): context and piecewise paths across calls;
-//! [`intra_context`] intraprocedural context paths (the same report, section 7).
+//! [`intra_context`] intraprocedural context paths (the same report, section 7);
+//! [`ippp`] interprocedural path segments and residual path profiling
+//! (Vaswani's thesis, 3.4-3.5).
 //!
 //! A typical use:
 //! ```
@@ -45,6 +47,7 @@ pub mod error;
 pub mod flow;
 pub mod interproc;
 pub mod intra_context;
+pub mod ippp;
 mod mst;
 pub mod numbering;
 pub mod placement;

@@ -6,6 +6,7 @@ pub(crate) mod cases;
 mod edge_profiles;
 mod interproc;
 mod intra_context;
+mod ippp;
 pub(crate) mod loops;
 pub(crate) mod oracle;
 mod paper;

@@ -1,0 +1,409 @@
+//! The IPPP numbering (thesis 3.4.4-3.4.5): per function, the *expanded
+//! graph* that selective inlining of the call sites interesting IPS pass
+//! would make, its Ball-Larus numbering, the interesting IPS' Ball-Larus
+//! ids, and their PPP numbering ([`crate::ppp`]).
+//!
+//! The expanded graph of a function `f` is a DAG made of *copies* of
+//! call-cut DAGs ([`crate::ippp::subpath`]): the *root* copy is `f`'s,
+//! and each call site an interesting IPS starting in `f` passes in a copy
+//! (with the callee it goes to) gets a copy of the callee's DAG, its
+//! *context* the sites from the root (at most `k` deep, so recursion is
+//! bounded). In a callee's copy, its ENTRY is entered from the call
+//! vertex `c` (an edge `c -> ENTRY'` beside `c`'s dummy to EXIT, which
+//! stays for the calls no interesting IPS takes), its EXIT goes on to the
+//! caller's return site `r` (`EXIT' -> r`), its dummy edges to EXIT
+//! (backedges, calls, dead ends) end the path at the expanded graph's EXIT,
+//! and its dummy edges from ENTRY (loop heads, return sites) are dropped: a
+//! segment enters a callee only at its entry. So a depth-k IPS starting in
+//! `f` whose calls were all inlined is an ENTRY->EXIT path of `f`'s
+//! expanded graph.
+//!
+//! 3.4.5 avoids the copies: a callee's edge carries one increment per
+//! context (here per copy: [`Expanded::increment`]) and the caller passes
+//! the copy it is in; [`crate::ippp::walk`] runs so.
+//!
+//! Departures from the thesis:
+//! - The expanded graph is not truncated (3.4.4 step 5 truncates only off
+//!   the interesting IPS): too many paths is an error,
+//!   [`GraphError::TooManyPaths`].
+//! - PPP is [`crate::ppp::choose`]: Fig. 3.10, or Ball-Larus where that is
+//!   more compact.
+
+use std::collections::BTreeMap;
+
+use crate::cfg::{Cfg, NodeId};
+use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
+use crate::error::GraphError;
+use crate::interproc::FuncId;
+use crate::ippp::segment::Ips;
+use crate::ippp::subpath::{CutRole, FunctionSubpaths, SubpathNumbering, SubpathRef};
+use crate::numbering::{number, Numbering};
+use crate::ppp::{choose, Chosen};
+use crate::regenerate::regenerate;
+
+/// A copy of a function's call-cut DAG in an expanded graph.
+#[derive(Clone, Debug)]
+pub struct ContextCopy {
+    pub func: FuncId,
+    /// The copy it was inlined into and the local call that inlined it
+    /// (`None` for the root).
+    pub parent: Option<(usize, usize)>,
+    /// Calls from the root.
+    pub depth: usize,
+    /// Per (local call, callee): the copy inlined there.
+    pub children: BTreeMap<(usize, FuncId), usize>,
+    /// Per edge of the function's call-cut DAG: its edge in the expanded
+    /// graph (`None`: dropped).
+    pub edge_of: Vec<Option<DagEdgeId>>,
+    /// The edge `c -> ENTRY'` into this copy.
+    pub enter: Option<DagEdgeId>,
+    /// The edge `EXIT' -> r` out of this copy.
+    pub leave: Option<DagEdgeId>,
+    /// The first expanded-graph node of the copy.
+    base: usize,
+}
+
+/// What an expanded-graph edge stands for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Edge `d` of the call-cut DAG of copy `copy`'s function.
+    Edge { copy: usize, d: DagEdgeId },
+    /// `c -> ENTRY'` into copy `copy`.
+    Enter { copy: usize },
+    /// `EXIT' -> r` out of copy `copy`.
+    Leave { copy: usize },
+}
+
+/// One function's expanded graph, numbered.
+#[derive(Clone, Debug)]
+pub struct Expanded {
+    pub func: FuncId,
+    /// The root copy first.
+    pub copies: Vec<ContextCopy>,
+    pub dag: Dag,
+    /// Per edge of `dag`, what it stands for.
+    pub origin: Vec<Origin>,
+    pub numbering: Numbering,
+    /// The distinct interesting IPS starting in this function, sorted.
+    pub interesting: Vec<Ips>,
+    /// Their Ball-Larus ids in [`Expanded::dag`].
+    pub ball_larus: Vec<u64>,
+    pub ppp: Chosen,
+    /// PPP id to the interesting IPS with that id (its index), as the
+    /// instrumented program's path array holds it.
+    pub table: BTreeMap<i64, usize>,
+}
+
+impl Expanded {
+    /// The (Ball-Larus, PPP) increments of edge `d` of the call-cut DAG of
+    /// copy `copy`'s function, in that context: 3.4.5's per-context
+    /// increment. `None` if the copy drops the edge.
+    pub fn increment(&self, copy: usize, d: DagEdgeId) -> Option<(u64, i64)> {
+        let x = (*self.copies.get(copy)?.edge_of.get(d.index())?)?;
+        Some(self.of(x))
+    }
+
+    /// The increments of expanded-graph edge `x`.
+    pub fn of(&self, x: DagEdgeId) -> (u64, i64) {
+        (
+            self.numbering.val[x.index()],
+            self.ppp.numbering.inc[x.index()],
+        )
+    }
+
+    /// The interesting IPS whose PPP id is `ppp` and Ball-Larus id `bl`
+    /// (the check of 3.2.3), if there is one.
+    pub fn lookup(&self, ppp: i64, bl: u64) -> Option<&Ips> {
+        let &i = self.table.get(&ppp)?;
+        (self.ball_larus[i] == bl).then(|| &self.interesting[i])
+    }
+
+    /// The IPS whose Ball-Larus id in the expanded graph is `bl`, e.g. an
+    /// untested one (3.5.2: "the Ball-Larus identifiers of these untested
+    /// paths can be used to generate the set of untested IPSs"). An IPS
+    /// that goes on into a call no interesting IPS takes is cut at that
+    /// call: its subpaths up to the one ending in the call.
+    pub fn decode_ball_larus(&self, num: &SubpathNumbering, bl: u64) -> Result<Ips, GraphError> {
+        let mut out = Vec::new();
+        let mut sum = 0u64;
+        for x in regenerate(&self.dag, &self.numbering, bl)? {
+            match self.origin[x.index()] {
+                Origin::Edge { copy, d } => {
+                    let func = self.copies[copy].func;
+                    let f = &num.functions[func.index()];
+                    sum = sum.wrapping_add(f.numbering.val[d.index()]);
+                    if f.dag.edge(d).dst == Cfg::EXIT {
+                        out.push(SubpathRef { func, id: sum });
+                        sum = 0;
+                    }
+                }
+                Origin::Enter { copy } => {
+                    let (func, cut) = self.call_cut(num, copy)?;
+                    let id =
+                        sum.wrapping_add(num.functions[func.index()].numbering.val[cut.0.index()]);
+                    out.push(SubpathRef { func, id });
+                    sum = 0;
+                }
+                Origin::Leave { copy } => {
+                    let (func, cut) = self.call_cut(num, copy)?;
+                    sum = num.functions[func.index()].numbering.val[cut.1.index()];
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The caller's function of copy `copy` and the (exit, entry) dummies
+    /// that cut its call edge there.
+    fn call_cut(
+        &self,
+        num: &SubpathNumbering,
+        copy: usize,
+    ) -> Result<(FuncId, (DagEdgeId, DagEdgeId)), GraphError> {
+        let (p, i) = self.copies[copy].parent.ok_or(NOT_AN_IPS)?;
+        let func = self.copies[p].func;
+        let f = &num.functions[func.index()];
+        match f.roles[f.split.call_edge[i].index()] {
+            CutRole::Cut { exit, entry } => Ok((func, (exit, entry))),
+            _ => Err(NOT_AN_IPS),
+        }
+    }
+
+    /// The interesting IPS with PPP id `ppp` (decoding a profile).
+    pub fn decode(&self, ppp: i64) -> Option<&Ips> {
+        Some(&self.interesting[*self.table.get(&ppp)?])
+    }
+}
+
+const NOT_AN_IPS: GraphError = GraphError::InvalidNumbering {
+    reason: "an interesting IPS is not a sequence of subpaths through calls and returns",
+};
+
+/// Builds and numbers the expanded graph of every function for the
+/// depth-`k` IPS `interesting` (each starts in the function of its first
+/// subpath).
+pub fn expand_all(
+    num: &SubpathNumbering,
+    k: usize,
+    interesting: &[Ips],
+) -> Result<Vec<Expanded>, GraphError> {
+    let mut by_func: Vec<Vec<Ips>> = vec![Vec::new(); num.functions.len()];
+    for ips in interesting {
+        let first = ips.first().ok_or(NOT_AN_IPS)?;
+        by_func
+            .get_mut(first.func.index())
+            .ok_or(NOT_AN_IPS)?
+            .push(ips.clone());
+    }
+    by_func
+        .into_iter()
+        .enumerate()
+        .map(|(f, mut list)| {
+            list.sort();
+            list.dedup();
+            Expanded::new(num, FuncId::new(f), k, list)
+        })
+        .collect()
+}
+
+/// How a subpath of an IPS moves the copy the IPS is in.
+enum Move {
+    /// Into the callee's copy through local call `i`.
+    Call(usize, FuncId),
+    /// Back to the caller's copy.
+    Return,
+    /// The IPS ends.
+    End,
+}
+
+/// The move after subpath `j` of `ips`, given its decoded DAG path.
+fn move_after(f: &FunctionSubpaths, ips: &Ips, j: usize, path: &[DagEdgeId]) -> Move {
+    let Some(next) = ips.get(j + 1) else {
+        return Move::End;
+    };
+    let last = f.dag.edge(*path.last().expect("a path has an edge"));
+    match (last.kind, f.split.call_at[last.src.index()]) {
+        (DagEdgeKind::ExitDummy, Some(i)) => Move::Call(i, next.func),
+        (DagEdgeKind::Real(_), _) if last.dst == Cfg::EXIT => Move::Return,
+        _ => Move::End,
+    }
+}
+
+impl Expanded {
+    fn new(
+        num: &SubpathNumbering,
+        func: FuncId,
+        k: usize,
+        interesting: Vec<Ips>,
+    ) -> Result<Expanded, GraphError> {
+        let mut copies = vec![new_copy(func, None, 0)];
+        let mut decoded: Vec<Vec<Vec<DagEdgeId>>> = Vec::new();
+        for ips in &interesting {
+            let mut paths = Vec::new();
+            let mut at = 0usize;
+            for (j, s) in ips.iter().enumerate() {
+                let f = num.function(s.func).ok_or(NOT_AN_IPS)?;
+                if copies[at].func != s.func {
+                    return Err(NOT_AN_IPS);
+                }
+                let path = regenerate(&f.dag, &f.numbering, s.id)?;
+                at = match move_after(f, ips, j, &path) {
+                    Move::Call(i, g) if copies[at].depth < k => {
+                        let n = copies.len();
+                        let child = *copies[at].children.entry((i, g)).or_insert(n);
+                        if child == n {
+                            copies.push(new_copy(g, Some((at, i)), copies[at].depth + 1));
+                        }
+                        child
+                    }
+                    Move::Return => copies[at].parent.ok_or(NOT_AN_IPS)?.0,
+                    Move::Call(..) | Move::End if j + 1 == ips.len() => at,
+                    _ => return Err(NOT_AN_IPS),
+                };
+                paths.push(path);
+            }
+            decoded.push(paths);
+        }
+        let (mut edges, mut origin) = (Vec::new(), Vec::new());
+        lay_out(num, &mut copies, &mut edges, &mut origin);
+        let dag = Dag::from_edges(2, &edges);
+        let numbering = number(&dag)?;
+        let paths: Vec<Vec<DagEdgeId>> = interesting
+            .iter()
+            .zip(&decoded)
+            .map(|(ips, d)| expanded_path(num, &copies, ips, d))
+            .collect::<Result<_, _>>()?;
+        let ball_larus = paths.iter().map(|p| numbering.path_sum(p)).collect();
+        let ppp = choose(&dag, &numbering, &paths)?;
+        let table = paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (crate::ppp::ppp_id(&ppp.numbering, p), i))
+            .collect();
+        Ok(Expanded {
+            func,
+            copies,
+            dag,
+            origin,
+            numbering,
+            interesting,
+            ball_larus,
+            ppp,
+            table,
+        })
+    }
+}
+
+fn new_copy(func: FuncId, parent: Option<(usize, usize)>, depth: usize) -> ContextCopy {
+    ContextCopy {
+        func,
+        parent,
+        depth,
+        children: BTreeMap::new(),
+        edge_of: Vec::new(),
+        enter: None,
+        leave: None,
+        base: 0,
+    }
+}
+
+/// Gives every copy its nodes and edges in the expanded graph (pushed on
+/// `edges`); copies in creation order, so a parent precedes its children.
+fn lay_out(
+    num: &SubpathNumbering,
+    copies: &mut [ContextCopy],
+    edges: &mut Vec<(NodeId, NodeId, DagEdgeKind)>,
+    origin: &mut Vec<Origin>,
+) {
+    let mut next = 2usize;
+    for copy in copies.iter_mut() {
+        copy.base = next;
+        next += num.functions[copy.func.index()].dag.num_nodes;
+    }
+    for c in 0..copies.len() {
+        let f = &num.functions[copies[c].func.index()];
+        let root = copies[c].parent.is_none();
+        let node = |v: NodeId| node_in(&copies[c], root, v);
+        let mut edge_of = Vec::with_capacity(f.dag.num_edges());
+        for d in f.dag.edge_ids() {
+            let e = f.dag.edge(d);
+            let kept = match e.kind {
+                DagEdgeKind::EntryDummy if !root => None,
+                DagEdgeKind::ExitDummy => Some((node(e.src), Cfg::EXIT)),
+                _ => Some((node(e.src), node(e.dst))),
+            };
+            edge_of.push(kept.map(|(s, t)| {
+                edges.push((s, t, e.kind));
+                origin.push(Origin::Edge { copy: c, d });
+                DagEdgeId::new(edges.len() - 1)
+            }));
+        }
+        copies[c].edge_of = edge_of;
+        if let Some((p, i)) = copies[c].parent {
+            let pf = &num.functions[copies[p].func.index()];
+            let (cv, r) = (pf.split.call_vertex[i], pf.split.return_site[i]);
+            let call_edge = pf.split.call_edge[i];
+            let proot = copies[p].parent.is_none();
+            let (from, to) = (
+                node_in(&copies[p], proot, cv),
+                node_in(&copies[p], proot, r),
+            );
+            let kind = DagEdgeKind::Real(call_edge);
+            edges.push((from, NodeId::new(copies[c].base), kind));
+            origin.push(Origin::Enter { copy: c });
+            copies[c].enter = Some(DagEdgeId::new(edges.len() - 1));
+            edges.push((NodeId::new(copies[c].base + 1), to, kind));
+            origin.push(Origin::Leave { copy: c });
+            copies[c].leave = Some(DagEdgeId::new(edges.len() - 1));
+        }
+    }
+}
+
+/// Node `v` of a copy's function in the expanded graph: the root copy's
+/// ENTRY and EXIT are the graph's.
+fn node_in(copy: &ContextCopy, root: bool, v: NodeId) -> NodeId {
+    if root && (v == Cfg::ENTRY || v == Cfg::EXIT) {
+        v
+    } else {
+        NodeId::new(copy.base + v.index())
+    }
+}
+
+/// An interesting IPS as a path of the expanded graph, from its subpaths'
+/// decoded DAG paths.
+fn expanded_path(
+    num: &SubpathNumbering,
+    copies: &[ContextCopy],
+    ips: &Ips,
+    decoded: &[Vec<DagEdgeId>],
+) -> Result<Vec<DagEdgeId>, GraphError> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    let mut after_return = false;
+    for (j, path) in decoded.iter().enumerate() {
+        let f = &num.functions[ips[j].func.index()];
+        let mv = move_after(f, ips, j, path);
+        // After a return the caller's subpath starts along its dummy
+        // ENTRY -> r; the expanded path is at r already.
+        let skip = usize::from(after_return);
+        let keep_last = !matches!(mv, Move::Call(..)) || j + 1 == ips.len();
+        let end = path.len() - usize::from(!keep_last);
+        for &d in path.get(skip..end).ok_or(NOT_AN_IPS)? {
+            out.push(copies[at].edge_of[d.index()].ok_or(NOT_AN_IPS)?);
+        }
+        after_return = false;
+        match mv {
+            Move::Call(i, g) if j + 1 < ips.len() => {
+                at = *copies[at].children.get(&(i, g)).ok_or(NOT_AN_IPS)?;
+                out.push(copies[at].enter.ok_or(NOT_AN_IPS)?);
+            }
+            Move::Return => {
+                out.push(copies[at].leave.ok_or(NOT_AN_IPS)?);
+                at = copies[at].parent.ok_or(NOT_AN_IPS)?.0;
+                after_return = true;
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,184 @@
+//! A brute-force IPS enumerator sharing no code with [`crate::ippp`]:
+//! the run is first cut into subpaths spelt out (edges, start, end) with
+//! the activation that made each, then every depth-k IPS is found by
+//! searching the list forward from each subpath that ends in a call.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::interproc::{Event, FuncId, Supergraph};
+use crate::ippp::{Subpath, SubpathEnd, SubpathStart};
+use crate::testing::interproc::backedges;
+
+/// What follows a subpath in call-nesting order.
+#[derive(Copy, Clone, Debug)]
+pub enum Next {
+    /// It called: the callee's activation and function.
+    Callee(usize, FuncId),
+    /// It returned: the caller's activation, if a call site entered it.
+    Caller(Option<usize>),
+    /// It ended at a backedge.
+    Loop,
+}
+
+/// A subpath of the run: the activation that made it, its function, the
+/// subpath and what follows.
+#[derive(Clone, Debug)]
+pub struct Done {
+    pub activation: usize,
+    pub func: FuncId,
+    pub subpath: Subpath,
+    pub next: Next,
+}
+
+struct Act {
+    id: usize,
+    func: FuncId,
+    caller: Option<usize>,
+    start: SubpathStart,
+    edges: Vec<crate::EdgeId>,
+}
+
+impl Act {
+    /// Ends the subpath in flight.
+    fn finish(&mut self, end: SubpathEnd, next: Next) -> Done {
+        Done {
+            activation: self.id,
+            func: self.func,
+            subpath: Subpath {
+                start: self.start,
+                edges: std::mem::take(&mut self.edges),
+                end,
+            },
+            next,
+        }
+    }
+}
+
+/// The run's subpaths in order (the WPP). A subpath in flight at the end
+/// is left out.
+pub fn wpp(sg: &Supergraph, events: &[Event]) -> Vec<Done> {
+    let back: Vec<Vec<bool>> = sg.functions.iter().map(|f| backedges(&f.cfg)).collect();
+    let starts = sg.site_starts();
+    let mut out = Vec::new();
+    let mut stack: Vec<Act> = Vec::new();
+    let mut next_id = 0;
+    for &event in events {
+        match event {
+            Event::Call { site, callee } => {
+                let caller = site.map(|s| {
+                    let top = stack.last_mut().expect("a call site has a caller");
+                    let local = s.index() - starts[top.func.index()];
+                    out.push(top.finish(SubpathEnd::Call(local), Next::Callee(next_id, callee)));
+                    top.start = SubpathStart::AfterCall(local);
+                    top.id
+                });
+                stack.push(Act {
+                    id: next_id,
+                    func: callee,
+                    caller,
+                    start: SubpathStart::Entry,
+                    edges: Vec::new(),
+                });
+                next_id += 1;
+            }
+            Event::Edge(e) => {
+                let top = stack.last_mut().expect("an activation");
+                let cfg = &sg.functions[top.func.index()].cfg;
+                if back[top.func.index()][e.index()] {
+                    out.push(top.finish(SubpathEnd::Backedge(cfg.src(e)), Next::Loop));
+                    top.start = SubpathStart::LoopHead(cfg.dst(e));
+                } else {
+                    top.edges.push(e);
+                }
+            }
+            Event::Return => {
+                let mut top = stack.pop().expect("an activation");
+                let caller = top.caller;
+                out.push(top.finish(SubpathEnd::Exit, Next::Caller(caller)));
+            }
+            Event::Throw { .. } | Event::TailCall { .. } => unreachable!("not generated"),
+        }
+    }
+    out
+}
+
+/// An IPS spelt out.
+pub type Spelt = Vec<(FuncId, Subpath)>;
+
+/// Every depth-`k` IPS of the run and how often, by the rules of
+/// [`crate::ippp`]: from each subpath ending in a call, the next subpath of
+/// the activation that follows, until a call at depth `k`, a backedge or a
+/// return out of the starting function. IPS the run ends before closing
+/// are left out.
+pub fn ips(wpp: &[Done], k: usize) -> BTreeMap<Spelt, u64> {
+    ips_cut(wpp, k, None)
+}
+
+/// Contexts of inlined calls: a start function and the (local call,
+/// callee) pairs from it.
+pub type Marks = BTreeSet<(FuncId, Vec<(usize, FuncId)>)>;
+
+/// The contexts the IPS `interesting` enter.
+pub fn marks(interesting: &BTreeSet<Spelt>) -> Marks {
+    let mut out = Marks::new();
+    for ips in interesting {
+        let mut ctx = Vec::new();
+        for j in 0..ips.len() - 1 {
+            match ips[j].1.end {
+                SubpathEnd::Call(i) => {
+                    ctx.push((i, ips[j + 1].0));
+                    out.insert((ips[0].0, ctx.clone()));
+                }
+                SubpathEnd::Exit => {
+                    ctx.pop();
+                }
+                SubpathEnd::Backedge(_) => {}
+            }
+        }
+    }
+    out
+}
+
+/// As [`ips`], but with `marks`, an IPS is also cut (closed) at a call
+/// into a context that is not marked.
+pub fn ips_cut(wpp: &[Done], k: usize, marks: Option<&Marks>) -> BTreeMap<Spelt, u64> {
+    let mut out = BTreeMap::new();
+    for (i, d) in wpp.iter().enumerate() {
+        let Next::Callee(..) = d.next else { continue };
+        let mut taken = vec![i];
+        let mut depth = 0usize;
+        let mut ctx: Vec<(usize, FuncId)> = Vec::new();
+        let closed = loop {
+            let cur = &wpp[*taken.last().expect("not empty")];
+            let follow = match (cur.next, cur.subpath.end) {
+                (Next::Callee(a, g), SubpathEnd::Call(i)) if depth < k => {
+                    ctx.push((i, g));
+                    if marks.is_some_and(|m| !m.contains(&(d.func, ctx.clone()))) {
+                        break true;
+                    }
+                    depth += 1;
+                    a
+                }
+                (Next::Caller(Some(a)), _) if depth > 0 => {
+                    ctx.pop();
+                    depth -= 1;
+                    a
+                }
+                _ => break true,
+            };
+            let last = *taken.last().expect("not empty");
+            match (last + 1..wpp.len()).find(|&j| wpp[j].activation == follow) {
+                Some(j) => taken.push(j),
+                None => break false,
+            }
+        };
+        if closed {
+            let spelt = taken
+                .iter()
+                .map(|&j| (wpp[j].func, wpp[j].subpath.clone()))
+                .collect();
+            *out.entry(spelt).or_insert(0) += 1;
+        }
+    }
+    out
+}
