@@ -24,7 +24,8 @@ pub enum Technique {
     /// Preferential path profiling, with the interesting paths and policy of
     /// [`Options::ppp`].
     Ppp,
-    /// Test-only: every edge calls the host.
+    /// Test-only: every edge reports itself to the host
+    /// ([`Options::trace_mode`] says how).
     Trace,
 }
 
@@ -44,6 +45,9 @@ pub struct Options {
     /// edge and PPP modes, wasm-smith modules, the C programs), which
     /// validates it. Validating is about a sixth of the instrumenter's time.
     pub validate_output: bool,
+    /// How [`Technique::Trace`] reports edges: buffered, or one host call
+    /// per edge (for a host that inspects the stack at every edge).
+    pub trace_mode: pathprof_wasm::TraceMode,
 }
 
 impl Default for Options {
@@ -54,6 +58,7 @@ impl Default for Options {
             ppp: Default::default(),
             peel_max_bytes: pathprof_wasm::PEEL_MAX_BYTES,
             validate_output: false,
+            trace_mode: pathprof_wasm::TraceMode::Buffered,
         }
     }
 }
@@ -219,8 +224,8 @@ fn instrument_to(
     // Edge profiling counts every edge where an activation may be unwound
     // (see `edge::plan`), which must be known before the first function.
     let exceptions = technique == Technique::Edge && scanned.may_throw_or_catch();
-    let traces = technique == Technique::Trace;
-    let mut inst = pathprof_wasm::Instrumenter::new(scanned, traces)?;
+    let trace = (technique == Technique::Trace).then_some(opts.trace_mode);
+    let mut inst = pathprof_wasm::Instrumenter::new(scanned, trace)?;
     inst.set_peel_max_bytes(opts.peel_max_bytes);
     inst.set_output_check(opts.output_check());
     let out = to.map(|to| {

@@ -1,6 +1,7 @@
 //! The pathprof command-line tool, as a library the binary and the
 //! integration tests share.
 
+pub mod branch_trace;
 pub mod conformance;
 pub mod driver;
 pub mod heap;

@@ -318,7 +318,7 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
         weights,
         ppp: Default::default(),
         peel_max_bytes: t.peel_max_bytes,
-        validate_output: false,
+        ..driver::Options::default()
     })
 }
 

@@ -226,7 +226,12 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
         let compiled = wasmtime::Module::new(engine, &inst.bytes).expect("compiles");
         (compiled, meta, graphs)
     };
-    let traced = compile(Technique::Trace, &driver::Options::default()).0;
+    // One host call per edge, so the host sees the stack at every event.
+    let per_edge = driver::Options {
+        trace_mode: pathprof_wasm::TraceMode::PerEdge,
+        ..driver::Options::default()
+    };
+    let traced = compile(Technique::Trace, &per_edge).0;
     let variants: Vec<_> = exact_variants()
         .into_iter()
         .map(|(name, technique, opts)| (name, technique, compile(technique, &opts)))

@@ -207,6 +207,14 @@ impl Cfg {
         self.dfs.get_or_init(|| Dfs::run(self))
     }
 
+    /// Whether `e` is a backedge of the depth-first search from ENTRY
+    /// (section 4): its target is an ancestor of its source, or the source
+    /// itself (a self loop). In a reducible graph, such as a WebAssembly
+    /// function's, exactly the edges into a loop header from inside its loop.
+    pub fn is_backedge(&self, e: EdgeId) -> bool {
+        self.dfs().is_backedge(self, e)
+    }
+
     pub fn num_nodes(&self) -> usize {
         self.num_nodes
     }

@@ -14,9 +14,10 @@
 //!
 //! * the bytes of the exported memory [`COUNTERS_EXPORT`]
 //!   (`"__pathprof_counters"`), read after the run;
-//! * the events the module sent to the import [`TRACE_MODULE`]`.`[`TRACE_FUNC`]
-//!   (`"__pathprof" "trace"`, type `(func (param i32 i32))`), which the runner
-//!   provides to any module that imports it;
+//! * the trace events of a module instrumented to trace its edges, handed to
+//!   the [`TraceSink`] of [`RunOptions::trace`] as they happen ([`trace`]
+//!   says how); the runner provides the trace imports to any module that
+//!   imports them;
 //! * the wasm frames that were live when the run ended abruptly (by
 //!   `proc_exit` or a trap), innermost first.
 //!
@@ -36,6 +37,7 @@
 //! runs also give 134.
 
 mod error;
+pub mod trace;
 mod value;
 
 use std::num::NonZeroUsize;
@@ -50,14 +52,14 @@ use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{FsPerms, I32Exit, WasiCtxBuilder};
 
 pub use error::RunError;
+pub use trace::{
+    TraceEvent, TraceSink, TraceTo, TRACE_BUFFER_EXPORT, TRACE_FLUSH, TRACE_FUNC, TRACE_MODULE,
+    TRACE_POS_EXPORT,
+};
 pub use value::Value;
 
 /// Name of the exported memory holding an instrumented module's counters.
 pub const COUNTERS_EXPORT: &str = "__pathprof_counters";
-/// Module name of the trace import.
-pub const TRACE_MODULE: &str = "__pathprof";
-/// Field name of the trace import, of type `(func (param i32 i32))`.
-pub const TRACE_FUNC: &str = "trace";
 /// Exit code for a run that ended in a trap (128 + SIGABRT, as `wasmtime run`).
 pub const TRAP_EXIT_CODE: u8 = 134;
 /// The most wasm frames recorded in [`RunOutcome::abrupt_stack`]. The
@@ -175,10 +177,10 @@ pub struct RunOptions {
     /// Fuel limit: the run traps with "all fuel consumed" past it. `None`:
     /// no limit.
     pub fuel: Option<u64>,
-    /// Record the events of the `__pathprof.trace` import in
-    /// [`RunOutcome::trace`]. When false the import is still provided (as a
-    /// no-op) so that modules importing it instantiate.
-    pub trace: bool,
+    /// Where the trace events go, as the run makes them. `None`: nowhere,
+    /// but the trace imports are still provided so that traced modules
+    /// instantiate.
+    pub trace: Option<TraceTo>,
 }
 
 impl RunOptions {
@@ -271,9 +273,6 @@ pub struct RunOutcome {
     /// instruction in a calling frame). The offset is `u32::MAX` if unknown.
     /// Empty when the run returned.
     pub abrupt_stack: Vec<(u32, u32)>,
-    /// Events of the `__pathprof.trace` import, in order, when
-    /// [`RunOptions::trace`] is set (the i32 arguments reinterpreted as u32).
-    pub trace: Vec<(u32, u32)>,
 }
 
 /// What calling an export produced: its results, and the rest as
@@ -293,8 +292,6 @@ pub struct InvokeOutcome {
     pub counters: Option<Vec<u8>>,
     /// As [`RunOutcome::abrupt_stack`].
     pub abrupt_stack: Vec<(u32, u32)>,
-    /// As [`RunOutcome::trace`].
-    pub trace: Vec<(u32, u32)>,
 }
 
 impl InvokeOutcome {
@@ -306,7 +303,6 @@ impl InvokeOutcome {
             stderr: run.stderr,
             counters: run.counters,
             abrupt_stack: run.abrupt_stack,
-            trace: run.trace,
         }
     }
 }
@@ -346,7 +342,7 @@ pub fn run_compiled(module: &Module, opts: &RunOptions) -> Result<RunOutcome, Ru
         Ok(()) => (Exit::Returned, Vec::new()),
         Err(e) => classify(&e),
     };
-    Ok(prepared.finish(exit, abrupt_stack))
+    prepared.finish(exit, abrupt_stack)
 }
 
 /// Calls the export `export` of a library module with `args` parsed
@@ -434,7 +430,10 @@ pub fn invoke_compiled(
         {
             if let Err(e) = init.call(&mut prepared.store, ()) {
                 let (exit, stack) = classify(&e);
-                return Ok(InvokeOutcome::new(Vec::new(), prepared.finish(exit, stack)));
+                return Ok(InvokeOutcome::new(
+                    Vec::new(),
+                    prepared.finish(exit, stack)?,
+                ));
             }
         }
     }
@@ -455,14 +454,13 @@ pub fn invoke_compiled(
             (exit, stack, Vec::new())
         }
     };
-    Ok(InvokeOutcome::new(results, prepared.finish(exit, stack)))
+    Ok(InvokeOutcome::new(results, prepared.finish(exit, stack)?))
 }
 
 /// Store data.
 struct State {
     wasi: WasiP1Ctx,
-    record_trace: bool,
-    trace: Vec<(u32, u32)>,
+    tracer: trace::Tracer,
 }
 
 struct Prepared {
@@ -565,8 +563,7 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
 
     let state = State {
         wasi: builder.build_p1(),
-        record_trace: opts.trace,
-        trace: Vec::new(),
+        tracer: trace::Tracer::new(opts.trace.clone()),
     };
     let mut store = Store::new(engine, state);
     match opts.fuel {
@@ -584,16 +581,14 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
         .func_wrap(
             TRACE_MODULE,
             TRACE_FUNC,
-            |mut caller: Caller<'_, State>, a: i32, b: i32| {
-                let state = caller.data_mut();
-                if state.record_trace {
-                    state.trace.push((a as u32, b as u32));
-                }
+            |mut caller: Caller<'_, State>, func: i32, edge: i32| {
+                caller.data_mut().tracer.per_edge(func as u32, edge as u32);
             },
         )
+        .and_then(|l| l.func_wrap(TRACE_MODULE, TRACE_FLUSH, trace::flush))
         .map_err(|e| {
             RunError::Host(format!(
-                "cannot link the trace import: {}",
+                "cannot link the trace imports: {}",
                 error::describe(&e)
             ))
         })?;
@@ -609,14 +604,13 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
             // The start function ended the run; there is no instance to read
             // counters from.
             let (exit, abrupt_stack) = classify(&e);
-            let trace = std::mem::take(&mut store.data_mut().trace);
+            store.data_mut().tracer.finish();
             Ok(Setup::Ended(RunOutcome {
                 exit,
                 stdout: stdout.map(|p| p.contents().to_vec()).unwrap_or_default(),
                 stderr: stderr.map(|p| p.contents().to_vec()).unwrap_or_default(),
                 counters: None,
                 abrupt_stack,
-                trace,
             }))
         }
         Err(e) => Err(RunError::Instantiate(error::describe(&e))),
@@ -624,13 +618,18 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
 }
 
 impl Prepared {
-    fn finish(mut self, exit: Exit, abrupt_stack: Vec<(u32, u32)>) -> RunOutcome {
+    /// The outcome of the run, once the trace events left are handed over.
+    fn finish(mut self, exit: Exit, abrupt_stack: Vec<(u32, u32)>) -> Result<RunOutcome, RunError> {
         let counters = match self.instance.get_export(&mut self.store, COUNTERS_EXPORT) {
             Some(Extern::Memory(m)) => Some(m.data(&self.store).to_vec()),
             _ => None,
         };
-        let trace = std::mem::take(&mut self.store.data_mut().trace);
-        RunOutcome {
+        if let Some(buffer) = trace::buffer_of(&self.instance, &mut self.store) {
+            trace::drain(&mut self.store, buffer)
+                .map_err(|e| RunError::Host(error::describe(&e)))?;
+        }
+        self.store.data_mut().tracer.finish();
+        Ok(RunOutcome {
             exit,
             stdout: self
                 .stdout
@@ -642,8 +641,7 @@ impl Prepared {
                 .unwrap_or_default(),
             counters,
             abrupt_stack,
-            trace,
-        }
+        })
     }
 }
 

@@ -1,8 +1,11 @@
 //! The runner on small WAT programs: WASI I/O, exits, traps, counters, the
 //! trace import, abrupt stacks, `invoke`, and the errors.
 
+use std::sync::{Arc, Mutex};
+
 use pathprof_runner::{
-    engine, invoke, run_command, Exit, RunError, RunOptions, Value, TRAP_EXIT_CODE,
+    engine, invoke, run_command, Exit, RunError, RunOptions, TraceEvent, TraceSink, TraceTo, Value,
+    TRAP_EXIT_CODE,
 };
 
 fn wasm(text: &str) -> Vec<u8> {
@@ -55,7 +58,6 @@ fn hello_world() {
     assert!(out.stderr.is_empty());
     assert_eq!(out.counters, None);
     assert!(out.abrupt_stack.is_empty());
-    assert!(out.trace.is_empty());
 }
 
 #[test]
@@ -321,22 +323,89 @@ const TRACE_PROGRAM: &str = r#"(module
       (call $trace (i32.const -1) (i32.const 7))
       (unreachable)))"#;
 
+/// A sink that keeps each batch as it came.
+#[derive(Default)]
+struct Batches(Vec<Vec<(u32, u32)>>);
+
+impl TraceSink for Batches {
+    fn events(&mut self, events: &[TraceEvent]) {
+        self.0
+            .push(events.iter().map(|e| (e.func, e.edge)).collect());
+    }
+}
+
+/// Runs `text` with its trace sent to a [`Batches`].
+fn run_traced(text: &str) -> (pathprof_runner::RunOutcome, Vec<Vec<(u32, u32)>>) {
+    let batches = Arc::new(Mutex::new(Batches::default()));
+    let mut opts = RunOptions::captured(["p"]);
+    opts.trace = Some(TraceTo::new(batches.clone()));
+    let out = run(text, &opts);
+    let batches = std::mem::take(&mut batches.lock().unwrap().0);
+    (out, batches)
+}
+
 #[test]
 fn trace_events_are_recorded() {
-    let mut opts = RunOptions::captured(["p"]);
-    opts.trace = true;
-    let out = run(TRACE_PROGRAM, &opts);
-    assert_eq!(out.trace, [(1, 2), (3, 4), (u32::MAX, 7)]);
+    let (out, batches) = run_traced(TRACE_PROGRAM);
+    // Fewer events than a batch: handed over at once when the run ends.
+    assert_eq!(batches, [vec![(1, 2), (3, 4), (u32::MAX, 7)]]);
     assert!(matches!(out.exit, Exit::Trap(_)));
     // frame: _start is function 1 (the import is 0).
     assert_eq!(out.abrupt_stack.len(), 1);
     assert_eq!(out.abrupt_stack[0].0, 1);
 }
 
+/// The buffered protocol, written by hand: two records and a flush, which
+/// must empty the buffer (the third record is written at position 0),
+/// then a record left in the buffer when the run traps.
+#[test]
+fn buffered_trace_is_flushed_and_drained_after_a_trap() {
+    let text = r#"(module
+        (import "__pathprof" "trace_flush" (func $flush))
+        (memory (export "__pathprof_trace") 1 1)
+        (global $pos (export "__pathprof_trace_pos") (mut i32) (i32.const 0))
+        (func (export "_start")
+          (i64.store (i32.const 0) (i64.const 0x0000000200000001))
+          (i64.store (i32.const 8) (i64.const 0x00000004fffffffd))
+          (global.set $pos (i32.const 16))
+          (call $flush)
+          (i64.store (global.get $pos) (i64.const 0x0000000600000005))
+          (global.set $pos (i32.add (global.get $pos) (i32.const 8)))
+          (unreachable)))"#;
+    let (out, batches) = run_traced(text);
+    assert_eq!(batches, [vec![(1, 2), (u32::MAX - 2, 4)], vec![(5, 6)]]);
+    assert!(matches!(out.exit, Exit::Trap(_)));
+}
+
+/// A per-edge trace longer than a batch comes in full batches, the rest
+/// when the run ends (here by `proc_exit`).
+#[test]
+fn per_edge_events_come_in_batches() {
+    let n = pathprof_runner::trace::BATCH as i32 + 3;
+    let text = format!(
+        r#"(module
+        (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+        (import "__pathprof" "trace" (func $trace (param i32 i32)))
+        (memory (export "memory") 1)
+        (func (export "_start") (local $i i32)
+          (loop $l
+            (call $trace (i32.const 9) (local.get $i))
+            (local.set $i (i32.add (local.get $i) (i32.const 1)))
+            (br_if $l (i32.lt_u (local.get $i) (i32.const {n}))))
+          (call $exit (i32.const 3))))"#
+    );
+    let (out, batches) = run_traced(&text);
+    assert_eq!(out.exit, Exit::ProcExit(3));
+    let sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
+    assert_eq!(sizes, [n as usize - 3, 3]);
+    let events: Vec<(u32, u32)> = batches.concat();
+    let expected: Vec<(u32, u32)> = (0..n as u32).map(|i| (9, i)).collect();
+    assert_eq!(events, expected);
+}
+
 #[test]
 fn trace_import_is_provided_even_when_not_recording() {
     let out = run(TRACE_PROGRAM, &RunOptions::captured(["p"]));
-    assert!(out.trace.is_empty());
     assert!(matches!(out.exit, Exit::Trap(_)));
 }
 

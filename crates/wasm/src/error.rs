@@ -34,6 +34,9 @@ pub enum WasmError {
     /// `instrument` needs one plan slot per defined function.
     #[error("{got} plans given for a module that defines {expected} functions")]
     PlanCount { expected: usize, got: usize },
+    /// A trace event names an edge the module does not have.
+    #[error("trace event of edge {edge} of function {func_index}, which the module does not have")]
+    UnknownEdge { func_index: u32, edge: u32 },
     /// A plan does not fit the function it is given for.
     #[error("bad plan for function {func_index}: {reason}")]
     BadPlan { func_index: u32, reason: String },

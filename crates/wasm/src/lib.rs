@@ -16,17 +16,20 @@
 //! landing pads, action lowering and the hash helper, counter layout, module
 //! re-assembly), `module.rs` (header check, validation, section scan).
 
+pub mod branches;
 pub mod cfg;
 mod error;
 mod module;
 pub mod par;
 pub mod rewrite;
 
+pub use branches::BranchStream;
 pub use cfg::{analyze, BlockInfo, EdgeKind, FunctionCfg, ModuleInfo, Unsupported};
 pub use error::{Result, WasmError};
 pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX};
 pub use rewrite::{
     counter_layout, hollow, instrument, instrument_checked, instrument_into, read_counters,
     BodyValidators, CodeMap, CounterLayout, FunctionLayout, Holes, Hollowed, Instrumented,
-    Instrumenter, OutputCheck, Scanned, Written, COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
+    Instrumenter, OutputCheck, Scanned, TraceMode, Written, COUNTERS_EXPORT, LAYOUT_VERSION,
+    PEEL_MAX_BYTES,
 };

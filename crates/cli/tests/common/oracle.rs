@@ -59,6 +59,13 @@ impl FuncGraph {
     }
 }
 
+impl FuncGraph {
+    /// Whether `n` is the target of a backedge other than a self loop.
+    pub fn is_loop_head(&self, n: NodeId) -> bool {
+        self.loop_heads.contains(&n)
+    }
+}
+
 /// Edges into a node on the DFS stack, found from ENTRY with an explicit stack.
 fn dfs_backedges(cfg: &Cfg) -> HashSet<EdgeId> {
     let n = cfg.num_nodes();

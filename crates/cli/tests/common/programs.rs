@@ -2,10 +2,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use pathprof::driver::{self, Technique};
 use pathprof_profile::{FunctionData, Profile};
-use pathprof_runner::{Exit, RunOptions};
+use pathprof_runner::{Exit, RunOptions, TraceEvent, TraceTo};
 use wasmtime::{Engine, ExternType, Module, ValType};
 
 use super::oracle::{Counts, FuncGraph, PathKey};
@@ -30,11 +31,24 @@ pub struct Outcome {
     pub stdout: Vec<u8>,
     pub results: Vec<String>,
     pub counters: Option<Vec<u8>>,
+    /// The trace events, when [`run`] was asked to keep them.
     pub trace: Vec<(u32, u32)>,
     pub abrupt_stack: Vec<(u32, u32)>,
 }
 
+/// Runs `inv` on the module `bytes`; with `trace`, every trace event it
+/// makes is kept in [`Outcome::trace`].
 pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outcome {
+    let events = Arc::new(Mutex::new(Vec::<TraceEvent>::new()));
+    let sink = trace.then(|| TraceTo::new(events.clone()));
+    let mut outcome = run_to(engine, bytes, inv, sink);
+    let events = std::mem::take(&mut *events.lock().unwrap());
+    outcome.trace = events.into_iter().map(|e| (e.func, e.edge)).collect();
+    outcome
+}
+
+/// Runs `inv` on the module `bytes`, its trace events sent to `trace`.
+pub fn run_to(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: Option<TraceTo>) -> Outcome {
     match inv {
         Invocation::Command { args, stdin } => {
             let opts = RunOptions {
@@ -48,7 +62,7 @@ pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outc
                 stdout: o.stdout,
                 results: Vec::new(),
                 counters: o.counters,
-                trace: o.trace,
+                trace: Vec::new(),
                 abrupt_stack: o.abrupt_stack,
             }
         }
@@ -63,7 +77,7 @@ pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outc
                 stdout: o.stdout,
                 results: o.results.iter().map(|v| v.to_string()).collect(),
                 counters: o.counters,
-                trace: o.trace,
+                trace: Vec::new(),
                 abrupt_stack: o.abrupt_stack,
             }
         }

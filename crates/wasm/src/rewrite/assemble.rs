@@ -7,8 +7,11 @@
 use super::hollow::Holes;
 use super::layout::{COUNTERS_EXPORT, MAX_PAGES};
 use super::lower;
+use super::trace::{
+    TraceBuffer, TRACE_BUFFER_EXPORT, TRACE_BUFFER_PAGES, TRACE_FLUSH, TRACE_MODULE, TRACE_NAME,
+    TRACE_POS_EXPORT,
+};
 use super::types::{self, NewTypes};
-use super::{TRACE_MODULE, TRACE_NAME};
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
 use std::fs::File;
@@ -24,6 +27,8 @@ pub(crate) struct Assembler<'a> {
     pub shift: u32,
     pub types: &'a NewTypes,
     pub trace_ty: Option<u32>,
+    /// A buffered trace's memory and global, added after all others.
+    pub trace_buffer: Option<TraceBuffer>,
     pub helper_ty: Option<u32>,
     pub memory: u32,
     pub pages: u64,
@@ -349,7 +354,11 @@ impl Assembler<'_> {
     }
     fn add_imports(&self, imports: &mut wasm_encoder::ImportSection) {
         if let Some(ty) = self.trace_ty {
-            imports.import(TRACE_MODULE, TRACE_NAME, EntityType::Function(ty));
+            let name = match self.trace_buffer {
+                Some(_) => TRACE_FLUSH,
+                None => TRACE_NAME,
+            };
+            imports.import(TRACE_MODULE, name, EntityType::Function(ty));
         }
     }
     fn add_functions(&self, functions: &mut wasm_encoder::FunctionSection) {
@@ -372,9 +381,32 @@ impl Assembler<'_> {
             shared: false,
             page_size_log2: None,
         });
+        if self.trace_buffer.is_some() {
+            memories.memory(MemoryType {
+                minimum: TRACE_BUFFER_PAGES,
+                maximum: Some(TRACE_BUFFER_PAGES),
+                memory64: false,
+                shared: false,
+                page_size_log2: None,
+            });
+        }
+    }
+    fn add_globals(&self, globals: &mut wasm_encoder::GlobalSection) {
+        if self.trace_buffer.is_some() {
+            let ty = wasm_encoder::GlobalType {
+                val_type: wasm_encoder::ValType::I32,
+                mutable: true,
+                shared: false,
+            };
+            globals.global(ty, &ConstExpr::i32_const(0));
+        }
     }
     fn add_export(&self, exports: &mut wasm_encoder::ExportSection) {
         exports.export(COUNTERS_EXPORT, ExportKind::Memory, self.memory);
+        if let Some(b) = self.trace_buffer {
+            exports.export(TRACE_BUFFER_EXPORT, ExportKind::Memory, b.memory);
+            exports.export(TRACE_POS_EXPORT, ExportKind::Global, b.pos);
+        }
     }
     /// The code section of a module that had none (and so no function of
     /// its own): the helper alone.
@@ -445,6 +477,16 @@ impl Reencode for Assembler<'_> {
     ) -> RResult<()> {
         utils::parse_memory_section(self, memories, section)?;
         self.add_memory(memories);
+        Ok(())
+    }
+
+    fn parse_global_section(
+        &mut self,
+        globals: &mut wasm_encoder::GlobalSection,
+        section: wasmparser::GlobalSectionReader<'_>,
+    ) -> RResult<()> {
+        utils::parse_global_section(self, globals, section)?;
+        self.add_globals(globals);
         Ok(())
     }
 
@@ -537,6 +579,11 @@ impl Reencode for Assembler<'_> {
         if missing(self, SectionId::Memory) {
             let mut s = wasm_encoder::MemorySection::new();
             self.add_memory(&mut s);
+            module.section(&s);
+        }
+        if missing(self, SectionId::Global) && self.trace_buffer.is_some() {
+            let mut s = wasm_encoder::GlobalSection::new();
+            self.add_globals(&mut s);
             module.section(&s);
         }
         if missing(self, SectionId::Export) {

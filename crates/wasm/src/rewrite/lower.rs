@@ -8,6 +8,7 @@ use super::layout::{
     HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK, HASH_NEXT,
     MAX_PROBES,
 };
+use super::trace::TraceBuffer;
 use pathprof_techniques::{Action, Otherwise, PathTable, PppEnd, Width};
 use wasm_encoder::BlockType;
 use wasm_encoder::{Function, InstructionSink, MemArg, ValType};
@@ -31,7 +32,10 @@ pub(crate) struct Lowerer {
     pub ppp_len: u64,
     /// Function indices in the NEW module.
     pub hash_helper: u32,
+    /// The trace import: `trace` or `trace_flush` (see [`super::trace`]).
     pub trace: u32,
+    /// Where `Trace` appends its records; `None`: it calls `trace` per edge.
+    pub trace_buffer: Option<TraceBuffer>,
     /// This function's index in the ORIGINAL module, reported by `Trace`.
     pub func_index: u32,
 }
@@ -112,11 +116,14 @@ impl Lowerer {
                 Action::CountInteresting { index } => {
                     self.bump_const(&mut sink, u64::from(self.ppp_offset) + 16 * index + 8)
                 }
-                Action::Trace { edge } => {
-                    sink.i32_const(self.func_index as i32)
-                        .i32_const(edge as i32)
-                        .call(self.trace);
-                }
+                Action::Trace { edge } => match self.trace_buffer {
+                    Some(buffer) => buffer.emit(&mut sink, self.trace, self.func_index, edge),
+                    None => {
+                        sink.i32_const(self.func_index as i32)
+                            .i32_const(edge as i32)
+                            .call(self.trace);
+                    }
+                },
             }
         }
     }

@@ -12,10 +12,12 @@
 //! - a counter memory appended after all existing memories, exported as
 //!   [`COUNTERS_EXPORT`], initialised by data segments appended after the
 //!   existing ones ([`layout`]);
-//! - when some plan traces: the import `"__pathprof" "trace" (func (param i32 i32))`,
-//!   placed after the existing imports, which shifts every defined function's
+//! - when some plan traces: one import, `"__pathprof" "trace"` or
+//!   `"__pathprof" "trace_flush"` by the [`TraceMode`] ([`trace`]), placed
+//!   after the existing imports, which shifts every defined function's
 //!   index by one (calls, `ref.func`, elements, exports, start, globals and
-//!   the name section are remapped);
+//!   the name section are remapped); buffered, also the trace memory after
+//!   the counter memory and a global after all globals, both exported;
 //! - when some plan uses a hash table: `__pathprof_hash_inc`, appended after
 //!   all functions (so no index moves);
 //! - function types appended after all existing types.
@@ -32,6 +34,7 @@ pub mod layout;
 mod lower;
 pub(crate) mod peel;
 mod stream;
+pub mod trace;
 mod types;
 
 pub use layout::{
@@ -42,17 +45,16 @@ pub use layout::{
 pub use hollow::{hollow, Holes, Hollowed};
 pub use peel::PEEL_MAX_BYTES;
 pub use stream::{BodyValidators, Instrumenter, OutputCheck, Scanned};
+pub use trace::{
+    TraceMode, TRACE_BUFFER_BYTES, TRACE_BUFFER_EXPORT, TRACE_FLUSH, TRACE_MODULE, TRACE_NAME,
+    TRACE_POS_EXPORT, TRACE_RECORD_BYTES,
+};
 
 use crate::cfg::{FunctionCfg, ModuleInfo};
 use crate::error::{Result, WasmError};
 use crate::module;
 use pathprof_graph::NodeId;
 use pathprof_techniques::{Action, FunctionPlan, Otherwise, PathTable, PppEnd};
-
-/// Module of the trace import.
-pub const TRACE_MODULE: &str = "__pathprof";
-/// Name of the trace import.
-pub const TRACE_NAME: &str = "trace";
 
 /// An instrumented module and where its counters are.
 #[derive(Clone, Debug)]
@@ -94,7 +96,8 @@ impl CodeMap {
 
 /// Applies `plans` (one slot per defined function, `None` = leave it alone)
 /// to the module `bytes` that `info` describes, appends `custom_sections`,
-/// and validates the result. Every plan is checked before a body is
+/// and validates the result. Trace actions call the host per edge
+/// ([`TraceMode::PerEdge`]); [`Instrumenter`] can buffer them. Every plan is checked before a body is
 /// rewritten; the bodies are rewritten in parallel when that pays.
 pub fn instrument(
     bytes: &[u8],
@@ -158,7 +161,7 @@ fn rewrite_all<'a>(
     // `info` was computed by `analyze`, which validated these very bytes.
     let (_, uses) = check_plans(info, plans)?;
     let traces = uses.iter().any(|u| u.traces);
-    let mut inst = Instrumenter::new(module, traces)?;
+    let mut inst = Instrumenter::new(module, traces.then_some(TraceMode::PerEdge))?;
     inst.set_output_check(check);
     if let Some(file) = spill {
         inst.spill_code_to(file);

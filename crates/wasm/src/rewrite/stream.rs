@@ -19,6 +19,7 @@ use super::hollow::Holes;
 use super::layout::CounterLayout;
 use super::layout::{FunctionLayout, LayoutBuilder};
 use super::lower::{self, Lowerer};
+use super::trace::{TraceBuffer, TraceMode};
 use super::types::NewTypes;
 use super::{check_plan, layout_entry, BlockMarks, CodeMap, Instrumented, PlanUse, Written};
 use crate::cfg::FunctionCfg;
@@ -145,7 +146,9 @@ pub struct Instrumenter<'a> {
     /// 1 when the trace import is added before the defined functions.
     shift: u32,
     types: NewTypes,
+    /// The trace import's type, and how traces reach the host.
     trace_ty: Option<u32>,
+    trace_mode: Option<TraceMode>,
     helper_ty: Option<u32>,
     layout: LayoutBuilder,
     /// The PPP tables' initial contents, in function order.
@@ -181,20 +184,24 @@ pub(crate) struct Prepared {
 }
 
 impl<'a> Instrumenter<'a> {
-    /// An instrumenter for `module`. `traces`: whether some plan will
-    /// trace, which adds the trace import.
-    pub fn new(module: &'a Scanned<'a>, traces: bool) -> Result<Self> {
+    /// An instrumenter for `module`. `trace`: whether some plan will
+    /// trace, which adds the trace import, and how (see [`super::trace`]).
+    pub fn new(module: &'a Scanned<'a>, trace: Option<TraceMode>) -> Result<Self> {
         let scan = &module.scan;
         if let Some(name) = scan.reserved_clash.clone() {
             return Err(WasmError::ReservedName { name });
         }
         let mut types = NewTypes::new(scan.num_types);
-        let trace_ty = traces.then(|| types.intern(&[ValType::I32, ValType::I32], &[]));
+        let trace_ty = trace.map(|mode| match mode {
+            TraceMode::PerEdge => types.intern(&[ValType::I32, ValType::I32], &[]),
+            TraceMode::Buffered => types.intern(&[], &[]),
+        });
         Ok(Instrumenter {
             bytes: module.bytes,
-            shift: u32::from(traces),
+            shift: u32::from(trace.is_some()),
             types,
             trace_ty,
+            trace_mode: trace,
             helper_ty: None,
             layout: LayoutBuilder::new(),
             ppp_segments: Vec::new(),
@@ -326,10 +333,20 @@ impl<'a> Instrumenter<'a> {
             ppp_len: fl.ppp_len,
             hash_helper: self.scan.num_imported_funcs + self.shift + self.num_functions() as u32,
             trace: self.scan.num_imported_funcs,
+            trace_buffer: self.trace_buffer(),
             func_index: fcfg.func_index,
         };
         let body = &self.scan.bodies[i];
         body::rewrite_body(&self.ctx(), fcfg, plan, prepared.uses, lower, body, out)
+    }
+
+    /// Where a buffered trace keeps its records: the memory after the
+    /// counter memory, the global after all others.
+    fn trace_buffer(&self) -> Option<TraceBuffer> {
+        (self.trace_mode == Some(TraceMode::Buffered)).then_some(TraceBuffer {
+            memory: self.scan.num_memories + 1,
+            pos: self.scan.num_globals,
+        })
     }
 
     /// Copies defined function `i` into `out`, with its function indices
@@ -419,6 +436,7 @@ impl<'a> Instrumenter<'a> {
                 got: self.code.len(),
             });
         }
+        let trace_buffer = self.trace_buffer();
         let layout = self.layout.finish()?;
         let mut segments = layout.init_segments();
         segments.extend(self.ppp_segments);
@@ -428,6 +446,7 @@ impl<'a> Instrumenter<'a> {
             shift: self.shift,
             types: &self.types,
             trace_ty: self.trace_ty,
+            trace_buffer,
             helper_ty: self.helper_ty,
             memory,
             pages: layout.pages(),

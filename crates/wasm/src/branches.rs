@@ -1,0 +1,533 @@
+//! The branch stream of a run (Vaswani thesis 5.2), made online from its
+//! edge trace: one [`BranchEvent`] per retiring branch, as the commit stage
+//! would hand it to the hardware path profiler.
+//!
+//! [`BranchStream::edge`] takes the run's trace events (function, CFG edge)
+//! in order, as the runner's trace sink receives them, and passes each
+//! branch to a callback; it keeps a stack of the frames live in the run, so
+//! it needs no more memory than the run's call depth.
+//!
+//! What each edge reports ([`FunctionCfg::edge_kinds`]):
+//!
+//! | edge                                     | event                          |
+//! |------------------------------------------|--------------------------------|
+//! | `Entry` (a function starts)              | `Call`, target its first block |
+//! | taken `br_if`, `br_on_*`; `if` then-arm  | `Conditional { taken: true }`  |
+//! | their not-taken side; `if` else-arm      | `Conditional { taken: false }` |
+//! | `br_table` target                        | `Switch { arm, arms }`         |
+//! | `br`                                     | `Jump`                         |
+//! | any of these into EXIT, `return`, falling off the end | `Return`          |
+//! | `return_call*`                           | `TailCall`                     |
+//! | `throw`, `throw_ref`, `unreachable`      | `Throw { frames }`             |
+//! | `Catch` (a handler starts)               | `Catch`                        |
+//! | other fall-through                       | none                           |
+//!
+//! `backward` is set exactly for the DFS backedges of the CFG: the edges
+//! into a loop header from inside its loop (self loops included). Addresses
+//! are module byte offsets: a branch's is its instruction's (the last of its
+//! block), a target is the first instruction of the target block; a call's
+//! address is its call instruction's and its return's target the
+//! instruction after it; 0 stands for the host.
+//!
+//! Departures and approximations:
+//! * An arm of `br_table` counts among `arms` once per distinct target
+//!   label (one edge per label), and `arm` is the index of its edge among
+//!   the block's `br_table` edges: the CFG does not keep which indices of
+//!   the table name the same label.
+//! * A branch into EXIT (a `br_if` or `br_table` to the function's label)
+//!   is a `Return`: control leaves the function.
+//! * `unreachable` traps: it is a `Throw` that unwinds every frame, and the
+//!   stream ends. Any other trap (or `proc_exit`) just ends the stream;
+//!   [`BranchStream::frames`] then lists the frames that were live, whose
+//!   paths were in flight.
+//! * `Throw { frames }` counts the frames unwound above the frame that
+//!   catches (0 when a function catches its own throw; all of them when
+//!   nothing catches). The trace does not say which activation catches: the
+//!   innermost activation of the function whose handler starts is taken.
+//!   The event is held until the next trace event says where the exception
+//!   landed ([`BranchStream::finish`] flushes it at the end of a run).
+//! * A `TailCall`'s target is known when its callee's entry arrives; a call
+//!   to an untraced function (an import) has target 0.
+//! * Which call instruction of the caller's block made a call is inferred:
+//!   the next one in the block that can reach traced code (an indirect
+//!   call, or a direct call of a function with a CFG). Calls do not end
+//!   blocks, so `instrs` counts a block's instructions when the block is
+//!   entered: a call's event includes its whole calling block, and the
+//!   branch that ends that block after the return counts none of it.
+
+use crate::cfg::{EdgeKind, FunctionCfg, ModuleInfo};
+use crate::error::{Result, WasmError};
+use pathprof_graph::{Cfg, EdgeId, NodeId};
+pub use pathprof_simulator::{BranchEvent, BranchKind};
+use wasmparser::{BinaryReader, Operator, OperatorsReader};
+
+/// A call instruction of a block.
+#[derive(Copy, Clone, Debug)]
+struct CallSite {
+    /// Module offset of the call instruction.
+    at: u32,
+    /// Module offset of the instruction after it: where the callee returns.
+    next: u32,
+    indirect: bool,
+}
+
+/// What the stream needs of one basic block.
+#[derive(Clone, Debug, Default)]
+struct Block {
+    offset: u32,
+    instrs: u32,
+    /// Module offset of its last instruction: the branch that ends it.
+    last: u32,
+    /// Whether that instruction is `return_call_indirect` or `return_call_ref`.
+    tail_indirect: bool,
+    /// Its call sites that can reach traced code, in order.
+    calls: Vec<CallSite>,
+}
+
+/// What crossing one edge reports.
+#[derive(Copy, Clone, Debug)]
+struct Edge {
+    src: NodeId,
+    dst: NodeId,
+    kind: EdgeKind,
+    backward: bool,
+    /// For a `br_table` edge: its index among its block's `br_table` edges
+    /// and their number. For a fall-through, `arms` is 1 when it is the
+    /// not-taken side of a conditional branch.
+    arm: u32,
+    arms: u32,
+}
+
+/// What the stream needs of one function: per node and per edge.
+#[derive(Clone, Debug)]
+struct Function {
+    blocks: Vec<Block>,
+    edges: Vec<Edge>,
+}
+
+/// A live frame, as the stream saw it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Function index in the module.
+    pub func: u32,
+    /// The block it executes.
+    pub block: NodeId,
+    /// Index among that block's call sites of the next call to match.
+    next_call: u32,
+    /// Where it returns to (0: the host).
+    return_to: u32,
+}
+
+/// An event held until the next trace event completes it.
+#[derive(Copy, Clone, Debug)]
+enum Held {
+    TailCall {
+        address: u32,
+        indirect: bool,
+        instrs: u32,
+        return_to: u32,
+    },
+    Throw {
+        address: u32,
+        instrs: u32,
+    },
+}
+
+/// Turns a run's edge trace into its branch stream, online.
+pub struct BranchStream<F: FnMut(BranchEvent)> {
+    /// Per defined function; `None` for one without a CFG.
+    functions: Vec<Option<Function>>,
+    num_imported: u32,
+    stack: Vec<Frame>,
+    /// Instructions of the blocks entered since the last event.
+    instrs: u64,
+    held: Option<Held>,
+    out: F,
+}
+
+impl<F: FnMut(BranchEvent)> BranchStream<F> {
+    /// A stream for runs of the module `bytes`, which `info` describes,
+    /// passing each branch to `out`.
+    pub fn new(bytes: &[u8], info: &ModuleInfo, out: F) -> Result<Self> {
+        let traced = |callee: u32| {
+            callee
+                .checked_sub(info.num_imported_funcs)
+                .and_then(|i| info.functions.get(i as usize))
+                .is_some_and(|f| f.is_ok())
+        };
+        let functions = info
+            .functions
+            .iter()
+            .map(|f| {
+                f.as_ref()
+                    .ok()
+                    .map(|f| function(bytes, f, &traced))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        Ok(BranchStream {
+            functions,
+            num_imported: info.num_imported_funcs,
+            stack: Vec::new(),
+            instrs: 0,
+            held: None,
+            out,
+        })
+    }
+
+    /// The frames live now, outermost first: when a run has ended in a trap
+    /// or `proc_exit`, the frames whose paths were in flight.
+    pub fn frames(&self) -> &[Frame] {
+        &self.stack
+    }
+
+    /// Takes the run's next trace event: edge `edge` of function `func`.
+    pub fn edge(&mut self, func: u32, edge: u32) -> Result<()> {
+        let unknown = || WasmError::UnknownEdge {
+            func_index: func,
+            edge,
+        };
+        let f = func
+            .checked_sub(self.num_imported)
+            .and_then(|i| self.functions.get(i as usize)?.as_ref())
+            .ok_or_else(unknown)?;
+        let e = *f.edges.get(edge as usize).ok_or_else(unknown)?;
+        let src = f.blocks[e.src.index()].clone();
+        let (target, entered) = {
+            let dst = &f.blocks[e.dst.index()];
+            (dst.offset, dst.instrs)
+        };
+        if let Some(held) = self.held.take() {
+            if self.complete(held, func, e, target) {
+                self.instrs += u64::from(entered);
+                return Ok(());
+            }
+        }
+        match e.kind {
+            EdgeKind::Entry => self.call(func, e.dst, target),
+            EdgeKind::Catch => {
+                // An exception from untraced code (or the host).
+                self.catch(func, e.dst, 0, 0, target);
+            }
+            _ if e.dst == Cfg::EXIT => self.leave(e.kind, &src),
+            _ => {
+                if let Some(kind) = branch_kind(&e) {
+                    self.emit(kind, src.last, target, e.backward);
+                }
+                if let Some(top) = self.stack.last_mut() {
+                    top.block = e.dst;
+                    top.next_call = 0;
+                }
+            }
+        }
+        self.instrs += u64::from(entered);
+        Ok(())
+    }
+
+    /// Ends the stream: emits an event still held (a throw that nothing
+    /// caught, a tail call of an untraced function).
+    pub fn finish(&mut self) {
+        match self.held.take() {
+            Some(Held::Throw { address, instrs }) => {
+                let frames = self.stack.len() as u32;
+                self.stack.clear();
+                self.emit_with(BranchKind::Throw { frames }, address, 0, instrs);
+            }
+            Some(Held::TailCall {
+                address,
+                indirect,
+                instrs,
+                ..
+            }) => self.emit_with(BranchKind::TailCall { indirect }, address, 0, instrs),
+            None => {}
+        }
+    }
+
+    /// Completes a held event with the next trace event, edge `e` of
+    /// `func`; returns whether that event is accounted for.
+    fn complete(&mut self, held: Held, func: u32, e: Edge, target: u32) -> bool {
+        match held {
+            Held::TailCall {
+                address,
+                indirect,
+                instrs,
+                return_to,
+            } => {
+                let entry = e.kind == EdgeKind::Entry;
+                let target = if entry { target } else { 0 };
+                self.emit_with(BranchKind::TailCall { indirect }, address, target, instrs);
+                if entry {
+                    self.stack.push(Frame {
+                        func,
+                        block: e.dst,
+                        next_call: 0,
+                        return_to,
+                    });
+                }
+                entry
+            }
+            Held::Throw { address, instrs } => {
+                if e.kind == EdgeKind::Catch {
+                    self.catch(func, e.dst, address, instrs, target);
+                    return true;
+                }
+                let frames = self.stack.len() as u32;
+                self.stack.clear();
+                self.emit_with(BranchKind::Throw { frames }, address, 0, instrs);
+                false
+            }
+        }
+    }
+
+    /// A function starts: a call from the frame on top, or from the host.
+    fn call(&mut self, func: u32, entry: NodeId, target: u32) {
+        let (address, return_to, indirect) = match self.stack.last_mut() {
+            None => (0, 0, false),
+            Some(caller) => {
+                let f = self.functions[(caller.func - self.num_imported) as usize].as_ref();
+                let block = f.map(|f| &f.blocks[caller.block.index()]);
+                match block.and_then(|b| b.calls.get(caller.next_call as usize)) {
+                    Some(site) => {
+                        caller.next_call += 1;
+                        (site.at, site.next, site.indirect)
+                    }
+                    // Called from where no call site is left: the block.
+                    None => {
+                        let at = block.map_or(0, |b| b.offset);
+                        (at, at, false)
+                    }
+                }
+            }
+        };
+        self.emit(BranchKind::Call { indirect }, address, target, false);
+        self.stack.push(Frame {
+            func,
+            block: entry,
+            next_call: 0,
+            return_to,
+        });
+    }
+
+    /// An edge into EXIT, from the block `src`.
+    fn leave(&mut self, kind: EdgeKind, src: &Block) {
+        let instrs = take(&mut self.instrs);
+        match kind {
+            EdgeKind::TailCall => {
+                let return_to = self.stack.pop().map_or(0, |f| f.return_to);
+                self.held = Some(Held::TailCall {
+                    address: src.last,
+                    indirect: src.tail_indirect,
+                    instrs,
+                    return_to,
+                });
+            }
+            EdgeKind::Throw | EdgeKind::ThrowRef => {
+                self.held = Some(Held::Throw {
+                    address: src.last,
+                    instrs,
+                });
+            }
+            EdgeKind::Unreachable => {
+                let frames = self.stack.len() as u32;
+                self.stack.clear();
+                self.emit_with(BranchKind::Throw { frames }, src.last, 0, instrs);
+            }
+            _ => {
+                let target = self.stack.pop().map_or(0, |f| f.return_to);
+                self.emit_with(BranchKind::Return, src.last, target, instrs);
+            }
+        }
+    }
+
+    /// A handler of `func` starts at `handler`: the frames above the
+    /// innermost activation of `func` were unwound (all of them, and a new
+    /// activation starts, when it has none).
+    fn catch(&mut self, func: u32, handler: NodeId, address: u32, instrs: u32, target: u32) {
+        let frames = match self.stack.iter().rposition(|f| f.func == func) {
+            Some(i) => {
+                let frames = self.stack.len() - 1 - i;
+                self.stack.truncate(i + 1);
+                frames as u32
+            }
+            None => {
+                let frames = self.stack.len() as u32;
+                self.stack.clear();
+                self.stack.push(Frame {
+                    func,
+                    block: handler,
+                    next_call: 0,
+                    return_to: 0,
+                });
+                frames
+            }
+        };
+        self.emit_with(BranchKind::Throw { frames }, address, 0, instrs);
+        self.emit(BranchKind::Catch, address, target, false);
+        if handler == Cfg::EXIT {
+            // A clause naming the function's own label: it returns at once.
+            let target = self.stack.pop().map_or(0, |f| f.return_to);
+            self.emit(BranchKind::Return, address, target, false);
+        } else if let Some(top) = self.stack.last_mut() {
+            top.block = handler;
+            top.next_call = 0;
+        }
+    }
+
+    /// Emits a branch, with the instructions retired since the last one.
+    fn emit(&mut self, kind: BranchKind, address: u32, target: u32, backward: bool) {
+        let instrs = take(&mut self.instrs);
+        (self.out)(BranchEvent {
+            kind,
+            address,
+            target,
+            backward,
+            instrs,
+        });
+    }
+
+    /// Emits a branch (not backward) whose instructions were counted earlier.
+    fn emit_with(&mut self, kind: BranchKind, address: u32, target: u32, instrs: u32) {
+        (self.out)(BranchEvent {
+            kind,
+            address,
+            target,
+            backward: false,
+            instrs,
+        });
+    }
+}
+
+/// The instructions counted so far, saturated to u32, and 0 left.
+fn take(instrs: &mut u64) -> u32 {
+    u32::try_from(std::mem::take(instrs)).unwrap_or(u32::MAX)
+}
+
+/// The branch an edge between two blocks reports, if any.
+fn branch_kind(e: &Edge) -> Option<BranchKind> {
+    Some(match e.kind {
+        EdgeKind::BrIf
+        | EdgeKind::BrOnNull
+        | EdgeKind::BrOnNonNull
+        | EdgeKind::BrOnCast
+        | EdgeKind::BrOnCastFail
+        | EdgeKind::IfThen => BranchKind::Conditional { taken: true },
+        EdgeKind::IfElse => BranchKind::Conditional { taken: false },
+        EdgeKind::Fallthrough if e.arms == 1 => BranchKind::Conditional { taken: false },
+        EdgeKind::BrTable => BranchKind::Switch {
+            arm: e.arm,
+            arms: e.arms,
+        },
+        EdgeKind::Br => BranchKind::Jump,
+        _ if e.backward => BranchKind::Jump,
+        _ => return None,
+    })
+}
+
+/// Whether an edge of this kind is the taken side of a conditional branch
+/// whose not-taken side is a fall-through.
+fn conditional(kind: EdgeKind) -> bool {
+    matches!(
+        kind,
+        EdgeKind::BrIf
+            | EdgeKind::BrOnNull
+            | EdgeKind::BrOnNonNull
+            | EdgeKind::BrOnCast
+            | EdgeKind::BrOnCastFail
+    )
+}
+
+/// What the stream needs of `f`, a function of the module `bytes`;
+/// `traced(callee)`: whether a direct call of `callee` can reach traced code.
+fn function(bytes: &[u8], f: &FunctionCfg, traced: &dyn Fn(u32) -> bool) -> Result<Function> {
+    let blocks = f
+        .blocks
+        .iter()
+        .map(|b| b.map_or(Ok(Block::default()), |b| block(bytes, b, traced)))
+        .collect::<Result<Vec<_>>>()?;
+    let cfg = &f.cfg;
+    let edges = cfg
+        .edge_ids()
+        .map(|e| {
+            let (src, dst) = cfg.edge(e);
+            let kind = f.edge_kinds[e.index()];
+            let siblings = cfg.succs(src);
+            let (arm, arms) = match kind {
+                EdgeKind::BrTable => {
+                    let arms: Vec<EdgeId> = siblings
+                        .iter()
+                        .copied()
+                        .filter(|s| f.edge_kinds[s.index()] == EdgeKind::BrTable)
+                        .collect();
+                    let arm = arms.iter().position(|&s| s == e).unwrap_or(0);
+                    (arm as u32, arms.len() as u32)
+                }
+                EdgeKind::Fallthrough => {
+                    let not_taken = siblings
+                        .iter()
+                        .any(|s| conditional(f.edge_kinds[s.index()]));
+                    (0, u32::from(not_taken))
+                }
+                _ => (0, 0),
+            };
+            Edge {
+                src,
+                dst,
+                kind,
+                backward: cfg.is_backedge(e),
+                arm,
+                arms,
+            }
+        })
+        .collect();
+    Ok(Function { blocks, edges })
+}
+
+/// What the stream needs of the block `b`, read from the module `bytes`.
+fn block(bytes: &[u8], b: crate::BlockInfo, traced: &dyn Fn(u32) -> bool) -> Result<Block> {
+    let mut out = Block {
+        offset: b.offset,
+        instrs: b.instrs,
+        last: b.offset,
+        ..Block::default()
+    };
+    let (mut at, end) = (b.offset as usize, b.end as usize);
+    let code = bytes.get(..end).ok_or(WasmError::Invalid {
+        offset: end,
+        message: "a block ends past the module".into(),
+    })?;
+    while at < end {
+        let (op, next) = read_op(code, at)?;
+        out.last = at as u32;
+        out.tail_indirect = matches!(
+            op,
+            Operator::ReturnCallIndirect { .. } | Operator::ReturnCallRef { .. }
+        );
+        let indirect = match op {
+            Operator::Call { function_index } => traced(function_index).then_some(false),
+            Operator::CallIndirect { .. } | Operator::CallRef { .. } => Some(true),
+            _ => None,
+        };
+        if let Some(indirect) = indirect {
+            out.calls.push(CallSite {
+                at: at as u32,
+                next: next as u32,
+                indirect,
+            });
+        }
+        at = next;
+    }
+    Ok(out)
+}
+
+/// The instruction at `at` in `code`, and the offset after it.
+fn read_op(code: &[u8], at: usize) -> Result<(Operator<'_>, usize)> {
+    // A reader of one instruction has no `if` open, so it would reject
+    // `else`, which has no immediates.
+    const ELSE: u8 = 0x05;
+    if code.get(at) == Some(&ELSE) {
+        return Ok((Operator::Else, at + 1));
+    }
+    let mut ops = OperatorsReader::new(BinaryReader::new(&code[at..], at));
+    let op = ops.read().map_err(|e| WasmError::invalid(&e))?;
+    Ok((op, ops.original_position()))
+}
