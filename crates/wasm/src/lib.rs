@@ -22,7 +22,9 @@ mod module;
 pub mod par;
 pub mod rewrite;
 
-pub use cfg::{analyze, BlockInfo, EdgeKind, FunctionCfg, ModuleInfo, Unsupported};
+pub use cfg::{
+    analyze, BlockInfo, CallSite, Callee, EdgeKind, FunctionCfg, ModuleInfo, Unsupported,
+};
 pub use error::{Result, WasmError};
 pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX};
 pub use rewrite::{
