@@ -16,12 +16,14 @@
 //! landing pads, action lowering and the hash helper, counter layout, module
 //! re-assembly), `module.rs` (header check, validation, section scan).
 
+pub mod callgraph;
 pub mod cfg;
 mod error;
 mod module;
 pub mod par;
 pub mod rewrite;
 
+pub use callgraph::CallGraph;
 pub use cfg::{
     analyze, BlockInfo, CallSite, Callee, EdgeKind, FunctionCfg, ModuleInfo, Unsupported,
 };
