@@ -148,6 +148,9 @@ pub(crate) struct ModuleScan<'a> {
     pub func_types: Vec<u32>,
     pub num_imported_funcs: u32,
     pub num_memories: u32,
+    /// Globals, imported and defined: the index of the first one the
+    /// rewriter adds.
+    pub num_globals: u32,
     pub num_types: u32,
     /// Defined function bodies in order.
     pub bodies: Vec<FunctionBody<'a>>,
@@ -167,6 +170,7 @@ impl<'a> ModuleScan<'a> {
             func_types: Vec::new(),
             num_imported_funcs: 0,
             num_memories: 0,
+            num_globals: 0,
             num_types: 0,
             bodies: Vec::new(),
             names: Vec::new(),
@@ -214,6 +218,7 @@ impl<'a> ModuleScan<'a> {
                                 scan.num_imported_funcs += 1;
                             }
                             TypeRef::Memory(_) => scan.num_memories += 1,
+                            TypeRef::Global(_) => scan.num_globals += 1,
                             _ => {}
                         }
                     }
@@ -224,6 +229,7 @@ impl<'a> ModuleScan<'a> {
                     }
                 }
                 Payload::MemorySection(r) => scan.num_memories += r.count(),
+                Payload::GlobalSection(r) => scan.num_globals += r.count(),
                 Payload::ExportSection(r) => {
                     for export in r {
                         let export = export.map_err(err)?;

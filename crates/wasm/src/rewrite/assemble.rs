@@ -11,6 +11,7 @@ use super::types::{self, NewTypes};
 use super::{TRACE_MODULE, TRACE_NAME};
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
+use pathprof_techniques::{global_export_name, Width};
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::ops::Range;
@@ -39,6 +40,8 @@ pub(crate) struct Assembler<'a> {
     pub deferred: Vec<Deferred>,
     /// Custom sections whose contents were left in the input file.
     pub holes: Option<&'a Holes>,
+    /// The module-level registers: globals appended after the module's own.
+    pub globals: &'a [Width],
 }
 
 /// A custom section copied unchanged into a module written to a file: the
@@ -373,8 +376,26 @@ impl Assembler<'_> {
             page_size_log2: None,
         });
     }
+    fn add_globals(&self, globals: &mut wasm_encoder::GlobalSection) {
+        for &w in self.globals {
+            let (val_type, init) = match w {
+                Width::I32 => (wasm_encoder::ValType::I32, ConstExpr::i32_const(0)),
+                Width::I64 => (wasm_encoder::ValType::I64, ConstExpr::i64_const(0)),
+            };
+            let ty = wasm_encoder::GlobalType {
+                val_type,
+                mutable: true,
+                shared: false,
+            };
+            globals.global(ty, &init);
+        }
+    }
     fn add_export(&self, exports: &mut wasm_encoder::ExportSection) {
         exports.export(COUNTERS_EXPORT, ExportKind::Memory, self.memory);
+        for g in 0..self.globals.len() as u32 {
+            let index = self.scan.num_globals + g;
+            exports.export(&global_export_name(g), ExportKind::Global, index);
+        }
     }
     /// The code section of a module that had none (and so no function of
     /// its own): the helper alone.
@@ -445,6 +466,16 @@ impl Reencode for Assembler<'_> {
     ) -> RResult<()> {
         utils::parse_memory_section(self, memories, section)?;
         self.add_memory(memories);
+        Ok(())
+    }
+
+    fn parse_global_section(
+        &mut self,
+        globals: &mut wasm_encoder::GlobalSection,
+        section: wasmparser::GlobalSectionReader<'_>,
+    ) -> RResult<()> {
+        utils::parse_global_section(self, globals, section)?;
+        self.add_globals(globals);
         Ok(())
     }
 
@@ -537,6 +568,11 @@ impl Reencode for Assembler<'_> {
         if missing(self, SectionId::Memory) {
             let mut s = wasm_encoder::MemorySection::new();
             self.add_memory(&mut s);
+            module.section(&s);
+        }
+        if missing(self, SectionId::Global) && !self.globals.is_empty() {
+            let mut s = wasm_encoder::GlobalSection::new();
+            self.add_globals(&mut s);
             module.section(&s);
         }
         if missing(self, SectionId::Export) {

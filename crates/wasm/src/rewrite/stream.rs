@@ -24,7 +24,7 @@ use super::{check_plan, layout_entry, BlockMarks, CodeMap, Instrumented, PlanUse
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::{self, ModuleScan};
-use pathprof_techniques::{FunctionPlan, PathTable};
+use pathprof_techniques::{FunctionPlan, ModulePlan, PathTable, Width};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use wasm_encoder::reencode::Reencode;
@@ -159,6 +159,8 @@ pub struct Instrumenter<'a> {
     /// See [`Instrumenter::set_peel_max_bytes`].
     peel_max_bytes: u32,
     check: OutputCheck,
+    /// The module-level registers ([`Instrumenter::set_module_plan`]).
+    globals: Vec<Width>,
 }
 
 /// Whether [`Instrumenter::finish`] validates the module it assembled.
@@ -203,8 +205,16 @@ impl<'a> Instrumenter<'a> {
             scratch: Vec::new(),
             peel_max_bytes: super::peel::PEEL_MAX_BYTES,
             check: OutputCheck::Validate,
+            globals: Vec::new(),
             scan,
         })
+    }
+
+    /// Adds the module-level registers of `plan` (mutable globals after
+    /// the module's own, exported as `__pathprof_g<i>`), which the plans
+    /// of the functions taken after this may use.
+    pub fn set_module_plan(&mut self, plan: &ModulePlan) {
+        self.globals = plan.globals.clone();
     }
 
     /// Peels innermost loops of up to `max_bytes` bytes of code so that
@@ -240,7 +250,7 @@ impl<'a> Instrumenter<'a> {
         body.clear();
         let marks = match planned {
             Some((fcfg, plan)) => {
-                let uses = check_plan(fcfg, plan)?;
+                let uses = check_plan(fcfg, plan, &self.globals)?;
                 let prepared = self.prepare(fcfg, plan, uses)?;
                 Some(self.rewrite(i, fcfg, plan, &prepared, &mut body)?)
             }
@@ -327,6 +337,7 @@ impl<'a> Instrumenter<'a> {
             hash_helper: self.scan.num_imported_funcs + self.shift + self.num_functions() as u32,
             trace: self.scan.num_imported_funcs,
             func_index: fcfg.func_index,
+            globals_base: self.scan.num_globals,
         };
         let body = &self.scan.bodies[i];
         body::rewrite_body(&self.ctx(), fcfg, plan, prepared.uses, lower, body, out)
@@ -437,6 +448,7 @@ impl<'a> Instrumenter<'a> {
             defer_custom,
             deferred: Vec::new(),
             holes,
+            globals: &self.globals,
         };
         let mut module = wasm_encoder::Module::new();
         asm.parse_core_module(&mut module, wasmparser::Parser::new(0), self.bytes)
