@@ -15,6 +15,6 @@ pub mod ppp;
 pub mod trace;
 
 pub use plan::{
-    Action, EdgeActions, FunctionPlan, Otherwise, PathTable, PppEnd, PppTable, RawCounters, Reg,
-    Width, PPP_HOLE,
+    global_export_name, Action, CallActions, EdgeActions, FunctionPlan, GlobalReg, Interproc,
+    ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, RawCounters, Reg, Width, PPP_HOLE,
 };

@@ -225,10 +225,22 @@ fn transfer(plan: &FunctionPlan, mut state: State, actions: &[Action]) -> State 
                 state[reg as usize] = Some(at_width(plan.registers[reg as usize], value as u64));
             }
             Action::Add { reg, value } => state[reg as usize] = sum(plan, &state, reg, value),
-            _ => {}
+            _ => clobber(&mut state, a),
         }
     }
     state
+}
+
+/// Forgets the register an action sets to a value not known statically.
+fn clobber(state: &mut State, a: &Action) {
+    let reg = match a {
+        Action::GlobalToLocal { reg, .. } => *reg,
+        Action::MulAdd(m) => m.reg,
+        _ => return,
+    };
+    if let Some(v) = state.get_mut(reg as usize) {
+        *v = None;
+    }
 }
 
 /// `actions` with the registers' values in `state` before them, into `out`
@@ -258,7 +270,10 @@ fn rewrite(plan: &FunctionPlan, mut state: State, actions: &[Action], out: &mut 
                 Some(static_end) => out.extend(static_end),
                 None => out.push(a.clone()),
             },
-            _ => out.push(a.clone()),
+            _ => {
+                clobber(&mut state, a);
+                out.push(a.clone());
+            }
         }
     }
 }
@@ -355,6 +370,7 @@ mod tests {
             slots: 1,
             ppp: None,
             edges: EdgeActions::from(edges),
+            interproc: None,
         }
     }
 
@@ -492,6 +508,7 @@ mod tests {
                 ];
                 e
             }),
+            interproc: None,
         };
         let body = LoopBody {
             head: h,

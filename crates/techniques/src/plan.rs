@@ -5,6 +5,11 @@
 //! Plans speak of path registers, a per-function path-counter table and
 //! per-function slot counters; the rewriter chooses where they live (locals and
 //! a counter memory of their own) and records the layout it chose.
+//!
+//! Interprocedural techniques (Melski & Reps 1999) also place actions at
+//! call sites, at function entry and before function exits
+//! ([`Interproc`]), and keep state across calls in module-level registers,
+//! [`ModulePlan::globals`], which the rewriter makes mutable wasm globals.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +25,11 @@ pub enum Width {
 /// Index of a path register within a function's plan (0 for Ball-Larus; PPP
 /// keeps a second register beside it).
 pub type Reg = u8;
+
+/// Index of a module-level register in [`ModulePlan::globals`]: the
+/// rewriter keeps it in a mutable global, exported as
+/// `__pathprof_g<index>` ([`global_export_name`]) so a host can read it.
+pub type GlobalReg = u32;
 
 /// One step executed when control crosses an edge. The steps on an edge run in
 /// the order given; register values are unsigned path numbers, increments may
@@ -53,9 +63,26 @@ pub enum Action {
     CountInteresting { index: u64 },
     /// Test-only oracle hook: reports `(function index, edge)` to the host.
     Trace { edge: u32 },
+    /// `r = global` (a module-level register read into a path register of
+    /// the same width): how a callee takes over state its caller left.
+    GlobalToLocal { reg: Reg, global: GlobalReg },
+    /// `global = r` (same width).
+    LocalToGlobal { global: GlobalReg, reg: Reg },
+    /// `r += a * s + b` (wrapping), `s` another register or `r` itself:
+    /// Melski & Reps' linear edge functions. Boxed to keep actions 16 bytes.
+    MulAdd(Box<MulAdd>),
 }
 
 const _: () = assert!(std::mem::size_of::<Action>() == 16);
+
+/// The operands of [`Action::MulAdd`]: `reg += a * src + b`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MulAdd {
+    pub reg: Reg,
+    pub a: i64,
+    pub src: Reg,
+    pub b: i64,
+}
 
 /// The operands of [`Action::CountPpp`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,6 +146,59 @@ pub struct FunctionPlan {
     /// Actions per CFG edge, indexed by `EdgeId::index()`; every edge has an
     /// entry, most of them empty.
     pub edges: EdgeActions,
+    /// Actions at function entry, exits and call sites; `None` for the
+    /// intraprocedural techniques.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interproc: Option<Box<Interproc>>,
+}
+
+/// The actions of a function that are not on one CFG edge.
+///
+/// - `entry` runs when the function is entered, before the actions of its
+///   entry edge (ENTRY -> first block), and not when a path begins at a
+///   catch target.
+/// - `exit` runs when the function returns normally: on every edge to EXIT
+///   taken by `return`, by falling off the end or by a branch to the
+///   function's label, after that edge's actions; and before a tail call
+///   (`return_call*`), whose callee then runs with this frame gone. It does
+///   not run at `throw`/`throw_ref`, at `unreachable` or any other trap, or
+///   when an exception from a callee unwinds through the function: those
+///   leave the function abnormally.
+/// - `calls[i]` are the actions of call site `calls[i].site` (its index in
+///   the CFG's call sites, code order): `before` runs right before the call
+///   instruction, after the edge actions placed at the same instruction (a
+///   tail call's edge to EXIT, the entry edge); `after` runs when the call
+///   returns normally, not when it throws or traps, and a tail call may
+///   have none.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interproc {
+    pub entry: Vec<Action>,
+    pub exit: Vec<Action>,
+    /// Sorted by site, each site at most once.
+    pub calls: Vec<CallActions>,
+}
+
+/// The actions of one call site.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CallActions {
+    /// Index of the call site among the function's call sites.
+    pub site: u32,
+    pub before: Vec<Action>,
+    pub after: Vec<Action>,
+}
+
+/// What a technique decides for the whole module before it plans any
+/// function: the module-level registers every function's actions may use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModulePlan {
+    /// Per [`GlobalReg`]: its width. Each becomes a mutable global,
+    /// initially 0, exported as [`global_export_name`].
+    pub globals: Vec<Width>,
+}
+
+/// The export name of module-level register `g`: `__pathprof_g<g>`.
+pub fn global_export_name(g: GlobalReg) -> String {
+    format!("__pathprof_g{g}")
 }
 
 /// The actions of every edge of a function, in one vector: edge `e`'s are
@@ -240,6 +320,7 @@ impl FunctionPlan {
             slots: 0,
             ppp: None,
             edges: EdgeActions::empty(num_edges),
+            interproc: None,
         }
     }
 

@@ -31,7 +31,12 @@ fn execute(
                 }
                 Action::CountPathConst { path } => counted.push(path),
                 Action::CountSlot { index } => slots[index as usize] += 1,
-                Action::Trace { .. } | Action::CountPpp(_) | Action::CountInteresting { .. } => {
+                Action::Trace { .. }
+                | Action::CountPpp(_)
+                | Action::CountInteresting { .. }
+                | Action::GlobalToLocal { .. }
+                | Action::LocalToGlobal { .. }
+                | Action::MulAdd(_) => {
                     unreachable!("only Ball-Larus actions in a Ball-Larus plan")
                 }
             }

@@ -12,24 +12,35 @@
 //! does the same one function at a time, for a caller that builds and plans
 //! each function just before it is rewritten.
 //!
-//! Layout: `cfg/` (builder, rewrite sites), `rewrite/` (body rewriting with
-//! landing pads, action lowering and the hash helper, counter layout, module
-//! re-assembly), `module.rs` (header check, validation, section scan).
+//! Interprocedural techniques start from [`CallGraph`] (the call graph and
+//! its strongly connected components, built from each CFG's call sites) and
+//! [`interproc::instrument_with`], where a [`interproc::ModuleTechnique`]
+//! sees the whole module before it plans any function.
+//!
+//! Layout: `cfg/` (builder, rewrite sites, call sites), `rewrite/` (body
+//! rewriting with landing pads, action lowering and the hash helper, counter
+//! layout, module re-assembly), `callgraph.rs`, `interproc.rs` (the
+//! module-level phase), `module.rs` (header check, validation, section scan).
 
 pub mod branches;
+pub mod callgraph;
 pub mod cfg;
 mod error;
+pub mod interproc;
 mod module;
 pub mod par;
 pub mod rewrite;
 
 pub use branches::BranchStream;
-pub use cfg::{analyze, BlockInfo, EdgeKind, FunctionCfg, ModuleInfo, Unsupported};
+pub use callgraph::CallGraph;
+pub use cfg::{
+    analyze, BlockInfo, CallSite, Callee, EdgeKind, FunctionCfg, ModuleInfo, Unsupported,
+};
 pub use error::{Result, WasmError};
 pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX};
 pub use rewrite::{
-    counter_layout, hollow, instrument, instrument_checked, instrument_into, read_counters,
-    BodyValidators, CodeMap, CounterLayout, FunctionLayout, Holes, Hollowed, Instrumented,
-    Instrumenter, OutputCheck, Scanned, TraceMode, Written, COUNTERS_EXPORT, LAYOUT_VERSION,
+    counter_layout, hollow, instrument, instrument_checked, instrument_into, instrument_module,
+    read_counters, BodyValidators, CodeMap, CounterLayout, FunctionLayout, Holes, Hollowed,
+    Instrumented, Instrumenter, OutputCheck, Scanned, TraceMode, Written, COUNTERS_EXPORT, LAYOUT_VERSION,
     PEEL_MAX_BYTES,
 };

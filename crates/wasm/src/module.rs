@@ -148,7 +148,8 @@ pub(crate) struct ModuleScan<'a> {
     pub func_types: Vec<u32>,
     pub num_imported_funcs: u32,
     pub num_memories: u32,
-    /// Globals, imported and defined.
+    /// Globals, imported and defined: the index of the first one the
+    /// rewriter adds.
     pub num_globals: u32,
     pub num_types: u32,
     /// Defined function bodies in order.

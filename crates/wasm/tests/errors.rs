@@ -366,3 +366,86 @@ fn read_counters_rejects_short_or_foreign_memory() {
         assert!(matches!(r, Err(WasmError::CorruptCounters { .. })), "{r:?}");
     }
 }
+
+/// Plans whose interprocedural parts do not fit are refused, each with
+/// its reason.
+#[test]
+fn misfitting_interprocedural_plans_are_refused() {
+    use pathprof_techniques::{CallActions, Interproc, ModulePlan};
+    use pathprof_wasm::OutputCheck;
+    let bytes = wat::parse_str(
+        r#"(module (func $f (result i32) i32.const 1 return_call $f)
+                   (func call $f drop))"#,
+    )
+    .unwrap();
+    let info = analyze(&bytes).unwrap();
+    let cfg = |i: usize| info.functions[i].as_ref().unwrap();
+    let plan = |i: usize, inter: Interproc, registers: Vec<Width>| {
+        let mut p = FunctionPlan::empty(cfg(i).cfg.num_edges());
+        p.registers = registers;
+        p.interproc = Some(Box::new(inter));
+        p
+    };
+    let site = |site: u32, after: Vec<Action>| CallActions {
+        site,
+        before: Vec::new(),
+        after,
+    };
+    let count = || vec![Action::CountSlot { index: 0 }];
+    let to_global = |global| vec![Action::LocalToGlobal { global, reg: 0 }];
+    let cases = [
+        (
+            0,
+            Interproc {
+                calls: vec![site(0, count())],
+                ..Interproc::default()
+            },
+            "call site 0 is a tail call: nothing runs after it",
+        ),
+        (
+            1,
+            Interproc {
+                calls: vec![site(1, Vec::new())],
+                ..Interproc::default()
+            },
+            "call site 1 is outside 0..1",
+        ),
+        (
+            1,
+            Interproc {
+                entry: to_global(1),
+                ..Interproc::default()
+            },
+            "entry: module register 1 is not declared",
+        ),
+        (
+            1,
+            Interproc {
+                exit: to_global(0),
+                ..Interproc::default()
+            },
+            "exit: module register 0 and register 0 differ in width",
+        ),
+    ];
+    let module = ModulePlan {
+        globals: vec![Width::I64],
+    };
+    for (i, inter, reason) in cases {
+        let mut plans = vec![None, None];
+        plans[i] = Some(plan(i, inter, vec![Width::I32]));
+        let err = pathprof_wasm::rewrite::instrument_module(
+            &bytes,
+            &info,
+            &module,
+            &plans,
+            &[],
+            OutputCheck::Validate,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("bad plan for function {i}: {reason}"),
+            "{reason}"
+        );
+    }
+}

@@ -8,6 +8,7 @@
 //! `end` only if some edge reaches it, and the list is patched then. Every
 //! operation is O(1) per instruction, plus O(targets) for `br_table`.
 
+use super::calls::{CallSite, Callee};
 use super::checked::Checked;
 use super::site::{Construct, Site, SiteKind};
 use super::{BlockInfo, EdgeKind};
@@ -46,6 +47,8 @@ pub(crate) struct Built {
     pub padded_opens: Vec<u32>,
     /// Module offsets of the instructions the rewriter must decode.
     pub controls: Vec<u32>,
+    /// The reachable call instructions, in code order.
+    pub calls: Vec<CallSite>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -103,6 +106,7 @@ pub(super) struct Builder {
     pad_edges: Vec<EdgeId>,
     padded_opens: Vec<u32>,
     controls: Vec<u32>,
+    calls: Vec<CallSite>,
     frames: Vec<Frame>,
     /// The block being filled, NONE in unreachable code.
     cur: u32,
@@ -140,6 +144,7 @@ pub(crate) fn build(
         pad_edges: Vec::new(),
         padded_opens: Vec::new(),
         controls: Vec::with_capacity(guess / 2),
+        calls: Vec::new(),
         frames: Vec::with_capacity(16),
         cur: NONE,
         cur_plain: true,
@@ -175,6 +180,7 @@ pub(crate) fn build(
     b.sites.shrink_to_fit();
     b.kinds.shrink_to_fit();
     b.controls.shrink_to_fit();
+    b.calls.shrink_to_fit();
     Ok(Built {
         cfg,
         blocks: b.blocks,
@@ -184,6 +190,7 @@ pub(crate) fn build(
         func_pads: b.func_pads,
         padded_opens: b.padded_opens,
         controls: b.controls,
+        calls: b.calls,
     })
 }
 
@@ -451,6 +458,9 @@ macro_rules! visit_plain_one {
     (visit_br_table $($rest:tt)*) => {};
     (visit_return $($rest:tt)*) => {};
     (visit_unreachable $($rest:tt)*) => {};
+    (visit_call $($rest:tt)*) => {};
+    (visit_call_indirect $($rest:tt)*) => {};
+    (visit_call_ref $($rest:tt)*) => {};
     (visit_return_call $($rest:tt)*) => {};
     (visit_return_call_indirect $($rest:tt)*) => {};
     (visit_return_call_ref $($rest:tt)*) => {};
@@ -515,6 +525,24 @@ impl Builder {
             self.exit(self.at, kind);
         }
         Ok(())
+    }
+
+    /// A call instruction: the current block runs it, and it is a call
+    /// site; a tail call also ends the block with an edge to EXIT.
+    fn call(&mut self, callee: Callee, tail: bool) -> Visit {
+        if self.live() {
+            self.calls.push(CallSite {
+                offset: self.at as u32,
+                block: NodeId::new(self.cur as usize),
+                callee,
+                tail,
+            });
+        }
+        if tail {
+            self.leave(EdgeKind::TailCall)
+        } else {
+            self.plain()
+        }
     }
 
     /// `end` of the function's own frame.
@@ -738,16 +766,28 @@ impl<'a> VisitOperator<'a> for Builder {
         self.leave(EdgeKind::Unreachable)
     }
 
-    fn visit_return_call(&mut self, _: u32) -> Visit {
-        self.leave(EdgeKind::TailCall)
+    fn visit_call(&mut self, function_index: u32) -> Visit {
+        self.call(Callee::Direct(function_index), false)
     }
 
-    fn visit_return_call_indirect(&mut self, _: u32, _: u32) -> Visit {
-        self.leave(EdgeKind::TailCall)
+    fn visit_call_indirect(&mut self, type_index: u32, table: u32) -> Visit {
+        self.call(Callee::Indirect { type_index, table }, false)
     }
 
-    fn visit_return_call_ref(&mut self, _: u32) -> Visit {
-        self.leave(EdgeKind::TailCall)
+    fn visit_call_ref(&mut self, type_index: u32) -> Visit {
+        self.call(Callee::Ref(type_index), false)
+    }
+
+    fn visit_return_call(&mut self, function_index: u32) -> Visit {
+        self.call(Callee::Direct(function_index), true)
+    }
+
+    fn visit_return_call_indirect(&mut self, type_index: u32, table: u32) -> Visit {
+        self.call(Callee::Indirect { type_index, table }, true)
+    }
+
+    fn visit_return_call_ref(&mut self, type_index: u32) -> Visit {
+        self.call(Callee::Ref(type_index), true)
     }
 
     fn visit_throw(&mut self, _: u32) -> Visit {

@@ -30,6 +30,8 @@
 //!   when a `loop` starts becomes the loop header itself; the not-taken side
 //!   of a conditional branch always gets a block of its own, even an empty
 //!   one, so br_if / br_on_* / if-without-else make no parallel edges.
+//! - Every reachable call instruction is a [`CallSite`], in code order
+//!   ([`FunctionCfg::calls`]).
 //!
 //! Functions using instructions outside this model (the legacy exception
 //! handling `try`/`catch`/`catch_all`/`delegate`/`rethrow`, and the
@@ -37,6 +39,7 @@
 //! rejects anyway) are reported [`Unsupported`] and left untouched.
 
 mod builder;
+mod calls;
 mod checked;
 pub(crate) mod site;
 
@@ -45,6 +48,8 @@ use crate::module::{self, ModuleScan};
 use pathprof_graph::{Cfg, EdgeId};
 use serde::{Deserialize, Serialize};
 use site::Site;
+
+pub use calls::{CallSite, Callee};
 
 /// How control crosses an edge.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -110,6 +115,9 @@ pub struct FunctionCfg {
     pub blocks: Vec<Option<BlockInfo>>,
     /// Per edge.
     pub edge_kinds: Vec<EdgeKind>,
+    /// The reachable call instructions (`call*`, `return_call*`), in code
+    /// order; interprocedural plans name a call site by its index here.
+    pub calls: Vec<CallSite>,
     pub(crate) sites: Vec<Site>,
     pub(crate) pad_edges: Vec<EdgeId>,
     pub(crate) func_pads: (u32, u32),
@@ -183,6 +191,7 @@ pub(crate) fn build_function(
             cfg: b.cfg,
             blocks: b.blocks,
             edge_kinds: b.edge_kinds,
+            calls: b.calls,
             sites: b.sites,
             pad_edges: b.pad_edges,
             func_pads: b.func_pads,

@@ -14,6 +14,7 @@ use super::trace::{
 use super::types::{self, NewTypes};
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
+use pathprof_techniques::{global_export_name, Width};
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::ops::Range;
@@ -44,6 +45,8 @@ pub(crate) struct Assembler<'a> {
     pub deferred: Vec<Deferred>,
     /// Custom sections whose contents were left in the input file.
     pub holes: Option<&'a Holes>,
+    /// The module-level registers: globals appended after the module's own.
+    pub globals: &'a [Width],
 }
 
 /// A custom section copied unchanged into a module written to a file: the
@@ -400,12 +403,33 @@ impl Assembler<'_> {
             };
             globals.global(ty, &ConstExpr::i32_const(0));
         }
+        for &w in self.globals {
+            let (val_type, init) = match w {
+                Width::I32 => (wasm_encoder::ValType::I32, ConstExpr::i32_const(0)),
+                Width::I64 => (wasm_encoder::ValType::I64, ConstExpr::i64_const(0)),
+            };
+            let ty = wasm_encoder::GlobalType {
+                val_type,
+                mutable: true,
+                shared: false,
+            };
+            globals.global(ty, &init);
+        }
+    }
+    /// Index of the first module-level register: after the module's own
+    /// globals and the buffered trace's position, which come first.
+    fn globals_base(&self) -> u32 {
+        self.scan.num_globals + u32::from(self.trace_buffer.is_some())
     }
     fn add_export(&self, exports: &mut wasm_encoder::ExportSection) {
         exports.export(COUNTERS_EXPORT, ExportKind::Memory, self.memory);
         if let Some(b) = self.trace_buffer {
             exports.export(TRACE_BUFFER_EXPORT, ExportKind::Memory, b.memory);
             exports.export(TRACE_POS_EXPORT, ExportKind::Global, b.pos);
+        }
+        for g in 0..self.globals.len() as u32 {
+            let index = self.globals_base() + g;
+            exports.export(&global_export_name(g), ExportKind::Global, index);
         }
     }
     /// The code section of a module that had none (and so no function of
@@ -581,7 +605,7 @@ impl Reencode for Assembler<'_> {
             self.add_memory(&mut s);
             module.section(&s);
         }
-        if missing(self, SectionId::Global) && self.trace_buffer.is_some() {
+        if missing(self, SectionId::Global) && (self.trace_buffer.is_some() || !self.globals.is_empty()) {
             let mut s = wasm_encoder::GlobalSection::new();
             self.add_globals(&mut s);
             module.section(&s);

@@ -36,11 +36,12 @@ use super::lower::Lowerer;
 use super::peel::{self, Peel};
 use super::types::{self, NewTypes, PadKey};
 use crate::cfg::site::{open_blockty, Construct, Phase, Site, SiteKind};
+use crate::cfg::EdgeKind;
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
-use pathprof_graph::{EdgeId, NodeId};
-use pathprof_techniques::{Action, FunctionPlan, PathTable};
+use pathprof_graph::{Cfg, EdgeId, NodeId};
+use pathprof_techniques::{Action, CallActions, FunctionPlan, PathTable};
 use std::ops::Range;
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{BlockType, Encode, InstructionSink};
@@ -280,6 +281,8 @@ struct Rewriter<'a, 'o> {
     next_peel: usize,
     /// The peeled loop being emitted.
     peeling: Option<Peeling<'a>>,
+    /// Index in `Interproc::calls` of the next call site with actions.
+    next_call: usize,
 }
 
 /// A peeled loop being emitted: its first copy (`proper` false) or the loop
@@ -345,7 +348,9 @@ pub(crate) fn rewrite_body(
         .map(|(r, &w)| (base + r as u32, w))
         .collect();
     lower.scratch = base + plan.registers.len() as u32;
-    lower.scaled = Lowerer::scaled(plan.paths, plan.ppp.is_some(), &plan.registers);
+    // A module register holds plain values, whichever function reads it.
+    lower.scaled =
+        Lowerer::scaled(plan.paths, plan.ppp.is_some(), &plan.registers) && !uses.globals;
     for &w in &plan.registers {
         1u32.encode(out);
         types::val_type_for(w).encode(out);
@@ -401,6 +406,7 @@ pub(crate) fn rewrite_body(
         peels,
         next_peel: 0,
         peeling: None,
+        next_call: 0,
     };
     let source = if ctx.shift == 0 {
         Source::listed(ctx.bytes, &fcfg.controls, range.end)
@@ -410,6 +416,15 @@ pub(crate) fn rewrite_body(
     };
     rw.run(source, ops_start..range.end)?;
     Ok(rw.marks)
+}
+
+/// Where the call instruction at module offset `start` ends (`end`: where
+/// the body ends).
+fn call_end(bytes: &[u8], start: usize, end: usize) -> Result<usize> {
+    let reader = BinaryReader::new(&bytes[start..end], start);
+    let mut ops = OperatorsReader::new(reader);
+    ops.read().map_err(read_err)?;
+    Ok(ops.original_position())
 }
 
 /// The function's non-empty blocks by the offset of their first instruction.
@@ -441,16 +456,60 @@ impl<'a> Rewriter<'a, '_> {
     }
 
     fn has_code(&self, e: EdgeId) -> bool {
-        !self.actions(e).is_empty()
+        let (entry, exit) = self.entry_exit(e);
+        !(self.actions(e).is_empty() && entry.is_empty() && exit.is_empty())
+    }
+
+    /// The function's entry and exit actions that run on edge `e`
+    /// (`Interproc`): the entry edge runs the entry actions first, and an
+    /// edge to EXIT that leaves the function normally (not by a trap or a
+    /// throw) runs the exit actions last.
+    fn entry_exit(&self, e: EdgeId) -> (&'a [Action], &'a [Action]) {
+        let Some(inter) = self.plan.interproc.as_deref() else {
+            return (&[], &[]);
+        };
+        match self.fcfg.edge_kinds[e.index()] {
+            EdgeKind::Entry => (&inter.entry, &[]),
+            EdgeKind::Unreachable | EdgeKind::Throw | EdgeKind::ThrowRef => (&[], &[]),
+            _ if self.fcfg.cfg.dst(e) == Cfg::EXIT => (&[], &inter.exit),
+            _ => (&[], &[]),
+        }
     }
 
     fn code(&mut self, e: EdgeId) {
         if self.has_code(e) {
+            let (entry, exit) = self.entry_exit(e);
+            self.emit(entry);
             self.flush();
             let mut out = std::mem::take(self.out);
             self.lower.emit(&mut out, self.actions(e));
             *self.out = out;
+            self.emit(exit);
         }
+    }
+
+    /// Emits `actions` where the code being written is.
+    fn emit(&mut self, actions: &[Action]) {
+        if !actions.is_empty() {
+            self.flush();
+            self.lower.emit(self.out, actions);
+        }
+    }
+
+    /// The actions of the call site at module offset `start`, if it has
+    /// some (`Interproc::calls`, in code order as the sites are).
+    fn call_at(&self, start: usize) -> Option<&'a CallActions> {
+        let calls = &self.plan.interproc.as_deref()?.calls;
+        let c = calls.get(self.next_call)?;
+        let site = self.fcfg.calls.get(c.site as usize)?;
+        (site.offset as usize == start).then_some(c)
+    }
+
+    /// Module offset of the next call site with actions.
+    fn next_call_offset(&self) -> Option<usize> {
+        let calls = &self.plan.interproc.as_deref()?.calls;
+        let c = calls.get(self.next_call)?;
+        Some(self.fcfg.calls.get(c.site as usize)?.offset as usize)
     }
 
     fn sink(&mut self) -> InstructionSink<'_> {
@@ -575,7 +634,8 @@ impl<'a> Rewriter<'a, '_> {
         };
         let site = self.fcfg.sites.get(cursor).map(|s| s.offset as usize);
         let block = self.block_starts.get(self.next_block).map(|b| b.0 as usize);
-        min(min(site, block), source.next())
+        let call = self.next_call_offset();
+        min(min(min(site, block), source.next()), call)
     }
 
     /// One pass over the body: the bytes between events are kept as they
@@ -601,7 +661,20 @@ impl<'a> Rewriter<'a, '_> {
                 cursor += 1;
             }
             self.mark_blocks(start);
+            let call = self.call_at(start);
+            if let Some(c) = call {
+                self.emit(&c.before);
+            }
             let Some((op, end)) = source.read(start)? else {
+                if let Some(c) = call {
+                    // A call the source does not decode: copied as it is.
+                    let end = call_end(self.ctx.bytes, start, ops.end)?;
+                    self.keep(start, end);
+                    pos = end;
+                    self.emit(&c.after);
+                    self.next_call += 1;
+                    continue;
+                }
                 if self.next_event(&source, cursor) == Some(start) {
                     break; // an At or After site on an instruction not decoded
                 }
@@ -630,6 +703,10 @@ impl<'a> Rewriter<'a, '_> {
                 }
                 cursor += 1;
             }
+            if let Some(c) = call {
+                self.emit(&c.after);
+                self.next_call += 1;
+            }
             if peel_here {
                 self.peeling = Some(Peeling {
                     proper: false,
@@ -653,6 +730,15 @@ impl<'a> Rewriter<'a, '_> {
         }
         self.keep(pos, ops.end);
         self.flush();
+        if let Some(offset) = self.next_call_offset() {
+            return Err(WasmError::InvalidOutput {
+                offset,
+                message: format!(
+                    "the actions of a call site of function {} were not applied",
+                    self.fcfg.func_index
+                ),
+            });
+        }
         let sites = &self.fcfg.sites;
         if cursor != sites.len() {
             return Err(WasmError::InvalidOutput {

@@ -9,7 +9,7 @@ use super::layout::{
     MAX_PROBES,
 };
 use super::trace::TraceBuffer;
-use pathprof_techniques::{Action, Otherwise, PathTable, PppEnd, Width};
+use pathprof_techniques::{Action, MulAdd, Otherwise, PathTable, PppEnd, Width};
 use wasm_encoder::BlockType;
 use wasm_encoder::{Function, InstructionSink, MemArg, ValType};
 
@@ -38,6 +38,8 @@ pub(crate) struct Lowerer {
     pub trace_buffer: Option<TraceBuffer>,
     /// This function's index in the ORIGINAL module, reported by `Trace`.
     pub func_index: u32,
+    /// Global index of module-level register 0 (`ModulePlan::globals`).
+    pub globals_base: u32,
 }
 
 /// Pushes `value` at a register's width (an i32 register keeps the low
@@ -124,8 +126,33 @@ impl Lowerer {
                             .call(self.trace);
                     }
                 },
+                Action::GlobalToLocal { reg, global } => {
+                    sink.global_get(self.globals_base + global)
+                        .local_set(self.regs[reg as usize].0);
+                }
+                Action::LocalToGlobal { global, reg } => {
+                    sink.local_get(self.regs[reg as usize].0)
+                        .global_set(self.globals_base + global);
+                }
+                Action::MulAdd(ref m) => self.mul_add(&mut sink, m),
             }
         }
+    }
+
+    /// `r += a * s + b` at `r`'s width (`s` has it too: checked).
+    fn mul_add(&self, sink: &mut InstructionSink<'_>, m: &MulAdd) {
+        let (local, width) = self.regs[m.reg as usize];
+        sink.local_get(local);
+        sink.local_get(self.regs[m.src as usize].0);
+        push_const(sink, width, m.a);
+        match width {
+            Width::I32 => sink.i32_mul(),
+            Width::I64 => sink.i64_mul(),
+        };
+        add(sink, width);
+        push_const(sink, width, self.scale(m.b));
+        add(sink, width);
+        sink.local_set(local);
     }
 
     /// Whether the registers of a plan can hold 8 times its values: the

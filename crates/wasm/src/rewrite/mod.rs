@@ -20,7 +20,15 @@
 //!   the counter memory and a global after all globals, both exported;
 //! - when some plan uses a hash table: `__pathprof_hash_inc`, appended after
 //!   all functions (so no index moves);
-//! - function types appended after all existing types.
+//! - function types appended after all existing types;
+//! - the module-level registers of a `ModulePlan`: mutable globals, initially
+//!   0, appended after all existing globals (so no global index moves) and
+//!   exported as `__pathprof_g<i>`.
+//!
+//! Entry and exit actions are emitted with the code of the entry edge and of
+//! the edges to EXIT that leave normally; call-site actions right before and
+//! after the call instruction, which is copied as it is. A function with
+//! such actions has no loop peeled.
 //!
 //! The program's own memories, tables, globals and exports are untouched.
 //! Custom sections whose contents are code offsets (`metadata.code.*`, such
@@ -54,7 +62,9 @@ use crate::cfg::{FunctionCfg, ModuleInfo};
 use crate::error::{Result, WasmError};
 use crate::module;
 use pathprof_graph::NodeId;
-use pathprof_techniques::{Action, FunctionPlan, Otherwise, PathTable, PppEnd};
+use pathprof_techniques::{
+    Action, FunctionPlan, Interproc, ModulePlan, Otherwise, PathTable, PppEnd, Reg, Width,
+};
 
 /// An instrumented module and where its counters are.
 #[derive(Clone, Debug)]
@@ -116,9 +126,26 @@ pub fn instrument_checked(
     custom_sections: &[(&str, &[u8])],
     check: OutputCheck,
 ) -> Result<Instrumented> {
+    let none = ModulePlan::default();
+    instrument_module(bytes, info, &none, plans, custom_sections, check)
+}
+
+/// [`instrument_checked`] for a technique with a module-level part: the
+/// plans may use the module registers `module.globals`, which become
+/// mutable globals appended after the module's own (so no index moves),
+/// initially 0 and exported as `__pathprof_g<i>`
+/// ([`pathprof_techniques::global_export_name`]).
+pub fn instrument_module(
+    bytes: &[u8],
+    info: &ModuleInfo,
+    module_plan: &ModulePlan,
+    plans: &[Option<FunctionPlan>],
+    custom_sections: &[(&str, &[u8])],
+    check: OutputCheck,
+) -> Result<Instrumented> {
     check_info(bytes, info)?;
     let module = Scanned::new(bytes)?;
-    rewrite_all(&module, info, plans, check, None)?.finish(custom_sections)
+    rewrite_all(&module, info, module_plan, plans, check, None)?.finish(custom_sections)
 }
 
 /// [`instrument_checked`], with the module written to `out` and the new
@@ -135,7 +162,12 @@ pub fn instrument_into(
 ) -> Result<Written> {
     check_info(bytes, info)?;
     let module = Scanned::new(bytes)?;
-    rewrite_all(&module, info, plans, check, Some(spill))?.finish_into(custom_sections, out, None)
+    let none = ModulePlan::default();
+    rewrite_all(&module, info, &none, plans, check, Some(spill))?.finish_into(
+        custom_sections,
+        out,
+        None,
+    )
 }
 
 fn check_info(bytes: &[u8], info: &ModuleInfo) -> Result<()> {
@@ -154,14 +186,16 @@ fn check_info(bytes: &[u8], info: &ModuleInfo) -> Result<()> {
 fn rewrite_all<'a>(
     module: &'a Scanned<'a>,
     info: &ModuleInfo,
+    module_plan: &ModulePlan,
     plans: &[Option<FunctionPlan>],
     check: OutputCheck,
     spill: Option<std::fs::File>,
 ) -> Result<Instrumenter<'a>> {
     // `info` was computed by `analyze`, which validated these very bytes.
-    let (_, uses) = check_plans(info, plans)?;
+    let (_, uses) = check_plans(info, plans, &module_plan.globals)?;
     let traces = uses.iter().any(|u| u.traces);
     let mut inst = Instrumenter::new(module, traces.then_some(TraceMode::PerEdge))?;
+    inst.set_module_plan(module_plan);
     inst.set_output_check(check);
     if let Some(file) = spill {
         inst.spill_code_to(file);
@@ -197,6 +231,7 @@ type Planned<'a> = Vec<(&'a FunctionCfg, &'a FunctionPlan)>;
 fn check_plans<'a>(
     info: &'a ModuleInfo,
     plans: &'a [Option<FunctionPlan>],
+    globals: &[Width],
 ) -> Result<(Planned<'a>, Vec<PlanUse>)> {
     if plans.len() != info.functions.len() {
         return Err(WasmError::PlanCount {
@@ -210,7 +245,7 @@ fn check_plans<'a>(
         let Some(plan) = plan else { continue };
         match slot {
             Ok(fcfg) => {
-                *uses = check_plan(fcfg, plan)?;
+                *uses = check_plan(fcfg, plan, globals)?;
                 planned.push((fcfg, plan));
             }
             Err(u) => {
@@ -227,7 +262,7 @@ fn check_plans<'a>(
 /// The counter layout `instrument` will choose for these plans, without
 /// rewriting anything (the layout depends only on the plans).
 pub fn counter_layout(info: &ModuleInfo, plans: &[Option<FunctionPlan>]) -> Result<CounterLayout> {
-    let (planned, _) = check_plans(info, plans)?;
+    let (planned, _) = check_plans(info, plans, &[])?;
     CounterLayout::new(planned.iter().map(|(f, p)| layout_entry(f, p)))
 }
 
@@ -246,10 +281,19 @@ pub(crate) struct PlanUse {
     pub count_path: bool,
     /// Number of actions.
     pub actions: usize,
+    /// Some action reads or writes a module-level register.
+    pub globals: bool,
+    /// The plan has entry, exit or call-site actions.
+    pub interproc: bool,
 }
 
-/// Checks that a plan fits its function's CFG.
-pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<PlanUse> {
+/// Checks that a plan fits its function's CFG and the module-level
+/// registers `globals`.
+pub(crate) fn check_plan(
+    fcfg: &FunctionCfg,
+    plan: &FunctionPlan,
+    globals: &[Width],
+) -> Result<PlanUse> {
     let mut uses = PlanUse::default();
     let bad = |reason: String| {
         Err(WasmError::BadPlan {
@@ -270,44 +314,121 @@ pub(crate) fn check_plan(fcfg: &FunctionCfg, plan: &FunctionPlan) -> Result<Plan
         }
     }
     for (e, actions) in plan.edges.iter().enumerate() {
-        uses.actions += actions.len();
-        for action in actions {
-            match action {
-                Action::Trace { .. } => uses.traces = true,
-                Action::CountPath { .. } | Action::CountPpp(_) => uses.count_path = true,
-                _ => {}
-            }
-            let fault = match *action {
-                Action::Set { reg, .. } | Action::Add { reg, .. }
-                    if usize::from(reg) >= plan.registers.len() =>
-                {
-                    Some(format!("register {reg} is not declared"))
-                }
-                Action::CountPath { reg, .. } if usize::from(reg) >= plan.registers.len() => {
-                    Some(format!("register {reg} is not declared"))
-                }
-                Action::CountPath { .. } if plan.paths == PathTable::None => {
-                    Some("no path table".into())
-                }
-                Action::CountPathConst { path } => match plan.paths {
-                    PathTable::None => Some("no path table".into()),
-                    PathTable::Array { len } if path >= len => {
-                        Some(format!("path {path} is outside 0..{len}"))
-                    }
-                    _ => None,
-                },
-                Action::CountSlot { index } if index >= plan.slots => {
-                    Some(format!("slot {index} is outside 0..{}", plan.slots))
-                }
-                Action::CountPpp(_) | Action::CountInteresting { .. } => check_ppp(plan, action),
-                _ => None,
-            };
-            if let Some(reason) = fault {
-                return bad(format!("edge {e}: {reason}"));
-            }
+        if let Some(reason) = check_actions(plan, globals, actions, &mut uses) {
+            return bad(format!("edge {e}: {reason}"));
+        }
+    }
+    if let Some(inter) = &plan.interproc {
+        if let Some(reason) = check_interproc(fcfg, plan, globals, inter, &mut uses) {
+            return bad(reason);
         }
     }
     Ok(uses)
+}
+
+/// What is wrong with the entry, exit and call-site actions of a plan.
+fn check_interproc(
+    fcfg: &FunctionCfg,
+    plan: &FunctionPlan,
+    globals: &[Width],
+    inter: &Interproc,
+    uses: &mut PlanUse,
+) -> Option<String> {
+    uses.interproc = true;
+    if let Some(r) = check_actions(plan, globals, &inter.entry, uses) {
+        return Some(format!("entry: {r}"));
+    }
+    if let Some(r) = check_actions(plan, globals, &inter.exit, uses) {
+        return Some(format!("exit: {r}"));
+    }
+    let mut last = None;
+    for c in &inter.calls {
+        let Some(site) = fcfg.calls.get(c.site as usize) else {
+            return Some(format!(
+                "call site {} is outside 0..{}",
+                c.site,
+                fcfg.calls.len()
+            ));
+        };
+        if last.is_some_and(|l| l >= c.site) {
+            return Some(format!("call site {} is not in increasing order", c.site));
+        }
+        last = Some(c.site);
+        if site.tail && !c.after.is_empty() {
+            return Some(format!(
+                "call site {} is a tail call: nothing runs after it",
+                c.site
+            ));
+        }
+        for actions in [&c.before, &c.after] {
+            if let Some(r) = check_actions(plan, globals, actions, uses) {
+                return Some(format!("call site {}: {r}", c.site));
+            }
+        }
+    }
+    None
+}
+
+/// What is wrong with one list of actions of `plan`, if anything; records
+/// what they use.
+fn check_actions(
+    plan: &FunctionPlan,
+    globals: &[Width],
+    actions: &[Action],
+    uses: &mut PlanUse,
+) -> Option<String> {
+    uses.actions += actions.len();
+    for action in actions {
+        match action {
+            Action::Trace { .. } => uses.traces = true,
+            Action::CountPath { .. } | Action::CountPpp(_) => uses.count_path = true,
+            Action::GlobalToLocal { .. } | Action::LocalToGlobal { .. } => uses.globals = true,
+            _ => {}
+        }
+        let fault = check_action(plan, globals, action);
+        if fault.is_some() {
+            return fault;
+        }
+    }
+    None
+}
+
+/// What is wrong with one action of `plan`, if anything.
+fn check_action(plan: &FunctionPlan, globals: &[Width], action: &Action) -> Option<String> {
+    let undeclared = |reg: Reg| {
+        (usize::from(reg) >= plan.registers.len())
+            .then(|| format!("register {reg} is not declared"))
+    };
+    match *action {
+        Action::Set { reg, .. } | Action::Add { reg, .. } => undeclared(reg),
+        Action::CountPath { reg, .. } => undeclared(reg)
+            .or_else(|| (plan.paths == PathTable::None).then(|| "no path table".into())),
+        Action::CountPathConst { path } => match plan.paths {
+            PathTable::None => Some("no path table".into()),
+            PathTable::Array { len } if path >= len => {
+                Some(format!("path {path} is outside 0..{len}"))
+            }
+            _ => None,
+        },
+        Action::CountSlot { index } if index >= plan.slots => {
+            Some(format!("slot {index} is outside 0..{}", plan.slots))
+        }
+        Action::CountPpp(_) | Action::CountInteresting { .. } => check_ppp(plan, action),
+        Action::GlobalToLocal { reg, global } | Action::LocalToGlobal { global, reg } => {
+            undeclared(reg).or_else(|| match globals.get(global as usize) {
+                None => Some(format!("module register {global} is not declared")),
+                Some(&w) if w != plan.registers[reg as usize] => Some(format!(
+                    "module register {global} and register {reg} differ in width"
+                )),
+                _ => None,
+            })
+        }
+        Action::MulAdd(ref m) => undeclared(m.reg.max(m.src)).or_else(|| {
+            (plan.registers[m.reg as usize] != plan.registers[m.src as usize])
+                .then(|| format!("registers {} and {} differ in width", m.reg, m.src))
+        }),
+        _ => None,
+    }
 }
 
 /// What is wrong with a PPP action of `plan`, if anything.

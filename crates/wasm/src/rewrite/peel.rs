@@ -43,7 +43,11 @@ pub(crate) fn plan_peels(
     starts: &[(u32, NodeId)],
     max_bytes: u32,
 ) -> Vec<Peel> {
-    if max_bytes == 0 || plan.registers.is_empty() {
+    // Peeling specializes edge actions by the registers' values on entry
+    // to the loop; entry, exit and call-site actions are not edge actions
+    // and may change registers behind its back, so such plans keep their
+    // loops whole.
+    if max_bytes == 0 || plan.registers.is_empty() || plan.interproc.is_some() {
         return Vec::new();
     }
     let mut peels = Vec::new();

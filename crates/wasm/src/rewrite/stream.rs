@@ -25,7 +25,7 @@ use super::{check_plan, layout_entry, BlockMarks, CodeMap, Instrumented, PlanUse
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::{self, ModuleScan};
-use pathprof_techniques::{FunctionPlan, PathTable};
+use pathprof_techniques::{FunctionPlan, ModulePlan, PathTable, Width};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use wasm_encoder::reencode::Reencode;
@@ -162,6 +162,8 @@ pub struct Instrumenter<'a> {
     /// See [`Instrumenter::set_peel_max_bytes`].
     peel_max_bytes: u32,
     check: OutputCheck,
+    /// The module-level registers ([`Instrumenter::set_module_plan`]).
+    globals: Vec<Width>,
 }
 
 /// Whether [`Instrumenter::finish`] validates the module it assembled.
@@ -210,8 +212,16 @@ impl<'a> Instrumenter<'a> {
             scratch: Vec::new(),
             peel_max_bytes: super::peel::PEEL_MAX_BYTES,
             check: OutputCheck::Validate,
+            globals: Vec::new(),
             scan,
         })
+    }
+
+    /// Adds the module-level registers of `plan` (mutable globals after
+    /// the module's own, exported as `__pathprof_g<i>`), which the plans
+    /// of the functions taken after this may use.
+    pub fn set_module_plan(&mut self, plan: &ModulePlan) {
+        self.globals = plan.globals.clone();
     }
 
     /// Peels innermost loops of up to `max_bytes` bytes of code so that
@@ -247,7 +257,7 @@ impl<'a> Instrumenter<'a> {
         body.clear();
         let marks = match planned {
             Some((fcfg, plan)) => {
-                let uses = check_plan(fcfg, plan)?;
+                let uses = check_plan(fcfg, plan, &self.globals)?;
                 let prepared = self.prepare(fcfg, plan, uses)?;
                 Some(self.rewrite(i, fcfg, plan, &prepared, &mut body)?)
             }
@@ -335,6 +345,8 @@ impl<'a> Instrumenter<'a> {
             trace: self.scan.num_imported_funcs,
             trace_buffer: self.trace_buffer(),
             func_index: fcfg.func_index,
+            // After the buffered trace's position global (`trace_buffer`).
+            globals_base: self.scan.num_globals + u32::from(self.trace_buffer().is_some()),
         };
         let body = &self.scan.bodies[i];
         body::rewrite_body(&self.ctx(), fcfg, plan, prepared.uses, lower, body, out)
@@ -456,6 +468,7 @@ impl<'a> Instrumenter<'a> {
             defer_custom,
             deferred: Vec::new(),
             holes,
+            globals: &self.globals,
         };
         let mut module = wasm_encoder::Module::new();
         asm.parse_core_module(&mut module, wasmparser::Parser::new(0), self.bytes)
