@@ -12,5 +12,6 @@ pub mod ppp_stats;
 pub mod report;
 pub mod residual;
 pub mod run_cmd;
+pub mod simulate;
 pub mod source;
 pub mod stats;

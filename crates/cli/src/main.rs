@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use pathprof::driver::{self, Technique};
 use pathprof::{report, stats};
 use pathprof_profile::Profile;
+use pathprof_simulator::{IndexFn, Metric, PathType, Replacement, SimConfig};
 use pathprof_techniques::ball_larus;
 
 /// Counts the heap only when `instrument --timings` asks for it.
@@ -46,6 +47,8 @@ enum Command {
     ResidualReport(ResidualReportArgs),
     /// Run spec-testsuite `.wast` scripts on the original and the instrumented modules; report regressions.
     Conformance(ConformanceArgs),
+    /// Simulate the hardware path profiler (Vaswani, ch. 5) on the program's branch stream.
+    Simulate(SimulateArgs),
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -173,6 +176,96 @@ struct RunArgs {
     args: Vec<String>,
 }
 
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum PathTypeArg {
+    /// Ball-Larus paths: end at backward branches (Table 5.1).
+    Bl,
+    /// Whole-program-path elements: also end at calls and returns (Table 5.2).
+    Wpp,
+    /// Paths extended across up to --max-extension backward branches.
+    ExtendedLoop,
+    /// Paths extended across up to --max-extension calls.
+    ExtendedCall,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum MetricArg {
+    Frequency,
+    Instructions,
+    Mispredictions,
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    /// The program: a core wasm module (.wasm) or its text (.wat).
+    program: PathBuf,
+    /// A TOML file of the profiler's parameters (crates/simulator/src/config.rs documents every key);
+    /// the flags below override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Hot Path Table entries.
+    #[arg(long)]
+    entries: Option<u32>,
+    /// Hot Path Table ways.
+    #[arg(long)]
+    ways: Option<u32>,
+    /// Index function of the Hot Path Table.
+    #[arg(long, value_parser = ["address", "xor"])]
+    index: Option<String>,
+    /// Replacement policy of the Hot Path Table.
+    #[arg(long, value_parser = ["lfu", "lru"])]
+    replacement: Option<String>,
+    /// Which paths the path stack detects.
+    #[arg(long, value_enum)]
+    path_type: Option<PathTypeArg>,
+    /// Backward branches or calls an extended path may span.
+    #[arg(long, default_value_t = 1)]
+    max_extension: u32,
+    /// The metric accumulated per path.
+    #[arg(long, value_enum)]
+    metric: Option<MetricArg>,
+    /// Path stack entries.
+    #[arg(long)]
+    stack_depth: Option<u32>,
+    /// Longest path in branches; longer paths are split.
+    #[arg(long)]
+    max_path_len: Option<u32>,
+    /// Branch queue lengths to time, comma-separated (0..8 like Fig. 5.12).
+    #[arg(long, value_delimiter = ',')]
+    queue: Vec<u32>,
+    /// Instructions per window of the dynamic overlap.
+    #[arg(long)]
+    window: Option<u64>,
+    /// Every HPT configuration of the sweep grid (128..4096 entries, 1..32 ways, both index
+    /// functions, both replacements) on the same run, side by side.
+    #[arg(long)]
+    sweep: bool,
+    /// With --sweep: write the overlap chart (SVG) here.
+    #[arg(long, value_name = "FILE")]
+    chart: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Write the report (text or JSON) to FILE instead of standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    /// Hot paths listed per configuration.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Threads for the configurations of a sweep.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Preopen a host directory, as HOST or HOST::GUEST.
+    #[arg(long, value_name = "HOST[::GUEST]")]
+    dir: Vec<String>,
+    /// Set an environment variable for the program.
+    #[arg(long, value_name = "K=V")]
+    env: Vec<String>,
+    /// Arguments passed to the program (after `--`).
+    #[arg(last = true)]
+    args: Vec<String>,
+}
+
 #[derive(Args)]
 struct InstrumentArgs {
     program: PathBuf,
@@ -272,6 +365,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Merge(a) => merge(a).map(|_| ExitCode::SUCCESS),
         Command::Residual(a) => residual(a).map(|_| ExitCode::SUCCESS),
         Command::ResidualReport(a) => residual_report(a).map(|_| ExitCode::SUCCESS),
+        Command::Simulate(a) => simulate_cmd(a),
         Command::Conformance(a) => {
             let summary = pathprof::conformance::run_dir(&a.dir, a.threads)?;
             if a.json {
@@ -322,6 +416,37 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
     })
 }
 
+/// `--dir HOST[::GUEST]` values.
+fn parse_dirs(dirs: &[String]) -> Vec<(PathBuf, String)> {
+    dirs.iter()
+        .map(|d| {
+            let (host, guest) = d.split_once("::").unwrap_or((d.as_str(), d.as_str()));
+            (PathBuf::from(host), guest.to_string())
+        })
+        .collect()
+}
+
+/// `--env K=V` values.
+fn parse_env(env: &[String]) -> Result<Vec<(String, String)>> {
+    env.iter()
+        .map(|kv| {
+            let (k, v) = kv
+                .split_once('=')
+                .with_context(|| format!("--env {kv}: expected K=V"))?;
+            Ok((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+/// The program's argv: its file name, then `args`.
+fn program_argv(program: &Path, args: &[String]) -> Vec<String> {
+    let name = program.file_name().map_or_else(
+        || program.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    std::iter::once(name).chain(args.iter().cloned()).collect()
+}
+
 fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     let module = pathprof::input::read_module(&a.program)?;
     let technique = match a.mode {
@@ -332,18 +457,8 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     };
     let mut options = options(&a.tuning, Some(&module))?;
     ppp_options(&a.program, &module, technique, &a.ppp, &mut options)?;
-    let mut dirs = Vec::new();
-    for d in &a.dir {
-        let (host, guest) = d.split_once("::").unwrap_or((d.as_str(), d.as_str()));
-        dirs.push((PathBuf::from(host), guest.to_string()));
-    }
-    let mut env = Vec::new();
-    for kv in &a.env {
-        let (k, v) = kv
-            .split_once('=')
-            .with_context(|| format!("--env {kv}: expected K=V"))?;
-        env.push((k.to_string(), v.to_string()));
-    }
+    let dirs = parse_dirs(&a.dir);
+    let env = parse_env(&a.env)?;
     Ok(pathprof::run_cmd::Request {
         module,
         technique,
@@ -577,4 +692,120 @@ fn restore_sigpipe() {
 
 fn read(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).with_context(|| path.display().to_string())
+}
+
+/// The configuration `simulate` was asked for: the TOML file's, then the flags.
+fn sim_config(a: &SimulateArgs) -> Result<SimConfig> {
+    let mut c = match &a.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| p.display().to_string())?;
+            SimConfig::from_toml(&text).with_context(|| p.display().to_string())?
+        }
+        None => SimConfig::default(),
+    };
+    if let Some(e) = a.entries {
+        c.hpt.entries = e;
+    }
+    if let Some(w) = a.ways {
+        c.hpt.ways = w;
+    }
+    match a.index.as_deref() {
+        Some("address") => c.hpt.index = IndexFn::Address,
+        Some("xor") => c.hpt.index = IndexFn::Xor,
+        _ => {}
+    }
+    match a.replacement.as_deref() {
+        Some("lfu") => c.hpt.replacement = Replacement::Lfu,
+        Some("lru") => c.hpt.replacement = Replacement::Lru,
+        _ => {}
+    }
+    if let Some(t) = a.path_type {
+        let max = a.max_extension;
+        c.path_type = match t {
+            PathTypeArg::Bl => PathType::Bl,
+            PathTypeArg::Wpp => PathType::Wpp,
+            PathTypeArg::ExtendedLoop => PathType::ExtendedLoop { max },
+            PathTypeArg::ExtendedCall => PathType::ExtendedCall { max },
+        };
+    }
+    if let Some(m) = a.metric {
+        c.metric = match m {
+            MetricArg::Frequency => Metric::Frequency,
+            MetricArg::Instructions => Metric::Instructions,
+            MetricArg::Mispredictions => Metric::Mispredictions,
+        };
+    }
+    if let Some(d) = a.stack_depth {
+        c.stack_depth = d;
+    }
+    if let Some(l) = a.max_path_len {
+        c.max_path_len = l;
+    }
+    if !a.queue.is_empty() {
+        c.queue_lengths = a.queue.clone();
+    }
+    if let Some(w) = a.window {
+        c.window_instrs = w;
+    }
+    c.label = pathprof::simulate::label(&c.hpt);
+    c.validate().context("the profiler's configuration")?;
+    Ok(c)
+}
+
+fn simulate_cmd(a: SimulateArgs) -> Result<ExitCode> {
+    let module = pathprof::input::read_module(&a.program)?;
+    let base = sim_config(&a)?;
+    let configs = if a.sweep {
+        pathprof::simulate::sweep_grid(&base)
+    } else {
+        vec![base]
+    };
+    // Outputs are created before the run, so a path that cannot be written
+    // is reported before the program runs, and nothing is left on failure.
+    let out = a
+        .output
+        .as_deref()
+        .map(pathprof_profile::AtomicFile::create)
+        .transpose()?;
+    let chart = a
+        .chart
+        .as_deref()
+        .map(pathprof_profile::AtomicFile::create)
+        .transpose()?;
+    let opts = pathprof_runner::RunOptions {
+        args: program_argv(&a.program, &a.args),
+        env: parse_env(&a.env)?,
+        dirs: parse_dirs(&a.dir),
+        inherit_stdio: true,
+        ..Default::default()
+    };
+    let name = a.program.display().to_string();
+    let sim = pathprof::simulate::simulate(&module, opts, configs, a.threads.max(1))
+        .with_context(|| name.clone())?;
+    if let pathprof_runner::Exit::Trap(msg) = &sim.exit {
+        eprintln!("pathprof: warning: {name} trapped: {msg}");
+    }
+    let text = if a.json {
+        pathprof::simulate::json(&sim)? + "\n"
+    } else if a.sweep {
+        pathprof::simulate::render_sweep(&sim.results)
+    } else {
+        let places = pathprof::simulate::Places::new(&module)?;
+        let mut s = format!(
+            "{name}: {} branch events simulated in {:.2} s\n",
+            sim.branches, sim.seconds
+        );
+        for r in &sim.results {
+            s += &pathprof::simulate::render(r, &places, a.top);
+        }
+        s
+    };
+    match out {
+        Some(f) => f.finish(text.as_bytes())?,
+        None => print!("{text}"),
+    }
+    if let Some(f) = chart {
+        f.finish(pathprof::simulate::sweep_chart(&sim.results).as_bytes())?;
+    }
+    Ok(ExitCode::from(sim.exit.code()))
 }

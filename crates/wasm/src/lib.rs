@@ -41,6 +41,6 @@ pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX
 pub use rewrite::{
     counter_layout, hollow, instrument, instrument_checked, instrument_into, instrument_module,
     read_counters, BodyValidators, CodeMap, CounterLayout, FunctionLayout, Holes, Hollowed,
-    Instrumented, Instrumenter, OutputCheck, Scanned, TraceMode, Written, COUNTERS_EXPORT, LAYOUT_VERSION,
-    PEEL_MAX_BYTES,
+    Instrumented, Instrumenter, OutputCheck, Scanned, TraceMode, Written, COUNTERS_EXPORT,
+    LAYOUT_VERSION, PEEL_MAX_BYTES,
 };

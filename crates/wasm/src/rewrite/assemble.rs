@@ -605,7 +605,9 @@ impl Reencode for Assembler<'_> {
             self.add_memory(&mut s);
             module.section(&s);
         }
-        if missing(self, SectionId::Global) && (self.trace_buffer.is_some() || !self.globals.is_empty()) {
+        if missing(self, SectionId::Global)
+            && (self.trace_buffer.is_some() || !self.globals.is_empty())
+        {
             let mut s = wasm_encoder::GlobalSection::new();
             self.add_globals(&mut s);
             module.section(&s);

@@ -1,0 +1,407 @@
+//! `pathprof simulate`: the programmable hardware path profiler of
+//! Vaswani's thesis (chapter 5) evaluated on a real run.
+//!
+//! The program runs once on the embedded engine, instrumented with the
+//! buffered edge trace; [`crate::branch_trace`] turns its edges into the
+//! stream of retiring branches the thesis' profiler reads from its branch
+//! queue, and every configuration asked for (one, or a sweep) consumes that
+//! stream side by side as it is produced ([`pathprof_simulator::Sweep`]): no
+//! trace is stored. Each configuration reports its Hot Path Table, the exact
+//! profile of the same path type (an unbounded table fed the same paths),
+//! their complete and dynamic overlap (5.5.2), the table's statistics and
+//! the modelled overhead per branch-queue length (5.5.3).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use pathprof_runner::{Exit, RunOptions};
+use pathprof_simulator::{
+    BranchEvent, HotPath, HptConfig, IndexFn, PathType, Replacement, SimConfig, SimResult, Sweep,
+};
+
+use crate::source::SourceMap;
+
+/// Branches handed to the simulators at a time: large enough to amortise
+/// the per-batch work, small enough to stay in cache.
+const BATCH: usize = 8192;
+
+/// What one `pathprof simulate` run measured.
+pub struct Simulated {
+    pub exit: Exit,
+    pub results: Vec<SimResult>,
+    /// Branch events the run produced.
+    pub branches: u64,
+    /// Wall time of the run with its simulation (instrumenting and
+    /// compiling excluded).
+    pub seconds: f64,
+}
+
+/// Runs `module` (the original bytes) under `opts` and feeds its branch
+/// stream to every configuration of `configs`.
+pub fn simulate(
+    module: &[u8],
+    opts: RunOptions,
+    configs: Vec<SimConfig>,
+    threads: usize,
+) -> Result<Simulated> {
+    let mut sweep = Sweep::new(configs)?;
+    sweep.set_threads(threads);
+    let state = Arc::new(Mutex::new(Feeder {
+        sweep,
+        batch: Vec::with_capacity(BATCH),
+        branches: 0,
+    }));
+    let engine = pathprof_runner::engine_without_fuel()?;
+    let feeder = Arc::clone(&state);
+    let clock = Instant::now();
+    let (outcome, _frames) = crate::branch_trace::run_command(&engine, module, opts, move |ev| {
+        feeder
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(ev)
+    })?;
+    let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+    state.flush();
+    Ok(Simulated {
+        exit: outcome.exit,
+        results: state.sweep.results(),
+        branches: state.branches,
+        seconds: clock.elapsed().as_secs_f64(),
+    })
+}
+
+/// The simulators and the batch being filled.
+struct Feeder {
+    sweep: Sweep,
+    batch: Vec<BranchEvent>,
+    branches: u64,
+}
+
+impl Feeder {
+    fn push(&mut self, ev: BranchEvent) {
+        self.batch.push(ev);
+        if self.batch.len() == BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        self.branches += self.batch.len() as u64;
+        self.sweep.feed(&self.batch);
+        self.batch.clear();
+    }
+}
+
+/// The grid of `simulate --sweep` around `base` (Figs. 5.6-5.8): HPT sizes
+/// 128..4096 entries, 1..32 ways (no more than entries), both index
+/// functions, both replacement policies; everything else as in `base`.
+pub fn sweep_grid(base: &SimConfig) -> Vec<SimConfig> {
+    let mut grid = Vec::new();
+    for entries in [128u32, 256, 512, 1024, 2048, 4096] {
+        for ways in [1u32, 2, 4, 8, 16, 32] {
+            for index in [IndexFn::Address, IndexFn::Xor] {
+                for replacement in [Replacement::Lfu, Replacement::Lru] {
+                    let mut c = base.clone();
+                    c.hpt = HptConfig {
+                        entries,
+                        ways,
+                        index,
+                        replacement,
+                    };
+                    c.label = label(&c.hpt);
+                    grid.push(c);
+                }
+            }
+        }
+    }
+    grid
+}
+
+/// `512x4 xor lfu`.
+pub fn label(h: &HptConfig) -> String {
+    format!(
+        "{}x{} {} {}",
+        h.entries,
+        h.ways,
+        index_name(h.index),
+        replacement_name(h.replacement)
+    )
+}
+
+fn index_name(i: IndexFn) -> &'static str {
+    match i {
+        IndexFn::Address => "address",
+        IndexFn::Xor => "xor",
+    }
+}
+
+fn replacement_name(r: Replacement) -> &'static str {
+    match r {
+        Replacement::Lfu => "lfu",
+        Replacement::Lru => "lru",
+    }
+}
+
+pub fn path_type_name(t: PathType) -> String {
+    match t {
+        PathType::Bl => "bl".into(),
+        PathType::Wpp => "wpp".into(),
+        PathType::ExtendedLoop { max } => format!("extended-loop (max {max})"),
+        PathType::ExtendedCall { max } => format!("extended-call (max {max})"),
+    }
+}
+
+/// Where a path starts, for people: the function and block whose first
+/// instruction is at the path's start address, and its source line.
+pub struct Places {
+    blocks: HashMap<u32, (String, usize, u32)>,
+    source: Option<SourceMap>,
+}
+
+impl Places {
+    pub fn new(module: &[u8]) -> Result<Places> {
+        let info = pathprof_wasm::analyze(module)?;
+        let mut blocks = HashMap::new();
+        for f in info.functions.iter().flatten() {
+            let name = f
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("func[{}]", f.func_index));
+            for (i, b) in f.blocks.iter().enumerate() {
+                if let Some(b) = b {
+                    blocks.insert(b.offset, (name.clone(), i, b.end));
+                }
+            }
+        }
+        Ok(Places {
+            blocks,
+            source: SourceMap::load(module),
+        })
+    }
+
+    /// `main block 7@0x2ab [demo.c:38]`, or the bare address.
+    pub fn describe(&self, start: u32) -> String {
+        let Some((name, block, end)) = self.blocks.get(&start) else {
+            return format!("{start:#x}");
+        };
+        let line = self
+            .source
+            .as_ref()
+            .and_then(|s| s.locate(start, *end))
+            .map(|l| format!(" [{l}]"))
+            .unwrap_or_default();
+        format!("{name} block {block}@{start:#x}{line}")
+    }
+}
+
+/// The text report of one configuration.
+pub fn render(r: &SimResult, places: &Places, top: usize) -> String {
+    let mut s = String::new();
+    let c = &r.config;
+    s += &format!(
+        "configuration: {} ({} paths, metric {:?}, stack {}, max length {})\n",
+        label(&c.hpt),
+        path_type_name(c.path_type),
+        c.metric,
+        c.stack_depth,
+        c.max_path_len
+    );
+    s += &format!(
+        "accuracy: complete overlap {:.2} %",
+        100.0 * r.complete_overlap
+    );
+    if let Some(d) = &r.dynamic_overlap {
+        s += &format!(
+            ", dynamic overlap {:.2} % (mean of {} windows of {} instructions)",
+            100.0 * d.mean,
+            d.per_window.len(),
+            d.window_instrs
+        );
+    }
+    s += "\n";
+    let h = &r.hpt;
+    s += &format!(
+        "hot path table: {} lookups, {} hits, {} misses, {} evictions, {} saturations\n",
+        h.lookups, h.hits, h.misses, h.evictions, h.saturations
+    );
+    let d = &r.detector;
+    s += &format!(
+        "path stack: {} branches, {} paths ({} split, {} discarded by throws), {} overflows, {} in flight at the end\n",
+        d.branches, d.paths, d.splits, d.discarded_paths, d.stack.overflows, r.paths_in_flight
+    );
+    for t in &r.timing {
+        s += &format!(
+            "timing: queue of {}: {} stall cycles over {} base cycles = {:.3} % overhead\n",
+            t.queue_length,
+            t.stall_cycles,
+            t.base_cycles,
+            100.0 * t.overhead
+        );
+    }
+    let total: u64 = r.exact_profile.iter().map(|p| p.weight).sum();
+    s += &format!(
+        "hot paths ({} in the table, {} distinct in the run):\n",
+        r.hardware_profile.len(),
+        r.exact_profile.len()
+    );
+    s += "      weight       %  exact weight  branches  outcomes  start\n";
+    let exact: HashMap<_, _> = r.exact_profile.iter().map(|p| (p.path, p.weight)).collect();
+    for p in r.hardware_profile.iter().take(top) {
+        s += &row(p, exact.get(&p.path).copied().unwrap_or(0), total, places);
+    }
+    s
+}
+
+fn row(p: &HotPath, exact: u64, total: u64, places: &Places) -> String {
+    let share = if total == 0 {
+        0.0
+    } else {
+        100.0 * p.weight as f64 / total as f64
+    };
+    let bits = if p.path.nbits == 0 {
+        "-".to_string()
+    } else {
+        format!(
+            "{:0width$b}",
+            p.path.outcomes,
+            width = p.path.nbits as usize
+        )
+        .chars()
+        .rev()
+        .collect()
+    };
+    format!(
+        "{:>12} {:>6.2}% {:>13} {:>9}  {:<8}  {}\n",
+        p.weight,
+        share,
+        exact,
+        p.path.len,
+        bits,
+        places.describe(p.path.start)
+    )
+}
+
+/// The side-by-side table of a sweep.
+pub fn render_sweep(results: &[SimResult]) -> String {
+    let mut s = String::from(
+        "configuration              complete  dynamic  hits       misses     evictions  overhead\n",
+    );
+    for r in results {
+        let dynamic = r
+            .dynamic_overlap
+            .as_ref()
+            .map_or("-".to_string(), |d| format!("{:.2}%", 100.0 * d.mean));
+        let overhead = r
+            .timing
+            .first()
+            .map_or("-".to_string(), |t| format!("{:.3}%", 100.0 * t.overhead));
+        s += &format!(
+            "{:<26} {:>7.2}%  {:>7}  {:<10} {:<10} {:<10} {}\n",
+            label(&r.config.hpt),
+            100.0 * r.complete_overlap,
+            dynamic,
+            r.hpt.hits,
+            r.hpt.misses,
+            r.hpt.evictions,
+            overhead
+        );
+    }
+    s
+}
+
+/// An SVG chart like Figs. 5.6-5.8: complete overlap against HPT size, one
+/// line per (ways, index, replacement).
+pub fn sweep_chart(results: &[SimResult]) -> String {
+    let (w, h, left, bottom, top, right) = (900.0, 520.0, 70.0, 60.0, 40.0, 260.0);
+    let plot_w = w - left - right;
+    let plot_h = h - top - bottom;
+    let mut sizes: Vec<u32> = results.iter().map(|r| r.config.hpt.entries).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let (lo, hi) = (
+        f64::from(sizes.first().copied().unwrap_or(1).max(1)).log2(),
+        f64::from(sizes.last().copied().unwrap_or(2).max(2)).log2(),
+    );
+    let span = (hi - lo).max(1.0);
+    let x = |entries: u32| left + plot_w * (f64::from(entries.max(1)).log2() - lo) / span;
+    let y = |overlap: f64| top + plot_h * (1.0 - overlap.clamp(0.0, 1.0));
+    let mut lines: Vec<(String, Vec<(u32, f64)>)> = Vec::new();
+    for r in results {
+        let key = format!(
+            "{}-way {} {}",
+            r.config.hpt.ways,
+            index_name(r.config.hpt.index),
+            replacement_name(r.config.hpt.replacement)
+        );
+        match lines.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, pts)) => pts.push((r.config.hpt.entries, r.complete_overlap)),
+            None => lines.push((key, vec![(r.config.hpt.entries, r.complete_overlap)])),
+        }
+    }
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    );
+    svg += &format!("<text x=\"{left}\" y=\"24\" font-size=\"15\">Complete overlap of the hot path table with the exact profile</text>\n");
+    for pct in (0..=100).step_by(20) {
+        let yy = y(f64::from(pct) / 100.0);
+        svg += &format!("<line x1=\"{left}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\n<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{pct} %</text>\n", left + plot_w, left - 6.0, yy + 4.0);
+    }
+    for &e in &sizes {
+        let xx = x(e);
+        svg += &format!(
+            "<text x=\"{xx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{e}</text>\n",
+            top + plot_h + 18.0
+        );
+    }
+    svg += &format!(
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">HPT entries</text>\n",
+        left + plot_w / 2.0,
+        h - 12.0
+    );
+    for (i, (key, mut pts)) in lines.into_iter().enumerate() {
+        pts.sort_by_key(|p| p.0);
+        let hue = (i * 47) % 360;
+        let dash = if key.contains("lru") {
+            " stroke-dasharray=\"5,3\""
+        } else {
+            ""
+        };
+        let d: Vec<String> = pts
+            .iter()
+            .map(|&(e, o)| format!("{:.1},{:.1}", x(e), y(o)))
+            .collect();
+        svg += &format!(
+            "<polyline fill=\"none\" stroke=\"hsl({hue},70%,40%)\" stroke-width=\"1.5\"{dash} points=\"{}\"/>\n",
+            d.join(" ")
+        );
+        let ly = top + 14.0 * i as f64;
+        svg += &format!("<line x1=\"{:.1}\" y1=\"{ly:.1}\" x2=\"{:.1}\" y2=\"{ly:.1}\" stroke=\"hsl({hue},70%,40%)\" stroke-width=\"2\"{dash}/><text x=\"{:.1}\" y=\"{:.1}\">{key}</text>\n", left + plot_w + 12.0, left + plot_w + 32.0, left + plot_w + 36.0, ly + 4.0);
+    }
+    svg += "</svg>\n";
+    svg
+}
+
+/// The JSON document of `simulate --json`.
+pub fn json(sim: &Simulated) -> Result<String> {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        branches: u64,
+        seconds: f64,
+        exit: String,
+        results: &'a [SimResult],
+    }
+    let exit = match &sim.exit {
+        Exit::Returned => "returned".to_string(),
+        Exit::ProcExit(c) => format!("proc_exit({c})"),
+        Exit::Trap(m) => format!("trap: {m}"),
+    };
+    serde_json::to_string_pretty(&Doc {
+        branches: sim.branches,
+        seconds: sim.seconds,
+        exit,
+        results: &sim.results,
+    })
+    .context("serialising the simulation results")
+}
