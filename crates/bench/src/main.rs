@@ -50,11 +50,11 @@ struct RunArgs {
     /// Where to write results.json and the profiles.
     #[arg(long)]
     results: PathBuf,
-    /// Modes, `none` first (known: none, edge, path, ppp, residual).
+    /// Modes, `none` first (known: none, edge, path, ppp, residual, context, piecewise).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "none,edge,path,ppp,residual"
+        default_value = "none,edge,path,ppp,residual,context,piecewise"
     )]
     modes: Vec<String>,
     /// Programs of the suite to measure.

@@ -43,7 +43,15 @@ pub struct Config {
 const VALIDATE_RUNS: usize = 15;
 
 /// The modes the harness knows, in display order.
-pub const MODES: [&str; 5] = ["none", "edge", "path", "ppp", "residual"];
+pub const MODES: [&str; 7] = [
+    "none",
+    "edge",
+    "path",
+    "ppp",
+    "residual",
+    "context",
+    "piecewise",
+];
 
 /// Which optional CLI features exist (from `pathprof run --help`).
 struct Caps {

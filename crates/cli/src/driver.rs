@@ -27,6 +27,10 @@ pub enum Technique {
     /// Test-only: every edge reports itself to the host
     /// ([`Options::trace_mode`] says how).
     Trace,
+    /// Melski & Reps' interprocedural context paths ([`crate::interproc`]).
+    Context,
+    /// Melski & Reps' interprocedural piecewise paths.
+    Piecewise,
 }
 
 #[derive(Clone, Debug)]
@@ -48,6 +52,8 @@ pub struct Options {
     /// How [`Technique::Trace`] reports edges: buffered, or one host call
     /// per edge (for a host that inspects the stack at every edge).
     pub trace_mode: pathprof_wasm::TraceMode,
+    /// Which call sites the interprocedural modes profile across.
+    pub hybrid: crate::interproc::Hybrid,
 }
 
 impl Default for Options {
@@ -59,13 +65,14 @@ impl Default for Options {
             peel_max_bytes: pathprof_wasm::PEEL_MAX_BYTES,
             validate_output: false,
             trace_mode: pathprof_wasm::TraceMode::Buffered,
+            hybrid: Default::default(),
         }
     }
 }
 
 impl Options {
     /// Whether the rewriter validates what it produces.
-    fn output_check(&self) -> pathprof_wasm::OutputCheck {
+    pub(crate) fn output_check(&self) -> pathprof_wasm::OutputCheck {
         if self.validate_output || cfg!(debug_assertions) {
             pathprof_wasm::OutputCheck::Validate
         } else {
@@ -118,6 +125,9 @@ impl Instrumented {
 /// function of the module throws or catches, and trace plans add an import
 /// before the defined functions: both want every CFG first.
 pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
+    if crate::interproc::mode_of(technique).is_some() {
+        return crate::interproc::instrument(module, technique, opts);
+    }
     let (scanned, rec) = validated(module, technique, opts)?;
     match instrument_to(&scanned, rec, technique, opts, None)? {
         Done::Memory(out) => Ok(out),
@@ -136,6 +146,12 @@ pub fn instrument_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
+    if crate::interproc::mode_of(technique).is_some() {
+        // Planned and rewritten whole: the module is in memory already.
+        let done = crate::interproc::instrument(module, technique, opts)?;
+        out.file().write_all(&done.bytes)?;
+        return Ok(done.warnings);
+    }
     let (scanned, rec) = validated(module, technique, opts)?;
     written(&scanned, rec, technique, opts, out, None)
 }
@@ -165,6 +181,10 @@ pub fn instrument_file_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
+    if crate::interproc::mode_of(technique).is_some() {
+        drop(file);
+        return instrument_to_file(&module, technique, opts, out);
+    }
     // Validated whole, so that an invalid module is reported as from the
     // other entry points; the hollowed module is not validated again.
     let (scanned, rec) = validated(&module, technique, opts)?;
@@ -267,14 +287,19 @@ fn instrument_to(
 
 /// Writes each function's record of the metadata section, in function
 /// order, and collects the warnings of the functions left uninstrumented.
-struct Recorder {
+pub(crate) struct Recorder {
     meta: Encoder,
     sources: Option<crate::source::SourceMap>,
     warnings: Vec<String>,
 }
 
 impl Recorder {
-    fn new(module_hash: &str, module: &[u8], technique: Technique, opts: &Options) -> Result<Self> {
+    pub(crate) fn new(
+        module_hash: &str,
+        module: &[u8],
+        technique: Technique,
+        opts: &Options,
+    ) -> Result<Self> {
         if let Some(w) = &opts.weights {
             if w.module_hash != module_hash {
                 bail!("the weights profile is of another module");
@@ -304,13 +329,24 @@ impl Recorder {
         Ok(())
     }
 
+    /// Records a function of a module every function of which has a plan
+    /// of no technique-specific data (trace, the interprocedural modes).
+    pub(crate) fn record_cfg(&mut self, f: Result<&FunctionCfg, &Unsupported>) -> Result<()> {
+        match f {
+            Ok(cfg) => Ok(self
+                .meta
+                .function(cfg, PlanRecord::Trace, self.sources.as_ref())?),
+            Err(u) => self.record(Err(u)),
+        }
+    }
+
     /// Frees the debug information before the module is assembled.
-    fn planned_all(&mut self) {
+    pub(crate) fn planned_all(&mut self) {
         self.sources = None;
     }
 
     /// The instrumented module with its metadata section appended.
-    fn finish(self, out: pathprof_wasm::Instrumented) -> Instrumented {
+    pub(crate) fn finish(self, out: pathprof_wasm::Instrumented) -> Instrumented {
         // Nothing was spilled: no scratch file is given on this path.
         let (section, _) = self.meta.finish(&out.layout, &out.code_map);
         // Appended after everything, the section moves no code offset.
@@ -469,6 +505,9 @@ fn plan_function(
             plan: trace::plan(&f.cfg),
             chosen: Chosen::Trace,
         },
+        Technique::Context | Technique::Piecewise => {
+            bail!("interprocedural modes plan the module whole (crate::interproc)")
+        }
     })
 }
 
@@ -486,7 +525,9 @@ fn weights_of(w: &Profile, f: &FunctionCfg) -> Option<Vec<u64>> {
 pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
     let bytes = pathprof_wasm::custom_section(instrumented, META_SECTION)?
         .ok_or(crate::meta::MetaError::Missing)?;
-    Ok(crate::meta::decode(&bytes)?)
+    let mut meta = crate::meta::decode(&bytes)?;
+    meta.interproc = crate::interproc::read_meta(instrumented)?;
+    Ok(meta)
 }
 
 /// Fills the template with the counters of one run. `abrupt` is `None` for
@@ -498,6 +539,7 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
     profile.runs = 1;
     profile.abrupt_runs = u64::from(abrupt.is_some());
     let abrupt = abrupt.map(|frames| abrupt_blocks(meta, frames));
+    let mut raws = Vec::new();
     for (f, fl) in profile.functions.iter_mut().zip(&meta.layout.functions) {
         if f.func_index != fl.func_index {
             bail!("corrupt __pathprof.meta section: layout and functions disagree");
@@ -527,7 +569,12 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
                 edge_counts,
             } => {
                 if chords.chords.is_empty() && chord_counts.is_empty() {
-                    continue; // trace plan: nothing counted in memory
+                    // Trace plan: nothing counted in memory; interprocedural
+                    // plans: paths decoded below, for the module whole.
+                    if meta.interproc.is_some() {
+                        raws.push(raw);
+                    }
+                    continue;
                 }
                 let cfg = cfg_of(&f.edges, f.blocks.len());
                 let ends: Vec<(NodeId, u64)> = abrupt
@@ -545,6 +592,9 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
                     .with_context(|| format!("function {name}"))?;
             }
         }
+    }
+    if let Some(ipm) = &meta.interproc {
+        crate::interproc::collect(ipm, &raws, &mut profile)?;
     }
     Ok(profile)
 }

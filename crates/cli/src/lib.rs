@@ -7,6 +7,8 @@ pub mod driver;
 pub mod heap;
 pub mod input;
 pub mod interesting;
+pub mod interproc;
+pub mod interproc_report;
 pub mod meta;
 pub mod ppp_stats;
 pub mod report;

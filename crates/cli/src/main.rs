@@ -59,6 +59,10 @@ enum RunMode {
     Edge,
     /// Preferential path profiling of the paths named by --interesting.
     Ppp,
+    /// Interprocedural context paths (Melski & Reps): paths across calls, with the context they were reached in.
+    Context,
+    /// Interprocedural piecewise paths (Melski & Reps): paths across calls and returns that partition the run.
+    Piecewise,
     /// No instrumentation: the baseline for overhead measurements.
     None,
 }
@@ -68,6 +72,8 @@ enum InstrumentMode {
     Path,
     Edge,
     Ppp,
+    Context,
+    Piecewise,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -138,6 +144,9 @@ struct Tuning {
     /// Counter memory (bytes) for the arrays of functions with more than --array-max paths (there are such functions only with a larger --truncate-above), given in function order; the others hash (0: none).
     #[arg(long, value_name = "BYTES", default_value_t = ball_larus::Options::default().array_budget)]
     array_budget: u64,
+    /// Context and piecewise modes: which call sites are profiled across (Melski & Reps, section 8): all (cutting the largest when the paths would not fit in 64 bits), leaf (only calls to functions that call no other), budget:N (cut the largest until at most N paths), cut:SITE|CALLEE,... (cut the calls at these byte offsets, e.g. 0x1a2, and to these functions).
+    #[arg(long, value_name = "POLICY", default_value = "all")]
+    hybrid: pathprof::interproc::Hybrid,
     /// Entries of each function's hash table (a power of two).
     #[arg(long, value_name = "N", default_value_t = ball_larus::Options::default().hash_capacity)]
     hash_capacity: u32,
@@ -319,6 +328,9 @@ struct StatsArgs {
     /// text SPEC, as for --interesting): interval, delta, storage.
     #[arg(long, value_name = "SPEC")]
     ppp: Vec<PathBuf>,
+    /// The interprocedural numbering instead (context or piecewise): potential paths, maxEnters per function, the call sites cut and why.
+    #[arg(long, value_name = "MODE", value_parser = ["context", "piecewise"])]
+    interproc: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -412,6 +424,7 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
         weights,
         ppp: Default::default(),
         peel_max_bytes: t.peel_max_bytes,
+        hybrid: t.hybrid.clone(),
         ..driver::Options::default()
     })
 }
@@ -453,6 +466,8 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         RunMode::Path => Some(Technique::Path),
         RunMode::Edge => Some(Technique::Edge),
         RunMode::Ppp => Some(Technique::Ppp),
+        RunMode::Context => Some(Technique::Context),
+        RunMode::Piecewise => Some(Technique::Piecewise),
         RunMode::None => None,
     };
     let mut options = options(&a.tuning, Some(&module))?;
@@ -490,6 +505,8 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
         InstrumentMode::Path => Technique::Path,
         InstrumentMode::Edge => Technique::Edge,
         InstrumentMode::Ppp => Technique::Ppp,
+        InstrumentMode::Context => Technique::Context,
+        InstrumentMode::Piecewise => Technique::Piecewise,
     };
     ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
     opts.validate_output = a.validate_output;
@@ -630,6 +647,20 @@ fn collect(a: CollectArgs) -> Result<()> {
 
 fn report_cmd(a: ReportArgs) -> Result<()> {
     let profile = Profile::read(&a.profile)?;
+    if profile.interproc.is_some() {
+        let rows = pathprof::interproc_report::rows(&profile, a.function.as_deref())
+            .with_context(|| a.profile.display().to_string())?;
+        if a.json {
+            let top: Vec<_> = rows.into_iter().take(a.top).collect();
+            println!("{}", serde_json::to_string_pretty(&top)?);
+        } else {
+            print!(
+                "{}",
+                pathprof::interproc_report::render(&profile, &rows, a.top)
+            );
+        }
+        return Ok(());
+    }
     let paths = report::hot_paths(&profile, a.function.as_deref())?;
     if a.json {
         let top: Vec<_> = paths.into_iter().take(a.top).collect();
@@ -644,6 +675,20 @@ fn stats_cmd(a: StatsArgs) -> Result<()> {
     let module = pathprof::input::read_module(&a.program)?;
     let info = pathprof_wasm::analyze(&module).with_context(|| a.program.display().to_string())?;
     let opts = options(&a.tuning, None)?;
+    if let Some(mode) = &a.interproc {
+        let mode = match mode.as_str() {
+            "context" => pathprof_graph::interproc::Mode::Context,
+            _ => pathprof_graph::interproc::Mode::Piecewise,
+        };
+        let s = pathprof::interproc::stats(&module, mode, &opts)
+            .with_context(|| a.program.display().to_string())?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&s)?);
+        } else {
+            print!("{}", pathprof::interproc::render_stats(&s));
+        }
+        return Ok(());
+    }
     if !a.ppp.is_empty() {
         let chosen =
             pathprof::interesting::read_specs(&a.ppp, &info, opts.ball_larus.truncate_above)?;

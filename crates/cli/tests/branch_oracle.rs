@@ -349,13 +349,7 @@ fn add(total: &mut BTreeMap<&'static str, u64>, kinds: BTreeMap<&'static str, u6
 #[test]
 fn wat_fixtures_branch_paths_equal_the_profile() {
     let engine = pathprof_runner::engine().unwrap();
-    let dir = programs::root().join("tests/fixtures/wat");
-    let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "wat"))
-        .collect();
-    fixtures.sort();
+    let fixtures = programs::wat_fixtures();
     let (mut total, mut checked) = (BTreeMap::new(), 0);
     for path in fixtures {
         let module = pathprof::input::read_module(&path).unwrap();

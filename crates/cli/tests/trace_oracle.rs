@@ -93,17 +93,9 @@ fn assert_same(
 #[test]
 fn wat_fixtures_counts_equal_trace() {
     let engine = pathprof_runner::engine().unwrap();
-    let dir = programs::root().join("tests/fixtures/wat");
-    let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    fixtures.sort();
+    let fixtures = programs::wat_fixtures();
     let mut checked = 0;
-    for path in fixtures
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "wat"))
-    {
+    for path in fixtures.iter() {
         let module = pathprof::input::read_module(path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy();
         if programs::needs_host_imports(&engine, &module) {

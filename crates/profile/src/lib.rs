@@ -9,6 +9,7 @@
 //! Profiles are written atomically: to a temporary file in the target's
 //! folder, then renamed, so a failed write never leaves half a file.
 
+pub mod interproc;
 mod merge;
 
 use std::path::{Path, PathBuf};
@@ -62,6 +63,10 @@ pub enum Mode {
     /// Preferential path profiling: Ball-Larus ids of the interesting paths
     /// (and, under the `record` policy, of the others).
     Ppp,
+    /// Melski & Reps' interprocedural context paths ([`Profile::interproc`]).
+    Context,
+    /// Melski & Reps' interprocedural piecewise paths.
+    Piecewise,
 }
 
 impl std::fmt::Display for Mode {
@@ -70,6 +75,8 @@ impl std::fmt::Display for Mode {
             Mode::Path => "path",
             Mode::Edge => "edge",
             Mode::Ppp => "ppp",
+            Mode::Context => "context",
+            Mode::Piecewise => "piecewise",
         })
     }
 }
@@ -89,6 +96,10 @@ pub struct Profile {
     /// Runs that ended abruptly (trap, proc_exit): their in-flight paths are
     /// not counted.
     pub abrupt_runs: u64,
+    /// The interprocedural paths of the `context` and `piecewise` modes (the
+    /// functions then carry the edge counts those paths imply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interproc: Option<Box<interproc::InterprocProfile>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,6 +180,7 @@ impl Profile {
             functions: Vec::new(),
             skipped: Vec::new(),
             abrupt_runs: 0,
+            interproc: None,
         }
     }
 

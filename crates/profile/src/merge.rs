@@ -31,6 +31,15 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, ProfileError> {
         for (a, b) in out.functions.iter_mut().zip(&p.functions) {
             merge_function(a, b)?;
         }
+        match (&mut out.interproc, &p.interproc) {
+            (None, None) => {}
+            (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
+            _ => {
+                return Err(ProfileError::Merge(
+                    "one profile has interprocedural paths, the other not".into(),
+                ))
+            }
+        }
         out.runs = out
             .runs
             .checked_add(p.runs)

@@ -4,17 +4,21 @@
 //!
 //! - [`ball_larus`]: acyclic intraprocedural path profiling (Ball & Larus 1996).
 //! - [`edge`]: edge profiling on spanning-tree chords (QPT2), the baseline.
+//! - [`interproc`]: Melski & Reps' interprocedural context and piecewise
+//!   paths, from a numbered supergraph.
 //! - [`peel`]: constant-address path ends in the loop proper of a peeled loop.
 //! - [`trace`]: the test oracle's every-edge trace.
 
 pub mod ball_larus;
 pub mod edge;
+pub mod interproc;
 pub mod peel;
 pub mod plan;
 pub mod ppp;
 pub mod trace;
 
 pub use plan::{
-    global_export_name, Action, CallActions, EdgeActions, FunctionPlan, GlobalReg, Interproc,
-    ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, RawCounters, Reg, Width, PPP_HOLE,
+    global_export_name, Action, CallActions, EdgeActions, FunctionPlan, GlobalReg, IfNonZero,
+    Interproc, ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, RawCounters, Reg, Width,
+    PPP_HOLE,
 };

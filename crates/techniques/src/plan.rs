@@ -71,6 +71,10 @@ pub enum Action {
     /// `r += a * s + b` (wrapping), `s` another register or `r` itself:
     /// Melski & Reps' linear edge functions. Boxed to keep actions 16 bytes.
     MulAdd(Box<MulAdd>),
+    /// `if r != 0 { then } else { otherwise }`: what an interprocedural
+    /// technique does when a function's callers differ at run time (entered
+    /// through an uncut call site, or afresh). Boxed to keep actions 16 bytes.
+    IfNonZero(Box<IfNonZero>),
 }
 
 const _: () = assert!(std::mem::size_of::<Action>() == 16);
@@ -82,6 +86,14 @@ pub struct MulAdd {
     pub a: i64,
     pub src: Reg,
     pub b: i64,
+}
+
+/// The operands of [`Action::IfNonZero`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IfNonZero {
+    pub reg: Reg,
+    pub then: Vec<Action>,
+    pub otherwise: Vec<Action>,
 }
 
 /// The operands of [`Action::CountPpp`].

@@ -20,7 +20,8 @@
 //! Layout: `cfg/` (builder, rewrite sites, call sites), `rewrite/` (body
 //! rewriting with landing pads, action lowering and the hash helper, counter
 //! layout, module re-assembly), `callgraph.rs`, `interproc.rs` (the
-//! module-level phase), `module.rs` (header check, validation, section scan).
+//! module-level phase), `supergraph/` (the module's Melski-Reps supergraph
+//! and a run's edge trace as its execution), `module.rs` (header check, validation, section scan).
 
 pub mod branches;
 pub mod callgraph;
@@ -30,6 +31,7 @@ pub mod interproc;
 mod module;
 pub mod par;
 pub mod rewrite;
+pub mod supergraph;
 
 pub use branches::BranchStream;
 pub use callgraph::CallGraph;

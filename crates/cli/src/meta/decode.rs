@@ -39,6 +39,8 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
         Kind::Edge => Mode::Edge,
         Kind::Ppp => Mode::Ppp,
         Kind::Path | Kind::Trace => Mode::Path,
+        Kind::Context => Mode::Context,
+        Kind::Piecewise => Mode::Piecewise,
     };
     let mut template = Profile::new(module_hash, mode);
     let tables = Tables {
@@ -67,6 +69,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
         template,
         layout,
         code_map,
+        interproc: None,
     })
 }
 
@@ -105,7 +108,7 @@ fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaE
                 chords,
             })
         }
-        Kind::Trace => Ok(FunctionData::Edge {
+        Kind::Trace | Kind::Context | Kind::Piecewise => Ok(FunctionData::Edge {
             chords: Chords { chords: Vec::new() },
             chord_counts: Vec::new(),
             edge_counts: vec![0; edges.len()],

@@ -64,6 +64,8 @@ impl Encoder {
             Technique::Edge => Kind::Edge,
             Technique::Ppp => Kind::Ppp,
             Technique::Trace => Kind::Trace,
+            Technique::Context => Kind::Context,
+            Technique::Piecewise => Kind::Piecewise,
         };
         Encoder {
             kind,

@@ -42,6 +42,8 @@ pub struct Meta {
     /// Per instrumented function, where each original block's code begins in
     /// the instrumented module. Maps the frames of an abrupt exit to blocks.
     pub code_map: Vec<CodeMap>,
+    /// The supergraph of the interprocedural modes, from its own section.
+    pub interproc: Option<crate::interproc::InterprocMeta>,
 }
 
 /// Why a metadata section cannot be read.
@@ -66,12 +68,21 @@ pub(crate) enum Kind {
     Edge = 1,
     Ppp = 2,
     Trace = 3,
+    Context = 4,
+    Piecewise = 5,
 }
 
 impl Kind {
     fn from_u8(b: u8) -> Option<Kind> {
-        [Kind::Path, Kind::Edge, Kind::Ppp, Kind::Trace]
-            .into_iter()
-            .find(|k| *k as u8 == b)
+        [
+            Kind::Path,
+            Kind::Edge,
+            Kind::Ppp,
+            Kind::Trace,
+            Kind::Context,
+            Kind::Piecewise,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == b)
     }
 }

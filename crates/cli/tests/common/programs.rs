@@ -39,16 +39,28 @@ pub struct Outcome {
 /// Runs `inv` on the module `bytes`; with `trace`, every trace event it
 /// makes is kept in [`Outcome::trace`].
 pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outcome {
+    let module = pathprof_runner::compile(engine, bytes).expect("compile");
+    run_compiled(&module, inv, trace)
+}
+
+/// Runs `inv` on the module `bytes`, its trace events sent to `trace`.
+pub fn run_to(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: Option<TraceTo>) -> Outcome {
+    let module = pathprof_runner::compile(engine, bytes).expect("compile");
+    run_compiled_to(&module, inv, trace)
+}
+
+/// [`run`] of a module compiled once for several runs.
+pub fn run_compiled(module: &Module, inv: &Invocation, trace: bool) -> Outcome {
     let events = Arc::new(Mutex::new(Vec::<TraceEvent>::new()));
     let sink = trace.then(|| TraceTo::new(events.clone()));
-    let mut outcome = run_to(engine, bytes, inv, sink);
+    let mut outcome = run_compiled_to(module, inv, sink);
     let events = std::mem::take(&mut *events.lock().unwrap());
     outcome.trace = events.into_iter().map(|e| (e.func, e.edge)).collect();
     outcome
 }
 
-/// Runs `inv` on the module `bytes`, its trace events sent to `trace`.
-pub fn run_to(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: Option<TraceTo>) -> Outcome {
+/// [`run_to`] of a compiled module.
+pub fn run_compiled_to(module: &Module, inv: &Invocation, trace: Option<TraceTo>) -> Outcome {
     match inv {
         Invocation::Command { args, stdin } => {
             let opts = RunOptions {
@@ -56,7 +68,7 @@ pub fn run_to(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: Option<Tra
                 trace,
                 ..RunOptions::captured(args.clone())
             };
-            let o = pathprof_runner::run_command(engine, bytes, &opts).expect("run");
+            let o = pathprof_runner::run_compiled(module, &opts).expect("run");
             Outcome {
                 exit: o.exit,
                 stdout: o.stdout,
@@ -71,7 +83,7 @@ pub fn run_to(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: Option<Tra
                 trace,
                 ..RunOptions::captured(["module"])
             };
-            let o = pathprof_runner::invoke(engine, bytes, export, args, &opts).expect("invoke");
+            let o = pathprof_runner::invoke_compiled(module, export, args, &opts).expect("invoke");
             Outcome {
                 exit: o.exit,
                 stdout: o.stdout,
@@ -268,4 +280,16 @@ fn unescape(s: &str) -> String {
         }
     }
     out
+}
+
+/// The WAT fixtures (`tests/fixtures/wat/*.wat`), sorted.
+pub fn wat_fixtures() -> Vec<PathBuf> {
+    let dir = root().join("tests/fixtures/wat");
+    let mut fixtures: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wat"))
+        .collect();
+    fixtures.sort();
+    fixtures
 }

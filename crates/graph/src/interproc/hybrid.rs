@@ -15,8 +15,10 @@
 //! so that a graph whose exact numbering overflows can still be ranked.
 //! One site is cut per round and the graph numbered again, so a site whose
 //! size shrinks as others are cut is judged on its new size. That costs a
-//! transformation and a numbering of the whole program per cut site: fine
-//! for tens of cuts, slow for thousands (then cut in batches first).
+//! transformation and a numbering of the whole program per round, so after
+//! [`SINGLE_ROUNDS`] rounds the largest sites are cut in batches that double
+//! each round: a program needing thousands of cuts takes tens of rounds,
+//! at the price of perhaps cutting some sites more than the fewest.
 
 use crate::error::GraphError;
 use crate::interproc::callgraph::CallGraph;
@@ -30,27 +32,44 @@ use crate::interproc::{transform, Interproc, Mode};
 /// site leaves more paths (the functions' own paths are too many).
 pub fn build_within(sg: &Supergraph, mode: Mode, bound: u64) -> Result<Interproc, GraphError> {
     let mut cuts: Vec<CallSiteId> = Vec::new();
-    loop {
+    for round in 0usize.. {
         match Interproc::build_with_cuts(sg, mode, &cuts) {
             Ok(ip) if ip.total() <= bound => return Ok(ip),
             Ok(_) | Err(GraphError::PathCountOverflow { .. }) => {}
             Err(e) => return Err(e),
         }
-        match largest_uncut_site(sg, mode, &cuts) {
-            Some(s) => cuts.push(s),
-            None => return Err(GraphError::PathCountOverflow { function: None }),
+        let batch = 1usize << round.saturating_sub(SINGLE_ROUNDS).min(20);
+        let largest = largest_uncut_sites(sg, mode, &cuts, batch);
+        if largest.is_empty() {
+            return Err(GraphError::PathCountOverflow { function: None });
         }
+        cuts.extend(largest);
     }
+    unreachable!("the rounds end when no site is left to cut")
 }
+
+/// Rounds of [`build_within`] that cut one site each before batches.
+pub const SINGLE_ROUNDS: usize = 16;
 
 /// The uncut call site with the largest estimated psi_c(1) (the first on
 /// ties), if any is left.
 pub fn largest_uncut_site(sg: &Supergraph, mode: Mode, cuts: &[CallSiteId]) -> Option<CallSiteId> {
+    largest_uncut_sites(sg, mode, cuts, 1).first().copied()
+}
+
+/// The `k` uncut call sites with the largest estimated psi_c(1), largest
+/// first (the first on ties).
+pub fn largest_uncut_sites(
+    sg: &Supergraph,
+    mode: Mode,
+    cuts: &[CallSiteId],
+    k: usize,
+) -> Vec<CallSiteId> {
     let cg = CallGraph::new(sg, cuts);
     let starts = sg.site_starts();
     let (splits, locals) = transform(sg, &cg, mode);
     let psi = estimate_psi(sg, &cg, &splits, &locals);
-    let mut best: Option<(u64, CallSiteId)> = None;
+    let mut sizes: Vec<(u64, CallSiteId)> = Vec::new();
     for (f, func) in sg.functions.iter().enumerate() {
         for (i, call) in func.calls.iter().enumerate() {
             let site = starts[f] + i;
@@ -61,10 +80,34 @@ pub fn largest_uncut_site(sg: &Supergraph, mode: Mode, cuts: &[CallSiteId]) -> O
             let size = psi
                 .get(f)
                 .map_or(0, |n| n.psi[c.index()].apply(1).unwrap_or(u64::MAX));
-            if best.is_none_or(|(b, _)| size > b) {
-                best = Some((size, CallSiteId::new(site)));
-            }
+            sizes.push((size, CallSiteId::new(site)));
         }
     }
-    best.map(|(_, s)| s)
+    // Largest first; on ties, the first site.
+    sizes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    sizes.into_iter().take(k).map(|(_, s)| s).collect()
+}
+
+/// The edges that truncate a function's own paths to at most `bound`
+/// (Ball-Larus section 5.3: every edge out of a cut vertex, except into
+/// EXIT, ends the path like a backedge), for [`Function::truncated`]; empty
+/// when the function has at most `bound` acyclic paths.
+///
+/// Departure from the paper: Melski and Reps number every interprocedural
+/// path. A function with more acyclic paths than 64 bits can count cannot
+/// be numbered whatever call sites are cut; truncating it is the remedy
+/// Ball and Larus give intraprocedurally.
+///
+/// [`Function::truncated`]: crate::interproc::Function::truncated
+pub fn truncation(cfg: &crate::Cfg, bound: u64) -> Result<Vec<crate::EdgeId>, GraphError> {
+    let (dag, _) = crate::numbering::build_numbered(cfg, bound)?;
+    let mut out: Vec<crate::EdgeId> = dag
+        .cut_nodes
+        .iter()
+        .flat_map(|&v| cfg.succs(v).iter().copied())
+        .filter(|&e| cfg.dst(e) != crate::Cfg::EXIT)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }

@@ -123,6 +123,14 @@ impl Local {
         };
         let (mut back_target, mut back_source) = (vec![false; n], vec![false; n]);
         let mut has_succ = vec![false; n];
+        // Backedges, and the edges truncation treats as such.
+        let mut back = vec![false; cfg.num_edges()];
+        for e in cfg.edge_ids() {
+            back[e.index()] = dfs.reached(cfg.src(e)) && dfs.is_backedge(cfg, e);
+        }
+        for &e in &func.truncated {
+            back[e.index()] = dfs.reached(cfg.src(e));
+        }
         for &u in &func.throws {
             back_source[split.last[u.index()].index()] |= dfs.reached(u);
         }
@@ -141,7 +149,7 @@ impl Local {
             if !dfs.reached(v) {
                 continue;
             }
-            if dfs.is_backedge(cfg, e) {
+            if back[e.index()] {
                 back_source[v.index()] = true;
                 back_target[w.index()] = true;
                 continue;
@@ -168,7 +176,7 @@ impl Local {
         }
         for e in cfg.edge_ids() {
             let (v, w) = cfg.edge(e);
-            if dfs.reached(v) && dfs.is_backedge(cfg, e) {
+            if back[e.index()] {
                 if let (Some(exit), Some(entry)) = (exit_of[v.index()], entry_of[w.index()]) {
                     local.roles[e.index()] = EdgeRole::Back { exit, entry };
                 }

@@ -117,6 +117,12 @@ pub struct Function {
     /// caller restarts (section 9's treatment, see [`crate::interproc`]).
     #[serde(default)]
     pub tail_calls: Vec<TailCall>,
+    /// Edges treated like backedges (the path ends at the source and a new
+    /// one starts at the target): Ball-Larus truncation (their section 5.3)
+    /// of a function whose own paths are too many to number, which Melski
+    /// and Reps do not consider. Neither from ENTRY nor into EXIT.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub truncated: Vec<crate::EdgeId>,
 }
 
 /// A tail call a block ends with.
@@ -196,6 +202,16 @@ impl Supergraph {
                 }
             }
             let n = func.cfg.num_nodes();
+            if func.truncated.iter().any(|&e| {
+                e.index() >= func.cfg.num_edges()
+                    || func.cfg.src(e) == Cfg::ENTRY
+                    || func.cfg.dst(e) == Cfg::EXIT
+            }) {
+                return bad(
+                    f,
+                    "a truncated edge is out of range, leaves ENTRY or enters EXIT",
+                );
+            }
             if func
                 .throws
                 .iter()

@@ -470,8 +470,7 @@ impl<'a> Rewriter<'a, '_> {
         };
         match self.fcfg.edge_kinds[e.index()] {
             EdgeKind::Entry => (&inter.entry, &[]),
-            EdgeKind::Unreachable | EdgeKind::Throw | EdgeKind::ThrowRef => (&[], &[]),
-            _ if self.fcfg.cfg.dst(e) == Cfg::EXIT => (&[], &inter.exit),
+            _ if returns(self.fcfg, e) => (&[], &inter.exit),
             _ => (&[], &[]),
         }
     }
@@ -1099,6 +1098,16 @@ fn ref_types(
     Ok((conv(from)?, conv(to)?))
 }
 
+/// Whether edge `e` leaves the function normally: to EXIT, not by a trap
+/// or a throw (the edges that run the exit actions).
+fn returns(fcfg: &FunctionCfg, e: EdgeId) -> bool {
+    fcfg.cfg.dst(e) == Cfg::EXIT
+        && !matches!(
+            fcfg.edge_kinds[e.index()],
+            EdgeKind::Unreachable | EdgeKind::Throw | EdgeKind::ThrowRef
+        )
+}
+
 impl types::NewTypes {
     /// Records the new types the plan of one function needs.
     pub(crate) fn add_function(
@@ -1107,7 +1116,15 @@ impl types::NewTypes {
         fcfg: &FunctionCfg,
         plan: &FunctionPlan,
     ) -> Result<()> {
-        let has_code = |e: &EdgeId| !plan.edges[e.index()].is_empty();
+        // An edge to EXIT also runs the function's exit actions (see
+        // `Rewriter::entry_exit`): its pad is needed even if the edge has
+        // no actions of its own.
+        let exit = plan
+            .interproc
+            .as_deref()
+            .is_some_and(|i| !i.exit.is_empty());
+        let has_code =
+            |e: &EdgeId| !plan.edges[e.index()].is_empty() || (exit && returns(fcfg, *e));
         let (start, len) = fcfg.func_pads;
         if fcfg.pad_edges[start as usize..(start + len) as usize]
             .iter()

@@ -135,6 +135,26 @@ impl Lowerer {
                         .global_set(self.globals_base + global);
                 }
                 Action::MulAdd(ref m) => self.mul_add(&mut sink, m),
+                Action::IfNonZero(ref branch) => {
+                    let (local, width) = self.regs[branch.reg as usize];
+                    sink.local_get(local);
+                    if width == Width::I64 {
+                        sink.i64_const(0).i64_ne();
+                    }
+                    sink.if_(BlockType::Empty);
+                    // The arms are lowered into the same body: `sink` is
+                    // dropped and taken again around each.
+                    drop(sink);
+                    self.emit(out, &branch.then);
+                    sink = InstructionSink::new(out);
+                    if !branch.otherwise.is_empty() {
+                        sink.else_();
+                        drop(sink);
+                        self.emit(out, &branch.otherwise);
+                        sink = InstructionSink::new(out);
+                    }
+                    sink.end();
+                }
             }
         }
     }

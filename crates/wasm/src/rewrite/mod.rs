@@ -383,6 +383,14 @@ fn check_actions(
             Action::Trace { .. } => uses.traces = true,
             Action::CountPath { .. } | Action::CountPpp(_) => uses.count_path = true,
             Action::GlobalToLocal { .. } | Action::LocalToGlobal { .. } => uses.globals = true,
+            Action::IfNonZero(branch) => {
+                // Counted in `uses.actions` by the recursion.
+                for arm in [&branch.then, &branch.otherwise] {
+                    if let Some(fault) = check_actions(plan, globals, arm, uses) {
+                        return Some(fault);
+                    }
+                }
+            }
             _ => {}
         }
         let fault = check_action(plan, globals, action);
@@ -423,6 +431,7 @@ fn check_action(plan: &FunctionPlan, globals: &[Width], action: &Action) -> Opti
                 _ => None,
             })
         }
+        Action::IfNonZero(ref branch) => undeclared(branch.reg),
         Action::MulAdd(ref m) => undeclared(m.reg.max(m.src)).or_else(|| {
             (plan.registers[m.reg as usize] != plan.registers[m.src as usize])
                 .then(|| format!("registers {} and {} differ in width", m.reg, m.src))

@@ -82,7 +82,17 @@ pub fn observable_paths(
     piecewise: bool,
     events: &[Event],
 ) -> BTreeMap<ProfiledPath, u64> {
-    let back: Vec<Vec<bool>> = sg.functions.iter().map(|f| backedges(&f.cfg)).collect();
+    let back: Vec<Vec<bool>> = sg
+        .functions
+        .iter()
+        .map(|f| {
+            let mut back = backedges(&f.cfg);
+            for &e in &f.truncated {
+                back[e.index()] = true;
+            }
+            back
+        })
+        .collect();
     let mut paths = BTreeMap::new();
     let mut emit = |steps: Vec<PathStep>| {
         let active_start = match piecewise {

@@ -54,12 +54,20 @@ fn arb_function(num_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Fu
                     cfg.add_edge(Cfg::ENTRY, h);
                 }
                 let throws = throws.into_iter().map(NodeId::new).collect();
+                // Every fifth eligible edge truncated (Ball-Larus 5.3), so
+                // the truncation is exercised with everything else.
+                let truncated = cfg
+                    .edge_ids()
+                    .filter(|&e| cfg.src(e) != Cfg::ENTRY && cfg.dst(e) != Cfg::EXIT)
+                    .filter(|e| e.index() % 5 == 2)
+                    .collect();
                 Function {
                     cfg,
                     calls,
                     throws,
                     handlers,
                     tail_calls,
+                    truncated,
                 }
             },
         )

@@ -1,0 +1,524 @@
+//! The `context` and `piecewise` modes: Melski & Reps' interprocedural path
+//! profiling (TR 1382) on a whole module. Unlike the intraprocedural
+//! techniques, no function can be planned before the module's supergraph is
+//! numbered, so the module is analysed whole, then every function planned
+//! (`pathprof_techniques::interproc`) and rewritten in one pass.
+//!
+//! The instrumented module carries, besides `__pathprof.meta` (every
+//! function's CFG, as for the other modes), the section
+//! [`INTERPROC_SECTION`]: the supergraph and the call sites cut by the
+//! hybrid policy, from which `collect` numbers it again (the numbering is
+//! deterministic) to decode the path numbers the run counted.
+
+use anyhow::{Context, Result};
+use pathprof_graph::interproc::{hybrid, CallSiteId, Callee, FuncId, Interproc, Mode, Supergraph};
+use pathprof_graph::GraphError;
+use pathprof_profile::interproc::{InterprocPath, InterprocProfile, SiteInfo};
+use pathprof_profile::Profile;
+use pathprof_techniques::{interproc as technique, FunctionPlan, PathTable, RawCounters};
+use pathprof_wasm::supergraph::ModuleSupergraph;
+use serde::{Deserialize, Serialize};
+
+use crate::driver::{Instrumented, Options, Recorder, Technique};
+
+/// The custom section with the supergraph and the hybrid cuts.
+pub const INTERPROC_SECTION: &str = "__pathprof.interproc";
+
+/// Which non-recursive call sites are profiled interprocedurally (section 8).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Hybrid {
+    /// Every one the numbering can afford: all, or, when the paths would
+    /// not fit in 64 bits, all but the fewest largest (`Budget`).
+    #[default]
+    All,
+    /// Only calls to leaf functions (functions that call no profiled one).
+    Leaf,
+    /// Cut the largest call sites until the number of paths is at most this.
+    Budget(u64),
+    /// Cut these call sites (by module byte offset of the call, `0x1a2`) and
+    /// every call site of these callees (by name or function index); the
+    /// largest others too if the paths would not fit in 64 bits.
+    Cut(Vec<String>),
+    /// [`Hybrid::Cut`] resolved to call site ids.
+    Sites(Vec<CallSiteId>),
+}
+
+impl std::str::FromStr for Hybrid {
+    type Err = String;
+    /// `all`, `leaf`, or `budget:N` (at most N paths).
+    fn from_str(s: &str) -> Result<Hybrid, String> {
+        match s {
+            "all" => Ok(Hybrid::All),
+            "leaf" => Ok(Hybrid::Leaf),
+            "budget" => Ok(Hybrid::Budget(u64::MAX)),
+            _ if s.starts_with("cut:") && s.len() > 4 => Ok(Hybrid::Cut(
+                s[4..].split(',').map(str::to_string).collect(),
+            )),
+            _ => match s.strip_prefix("budget:").map(str::parse::<u64>) {
+                Some(Ok(n)) if n > 0 => Ok(Hybrid::Budget(n)),
+                _ => Err(format!(
+                    "unknown hybrid policy {s:?}: expected all, leaf, budget, budget:N (N > 0) or cut:SITE|CALLEE,..."
+                )),
+            },
+        }
+    }
+}
+
+/// What the [`INTERPROC_SECTION`] holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InterprocMeta {
+    pub mode: Mode,
+    pub supergraph: Supergraph,
+    /// Sites cut by the hybrid policy (recursive and indirect ones are cut
+    /// by the numbering itself).
+    pub cuts: Vec<CallSiteId>,
+    pub num_imported_funcs: u32,
+    /// Per call site: where it is (for reports).
+    pub sites: Vec<(u32, u32)>,
+}
+
+impl InterprocMeta {
+    /// Numbers the supergraph again, as the instrumenter did.
+    pub fn numbering(&self) -> Result<Interproc> {
+        Ok(Interproc::build_with_cuts(
+            &self.supergraph,
+            self.mode,
+            &self.cuts,
+        )?)
+    }
+
+    /// The profile's empty interprocedural part.
+    pub fn template(&self, ip: &Interproc) -> InterprocProfile {
+        let sites = self
+            .sites
+            .iter()
+            .enumerate()
+            .map(|(s, &(func_index, offset))| SiteInfo {
+                func_index,
+                offset,
+                cut: cut_reason(ip, CallSiteId::new(s)),
+            })
+            .collect();
+        InterprocProfile {
+            potential: ip.total(),
+            num_imported_funcs: self.num_imported_funcs,
+            sites,
+            max_enters: ip.max_enters.clone(),
+            paths: Vec::new(),
+            lost: 0,
+        }
+    }
+}
+
+/// Why call site `s` is cut, if it is: `indirect` (9.2.3), `recursive`
+/// (a backedge of the call graph, T3), or `hybrid` (section 8's policy).
+fn cut_reason(ip: &Interproc, s: CallSiteId) -> Option<String> {
+    if !ip.is_cut(s) {
+        return None;
+    }
+    Some(
+        if matches!(ip.callees[s.index()], Callee::Indirect(_)) {
+            "indirect"
+        } else if ip.call_graph.recursive[s.index()] {
+            "recursive"
+        } else {
+            "hybrid"
+        }
+        .to_string(),
+    )
+}
+
+/// The graph mode of a technique.
+pub fn mode_of(technique: Technique) -> Option<Mode> {
+    match technique {
+        Technique::Context => Some(Mode::Context),
+        Technique::Piecewise => Some(Mode::Piecewise),
+        _ => None,
+    }
+}
+
+/// Instruments `module` for context or piecewise profiling.
+pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
+    let mode = mode_of(technique).expect("an interprocedural technique");
+    pathprof_wasm::Scanned::validated(module)?;
+    let Numbered {
+        info,
+        call_index,
+        ip,
+        meta,
+    } = numbered(module, mode, opts, true)?;
+    let table = table_for(&ip, &call_index, opts);
+    let plans: Vec<Option<FunctionPlan>> = info
+        .functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            f.as_ref().ok().map(|fcfg| {
+                technique::plan(&ip, FuncId::new(i), &call_index[i], table)
+                    .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))
+            })
+        })
+        .collect();
+    let section = serde_json::to_vec(&meta)?;
+    let out = pathprof_wasm::instrument_module(
+        module,
+        &info,
+        &technique::module_plan(),
+        &plans,
+        &[(INTERPROC_SECTION, &section)],
+        opts.output_check(),
+    )?;
+    let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
+    for f in &info.functions {
+        rec.record_cfg(f.as_ref())?;
+    }
+    rec.planned_all();
+    Ok(rec.finish(out))
+}
+
+/// A module analysed and numbered.
+struct Numbered {
+    info: pathprof_wasm::ModuleInfo,
+    /// Per defined function, per supergraph call: its wasm call-site index.
+    call_index: Vec<Vec<u32>>,
+    ip: Interproc,
+    meta: InterprocMeta,
+}
+
+/// Analyses `module` and numbers its supergraph for `mode`; with
+/// `instrumenting`, refuses what the instrumentation cannot do yet.
+fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> Result<Numbered> {
+    let info = pathprof_wasm::analyze(module)?;
+    let mut msg = ModuleSupergraph::new(module, &info)?;
+    if instrumenting {
+        technique::check(&msg.supergraph)?;
+    }
+    let truncate_above = opts.ball_larus.truncate_above;
+    let sites = site_offsets(&msg, &info);
+    let policy = match &opts.hybrid {
+        Hybrid::Cut(list) => Hybrid::Sites(resolve_cuts(list, &sites, &msg, &info)?),
+        other => other.clone(),
+    };
+    let (ip, cuts) = number(&mut msg.supergraph, mode, &policy, truncate_above)?;
+    let meta = InterprocMeta {
+        mode,
+        sites,
+        supergraph: msg.supergraph,
+        cuts,
+        num_imported_funcs: msg.num_imported_funcs,
+    };
+    Ok(Numbered {
+        info,
+        call_index: msg.call_index,
+        ip,
+        meta,
+    })
+}
+
+/// Numbers `sg` under the hybrid policy; returns the numbering and the
+/// sites the policy cut. When even cutting every call site leaves more
+/// paths than 64 bits can number, the functions with more than
+/// `truncate_above` acyclic paths of their own are truncated first
+/// ([`hybrid::truncation`]), which `sg` then records.
+pub fn number(
+    sg: &mut Supergraph,
+    mode: Mode,
+    policy: &Hybrid,
+    truncate_above: u64,
+) -> Result<(Interproc, Vec<CallSiteId>)> {
+    match number_as_is(sg, mode, policy) {
+        Err(e) if is_overflow(&e) => {
+            for f in &mut sg.functions {
+                f.truncated = hybrid::truncation(&f.cfg, truncate_above)?;
+            }
+            number_as_is(sg, mode, policy)
+                .context("too many interprocedural paths even with every call site cut and every function truncated")
+        }
+        done => done,
+    }
+}
+
+fn is_overflow(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<GraphError>(),
+        Some(GraphError::PathCountOverflow { .. })
+    )
+}
+
+fn number_as_is(
+    sg: &Supergraph,
+    mode: Mode,
+    policy: &Hybrid,
+) -> Result<(Interproc, Vec<CallSiteId>)> {
+    let within = |bound| -> Result<(Interproc, Vec<CallSiteId>)> {
+        let ip = hybrid::build_within(sg, mode, bound)?;
+        let cuts = (0..ip.callees.len())
+            .map(CallSiteId::new)
+            .filter(|&s| cut_reason(&ip, s).as_deref() == Some("hybrid"))
+            .collect();
+        Ok((ip, cuts))
+    };
+    match policy {
+        Hybrid::All => match Interproc::build(sg, mode) {
+            Ok(ip) => Ok((ip, Vec::new())),
+            Err(GraphError::PathCountOverflow { .. }) => within(u64::MAX),
+            Err(e) => Err(e.into()),
+        },
+        Hybrid::Budget(bound) => within(*bound),
+        Hybrid::Leaf => {
+            let cuts = non_leaf_sites(sg);
+            Ok((Interproc::build_with_cuts(sg, mode, &cuts)?, cuts))
+        }
+        Hybrid::Sites(cuts) => match Interproc::build_with_cuts(sg, mode, cuts) {
+            Ok(ip) => Ok((ip, cuts.clone())),
+            Err(GraphError::PathCountOverflow { .. }) => within(u64::MAX),
+            Err(e) => Err(e.into()),
+        },
+        Hybrid::Cut(_) => unreachable!("resolved to Hybrid::Sites by `numbered`"),
+    }
+}
+
+/// The call sites `--hybrid cut:...` names: a module byte offset (`0x1a2`)
+/// names the call there, anything else a callee (by name or function
+/// index), all of whose call sites are cut. An entry that names nothing is
+/// an error.
+fn resolve_cuts(
+    list: &[String],
+    sites: &[(u32, u32)],
+    msg: &ModuleSupergraph,
+    info: &pathprof_wasm::ModuleInfo,
+) -> Result<Vec<CallSiteId>> {
+    let callee_of = |s: usize| -> Option<u32> {
+        let f = msg.site_start.partition_point(|&start| start <= s) - 1;
+        let k = msg.call_index[f][s - msg.site_start[f]] as usize;
+        let fcfg = info.functions[f].as_ref().ok()?;
+        match fcfg.calls[k].callee {
+            pathprof_wasm::Callee::Direct(q) => Some(q),
+            _ => None,
+        }
+    };
+    let name_of = |func: u32| -> Option<&str> {
+        let i = func.checked_sub(info.num_imported_funcs)? as usize;
+        info.functions.get(i)?.as_ref().ok()?.name.as_deref()
+    };
+    let mut out = Vec::new();
+    for item in list {
+        let before = out.len();
+        if let Some(hex) = item.strip_prefix("0x") {
+            let offset = u32::from_str_radix(hex, 16)
+                .map_err(|_| anyhow::anyhow!("--hybrid cut: {item:?} is not a byte offset"))?;
+            out.extend(
+                (0..sites.len())
+                    .filter(|&s| sites[s].1 == offset)
+                    .map(CallSiteId::new),
+            );
+        } else {
+            out.extend((0..sites.len()).map(CallSiteId::new).filter(|s| {
+                callee_of(s.index())
+                    .is_some_and(|q| q.to_string() == *item || name_of(q) == Some(item.as_str()))
+            }));
+        }
+        if out.len() == before {
+            anyhow::bail!("--hybrid cut: no call site at or of {item:?}");
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// The direct call sites whose callee calls a profiled function.
+fn non_leaf_sites(sg: &Supergraph) -> Vec<CallSiteId> {
+    let mut out = Vec::new();
+    let mut s = 0;
+    for f in &sg.functions {
+        for c in &f.calls {
+            if let Callee::Direct(q) = c.callee {
+                if !sg.functions[q.index()].calls.is_empty() {
+                    out.push(CallSiteId::new(s));
+                }
+            }
+            s += 1;
+        }
+    }
+    out
+}
+
+/// Where paths are counted: an array of every path number when all the
+/// counting functions' arrays fit the array budget, else a hash table each.
+fn table_for(ip: &Interproc, call_index: &[Vec<u32>], opts: &Options) -> PathTable {
+    let counting = (0..call_index.len())
+        .filter(|&f| {
+            let probe = PathTable::Array { len: 1 };
+            technique::plan(ip, FuncId::new(f), &call_index[f], probe)
+                .is_some_and(|p| p.paths != PathTable::None)
+        })
+        .count() as u64;
+    let bl = &opts.ball_larus;
+    let budget = bl.array_max.max(bl.array_budget / 8);
+    if ip.total().saturating_mul(counting.max(1)) <= budget {
+        PathTable::Array { len: ip.total() }
+    } else {
+        PathTable::Hash {
+            capacity: bl.hash_capacity.max(2).next_power_of_two(),
+        }
+    }
+}
+
+/// Per supergraph call site: its function's module index and byte offset.
+fn site_offsets(msg: &ModuleSupergraph, info: &pathprof_wasm::ModuleInfo) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for (i, calls) in msg.call_index.iter().enumerate() {
+        let Some(Ok(fcfg)) = info.functions.get(i) else {
+            continue;
+        };
+        for &k in calls {
+            out.push((fcfg.func_index, fcfg.calls[k as usize].offset));
+        }
+    }
+    out
+}
+
+/// Decodes the path counters of every function into `profile`'s
+/// interprocedural paths. (The functions' edge counts stay zero: a context
+/// path's prefix repeats edges counted before, and a backedge is not one of
+/// a path's steps, so edge counts cannot be read off the paths.)
+pub fn collect(meta: &InterprocMeta, raw: &[RawCounters], profile: &mut Profile) -> Result<()> {
+    let ip = meta.numbering()?;
+    let mut ipp = meta.template(&ip);
+    let mut counts = std::collections::BTreeMap::<u64, u64>::new();
+    for r in raw {
+        ipp.lost = ipp.lost.saturating_add(r.lost);
+        for &(n, c) in &r.paths {
+            let e = counts.entry(n).or_insert(0);
+            *e = e.checked_add(c).context("a path count overflows")?;
+        }
+    }
+    for (number, count) in counts {
+        let path = ip
+            .decode(number)
+            .with_context(|| format!("corrupt counters: path number {number}"))?;
+        ipp.paths.push(InterprocPath {
+            number,
+            count,
+            path,
+        });
+    }
+    profile.interproc = Some(Box::new(ipp));
+    Ok(())
+}
+
+/// Reads the [`INTERPROC_SECTION`] of an instrumented module, if it has one.
+pub fn read_meta(instrumented: &[u8]) -> Result<Option<InterprocMeta>> {
+    let Some(bytes) = pathprof_wasm::custom_section(instrumented, INTERPROC_SECTION)? else {
+        return Ok(None);
+    };
+    let meta = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("corrupt {INTERPROC_SECTION} section: {e}"))?;
+    Ok(Some(meta))
+}
+
+/// `pathprof stats --interproc MODE`: what the numbering makes of a module.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stats {
+    pub mode: Mode,
+    /// The number of observable paths.
+    pub potential: u64,
+    /// Functions truncated (Ball-Larus 5.3) because their own paths were
+    /// too many to number.
+    pub truncated_functions: usize,
+    pub functions: Vec<FunctionStats>,
+    pub sites: Vec<SiteInfo>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionStats {
+    pub func_index: u32,
+    pub name: Option<String>,
+    /// maxEnters (section 3.2): how often one path may enter it.
+    pub max_enters: u64,
+    /// Whether it is an entry function (entered afresh: the program's
+    /// start, exports, targets of cut and indirect calls).
+    pub entry: bool,
+    pub call_sites: usize,
+}
+
+/// The interprocedural numbering of `module` under `opts`.
+pub fn stats(module: &[u8], mode: Mode, opts: &Options) -> Result<Stats> {
+    let Numbered { info, ip, meta, .. } = numbered(module, mode, opts, false)?;
+    let template = meta.template(&ip);
+    let functions = info
+        .functions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let f = f.as_ref().ok()?;
+            Some(FunctionStats {
+                func_index: f.func_index,
+                name: f.name.clone(),
+                max_enters: ip.max_enters[i],
+                entry: ip.global_entry(FuncId::new(i)).is_some(),
+                call_sites: meta.supergraph.functions[i].calls.len(),
+            })
+        })
+        .collect();
+    Ok(Stats {
+        mode,
+        potential: ip.total(),
+        truncated_functions: meta
+            .supergraph
+            .functions
+            .iter()
+            .filter(|f| !f.truncated.is_empty())
+            .count(),
+        functions,
+        sites: template.sites,
+    })
+}
+
+/// Text of [`Stats`].
+pub fn render_stats(s: &Stats) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let cut: Vec<&SiteInfo> = s.sites.iter().filter(|x| x.cut.is_some()).collect();
+    let _ = writeln!(
+        out,
+        "{:?} paths: {} potential; {} call sites, {} profiled across, {} cut; {} functions truncated",
+        s.mode,
+        s.potential,
+        s.sites.len(),
+        s.sites.len() - cut.len(),
+        cut.len(),
+        s.truncated_functions
+    );
+    let _ = writeln!(
+        out,
+        "{:>8} {:>12} {:>6} {:>6}  function",
+        "index", "maxEnters", "entry", "calls"
+    );
+    for f in &s.functions {
+        let name = f
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("func[{}]", f.func_index));
+        let entry = if f.entry { "yes" } else { "" };
+        let _ = writeln!(
+            out,
+            "{:>8} {:>12} {:>6} {:>6}  {name}",
+            f.func_index, f.max_enters, entry, f.call_sites
+        );
+    }
+    if !cut.is_empty() {
+        let _ = writeln!(out, "cut call sites (T3):");
+        for c in cut {
+            let _ = writeln!(
+                out,
+                "  call@{:#x} in func[{}]: {}",
+                c.offset,
+                c.func_index,
+                c.cut.as_deref().unwrap_or("")
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,465 @@
+//! Interprocedural path profiling (D. Melski and T. Reps, "Interprocedural
+//! Path Profiling", UW-Madison TR 1382, 1998): the run-time instrumentation
+//! of sections 5.5 (context paths) and 6.3 (piecewise paths) as plans, one
+//! per function, from a numbered supergraph ([`pathprof_graph::interproc`]).
+//! The reference walk [`Interproc::walk`] executes the same rules; this
+//! module says where each rule's code goes.
+//!
+//! State, and where the instrumented program keeps it (no signature
+//! changes: imports, exports, tables and `call_indirect` keep working):
+//! - `pathNum` in register [`PATH`] of each activation; handed to an uncut
+//!   callee and back through module register [`G_PATH`] (the paper passes
+//!   it by reference);
+//! - `numValidCompsFromExit` in register [`NVC`], passed to an uncut callee
+//!   through [`G_NVC`] (the paper passes it by value);
+//! - `pathNumOnEntry` in register [`ON_ENTRY`] (context);
+//! - `cntOpenLfParens` in module register [`G_CNT`] (piecewise), saved in
+//!   [`SAVED_CNT`] by an activation entered afresh;
+//! - whether an activation was entered through an uncut call site, in
+//!   [`UNCUT`]: the caller sets [`G_UNCUT`] right before the call and the
+//!   callee clears it. Only functions entered both ways read it.
+//!
+//! Where the rules run:
+//! - entry (`entry` actions): through an uncut site, take `pathNum` and
+//!   nvc; afresh (a cut site, `call_indirect`, the host), start along
+//!   `Entry_global -> Entry_P` with nvc 1 (and, piecewise, one open
+//!   parenthesis, the caller's count saved);
+//! - a kept edge: `pathNum += a * nvc + b`, its rho;
+//! - a backedge: count `pathNum + rho(w -> GExit)`, restart along the
+//!   surrogate entry edge (context: from `pathNumOnEntry`; piecewise: from
+//!   `Entry_global -> GEntry_P`, no parenthesis open);
+//! - an uncut call: `pathNum` and `psi_r(nvc)` out, `pathNum` back in after
+//!   (piecewise: one more parenthesis; on return, with none open, the
+//!   return edge's value and the caller's nvc `numUnbalRLPaths[Exit_S]`);
+//! - a cut call: nothing before (the callee starts afresh and keeps its own
+//!   registers), the summary edge's rho after;
+//! - exit: through an uncut site, `pathNum` back to the caller; afresh,
+//!   count the path (piecewise: plus `Exit_P -> Exit_global`'s value with no
+//!   parenthesis open) and restore the caller's parenthesis count.
+//!
+//! Departures from the paper (beyond those of the walk):
+//! - The paper's callee reads how it was entered from its parameters; a
+//!   wasm function cannot have two entries, so a function entered both
+//!   through uncut sites and afresh tests a flag at entry and exit
+//!   (docs/decisions.md#interproc-state).
+//! - Paths are counted in the table of the function where they end; the
+//!   collector adds the tables up (a path number is module-wide).
+//! - Tail calls and exceptions (9.2) are not instrumented yet: [`plan`]
+//!   refuses a supergraph that has them ([`Unsupported`]).
+
+use pathprof_graph::interproc::numbering::PiecewiseValues;
+use pathprof_graph::interproc::{
+    Callee, EdgeRole, FuncId, Interproc, Linear, LocalEdgeId, Mode, Supergraph,
+};
+use pathprof_graph::EdgeId;
+
+use crate::plan::{
+    Action, CallActions, EdgeActions, FunctionPlan, GlobalReg, IfNonZero, Interproc as Actions,
+    ModulePlan, MulAdd, PathTable, Reg, Width,
+};
+
+/// Registers of every plan (all i64).
+pub const PATH: Reg = 0;
+pub const NVC: Reg = 1;
+pub const ON_ENTRY: Reg = 2;
+pub const SAVED_CNT: Reg = 3;
+pub const TMP: Reg = 4;
+pub const UNCUT: Reg = 5;
+const REGISTERS: usize = 6;
+
+/// Module registers.
+pub const G_PATH: GlobalReg = 0;
+pub const G_NVC: GlobalReg = 1;
+pub const G_CNT: GlobalReg = 2;
+pub const G_UNCUT: GlobalReg = 3;
+
+/// The module registers every plan uses.
+pub fn module_plan() -> ModulePlan {
+    ModulePlan {
+        globals: vec![Width::I64; 4],
+    }
+}
+
+/// What the supergraph has that the instrumentation does not handle yet.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    #[error("function {0} makes a tail call (return_call*); interprocedural modes do not handle tail calls yet")]
+    TailCall(usize),
+    #[error("function {0} throws or catches exceptions; interprocedural modes do not handle exceptions yet")]
+    Exceptions(usize),
+}
+
+/// Refuses what [`plan`] cannot instrument.
+pub fn check(sg: &Supergraph) -> Result<(), Unsupported> {
+    for (f, func) in sg.functions.iter().enumerate() {
+        if !func.tail_calls.is_empty() {
+            return Err(Unsupported::TailCall(f));
+        }
+        if !func.throws.is_empty() || !func.handlers.is_empty() {
+            return Err(Unsupported::Exceptions(f));
+        }
+    }
+    Ok(())
+}
+
+/// How a function may be entered.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Entry {
+    Uncut,
+    Fresh,
+    Both,
+}
+
+fn entry_kind(ip: &Interproc, f: FuncId) -> Option<Entry> {
+    let uncut = !ip.callers(f).is_empty();
+    let fresh = ip.global_entry(f).is_some();
+    match (uncut, fresh) {
+        (true, true) => Some(Entry::Both),
+        (true, false) => Some(Entry::Uncut),
+        (false, true) => Some(Entry::Fresh),
+        (false, false) => None,
+    }
+}
+
+/// The plan of supergraph function `f` (`None`: never entered, left
+/// alone). `call_index[k]` is the index among the wasm function's call
+/// sites of the supergraph's local call `k`; `table` is where its paths are
+/// counted if any end in it.
+pub fn plan(
+    ip: &Interproc,
+    f: FuncId,
+    call_index: &[u32],
+    table: PathTable,
+) -> Option<FunctionPlan> {
+    let entry = entry_kind(ip, f)?;
+    let p = Planner { ip, f, entry };
+    let mut counts = entry != Entry::Uncut;
+    let split = &ip.splits[f.index()];
+    let edges = EdgeActions::from_fn(split.original_edges, |e, out| {
+        counts |= p.edge(EdgeId::new(e), out);
+    });
+    let calls = (0..split.call_vertex.len())
+        .map(|k| p.call(k, call_index[k]))
+        .collect();
+    Some(FunctionPlan {
+        registers: vec![Width::I64; REGISTERS],
+        paths: if counts { table } else { PathTable::None },
+        slots: 0,
+        ppp: None,
+        edges,
+        interproc: Some(Box::new(Actions {
+            entry: p.entry(),
+            exit: p.exit(),
+            calls,
+        })),
+    })
+}
+
+struct Planner<'a> {
+    ip: &'a Interproc,
+    f: FuncId,
+    entry: Entry,
+}
+
+/// `reg += rho(src)`, nothing for a zero function.
+fn apply(out: &mut Vec<Action>, reg: Reg, rho: Linear, src: Reg) {
+    match (rho.a, rho.b) {
+        (0, 0) => {}
+        (0, b) => out.push(Action::Add {
+            reg,
+            value: b as i64,
+        }),
+        (a, b) => out.push(Action::MulAdd(Box::new(MulAdd {
+            reg,
+            a: a as i64,
+            src,
+            b: b as i64,
+        }))),
+    }
+}
+
+/// `dst = src`.
+fn copy(out: &mut Vec<Action>, dst: Reg, src: Reg) {
+    out.push(Action::Set { reg: dst, value: 0 });
+    apply(out, dst, Linear::ID, src);
+}
+
+/// `global = value`.
+fn set_global(out: &mut Vec<Action>, global: GlobalReg, value: i64) {
+    out.push(Action::Set { reg: TMP, value });
+    out.push(Action::LocalToGlobal { global, reg: TMP });
+}
+
+fn if_nonzero(reg: Reg, then: Vec<Action>, otherwise: Vec<Action>) -> Action {
+    Action::IfNonZero(Box::new(IfNonZero {
+        reg,
+        then,
+        otherwise,
+    }))
+}
+
+impl Planner<'_> {
+    fn piecewise(&self) -> bool {
+        self.ip.mode == Mode::Piecewise
+    }
+
+    fn piecewise_values(&self) -> &PiecewiseValues {
+        let pw = self.ip.numbering.piecewise.as_ref();
+        pw.expect("a piecewise numbering has its values")
+    }
+
+    fn rho(&self, d: LocalEdgeId) -> Linear {
+        self.ip.numbering.functions[self.f.index()].rho[d.index()]
+    }
+
+    /// The actions of original edge `e`; whether a path is counted there.
+    fn edge(&self, e: EdgeId, out: &mut Vec<Action>) -> bool {
+        match self.ip.locals[self.f.index()].roles[e.index()] {
+            EdgeRole::Kept(d) => {
+                apply(out, PATH, self.rho(d), NVC);
+                false
+            }
+            EdgeRole::Back { exit, entry } => {
+                apply(out, PATH, self.rho(exit), NVC);
+                out.push(Action::CountPath {
+                    reg: PATH,
+                    offset: 0,
+                });
+                self.restart(entry, out);
+                true
+            }
+            EdgeRole::Unreachable => false,
+        }
+    }
+
+    /// A new path along surrogate entry edge `entry`.
+    fn restart(&self, entry: LocalEdgeId, out: &mut Vec<Action>) {
+        let rho = self.rho(entry);
+        if self.piecewise() {
+            let pw = self
+                .ip
+                .numbering
+                .piecewise
+                .as_ref()
+                .expect("piecewise values");
+            let nvc = pw.unbal_rl_exit[self.f.index()];
+            let start = self.ip.global_gentry(self.f).expect("GEntry").value;
+            // nvc is known here, so is the whole start value (wrapping, as
+            // the register's arithmetic: the final sums are exact).
+            let value = start.wrapping_add(rho.a.wrapping_mul(nvc).wrapping_add(rho.b));
+            out.push(Action::Set {
+                reg: NVC,
+                value: nvc as i64,
+            });
+            set_global(out, G_CNT, 0);
+            out.push(Action::Set {
+                reg: PATH,
+                value: value as i64,
+            });
+        } else {
+            copy(out, PATH, ON_ENTRY);
+            apply(out, PATH, rho, NVC);
+        }
+    }
+
+    fn entry(&self) -> Vec<Action> {
+        match self.entry {
+            Entry::Uncut => self.entry_uncut(),
+            Entry::Fresh => self.entry_fresh(),
+            Entry::Both => {
+                let mut uncut = vec![];
+                set_global(&mut uncut, G_UNCUT, 0);
+                uncut.extend(self.entry_uncut());
+                vec![
+                    Action::GlobalToLocal {
+                        reg: UNCUT,
+                        global: G_UNCUT,
+                    },
+                    if_nonzero(UNCUT, uncut, self.entry_fresh()),
+                ]
+            }
+        }
+    }
+
+    fn entry_uncut(&self) -> Vec<Action> {
+        let mut out = vec![
+            Action::GlobalToLocal {
+                reg: NVC,
+                global: G_NVC,
+            },
+            Action::GlobalToLocal {
+                reg: PATH,
+                global: G_PATH,
+            },
+        ];
+        if !self.piecewise() {
+            copy(&mut out, ON_ENTRY, PATH);
+        }
+        out
+    }
+
+    fn entry_fresh(&self) -> Vec<Action> {
+        let value = self
+            .ip
+            .global_entry(self.f)
+            .expect("an entry function")
+            .value as i64;
+        let mut out = vec![
+            Action::Set { reg: PATH, value },
+            Action::Set { reg: NVC, value: 1 },
+            Action::Set {
+                reg: ON_ENTRY,
+                value,
+            },
+        ];
+        if self.piecewise() {
+            out.push(Action::GlobalToLocal {
+                reg: SAVED_CNT,
+                global: G_CNT,
+            });
+            set_global(&mut out, G_CNT, 1);
+        }
+        out
+    }
+
+    fn exit(&self) -> Vec<Action> {
+        match self.entry {
+            Entry::Uncut => self.exit_uncut(),
+            Entry::Fresh => self.exit_fresh(),
+            Entry::Both => vec![if_nonzero(UNCUT, self.exit_uncut(), self.exit_fresh())],
+        }
+    }
+
+    fn exit_uncut(&self) -> Vec<Action> {
+        vec![Action::LocalToGlobal {
+            global: G_PATH,
+            reg: PATH,
+        }]
+    }
+
+    fn exit_fresh(&self) -> Vec<Action> {
+        let mut out = vec![];
+        if let Some(pw) = self.ip.numbering.piecewise.as_ref() {
+            if let Some(value) = pw.exit_global_value[self.f.index()].filter(|&v| v != 0) {
+                // With no parenthesis open, `Exit_P -> Exit_global`'s value.
+                out.push(Action::GlobalToLocal {
+                    reg: TMP,
+                    global: G_CNT,
+                });
+                let add = vec![Action::Add {
+                    reg: PATH,
+                    value: value as i64,
+                }];
+                out.push(if_nonzero(TMP, vec![], add));
+            }
+        }
+        out.push(Action::CountPath {
+            reg: PATH,
+            offset: 0,
+        });
+        if self.piecewise() {
+            out.push(Action::LocalToGlobal {
+                global: G_CNT,
+                reg: SAVED_CNT,
+            });
+        }
+        out
+    }
+
+    /// The actions of local call `k`, wasm call site `site`.
+    fn call(&self, k: usize, site: u32) -> CallActions {
+        let ip = self.ip;
+        let s = ip.site_id(self.f, k);
+        let split = &ip.splits[self.f.index()];
+        let (mut before, mut after) = (vec![], vec![]);
+        if ip.is_cut(s) {
+            self.kept(split.call_edge[k], &mut after);
+        } else {
+            let Callee::Direct(q) = ip.callees[s.index()] else {
+                unreachable!("indirect call sites are always cut")
+            };
+            let psi_r = ip.psi(self.f, split.return_site[k]);
+            before.push(Action::LocalToGlobal {
+                global: G_PATH,
+                reg: PATH,
+            });
+            before.push(Action::Set { reg: TMP, value: 0 });
+            apply(&mut before, TMP, psi_r, NVC);
+            before.push(Action::LocalToGlobal {
+                global: G_NVC,
+                reg: TMP,
+            });
+            if entry_kind(ip, q) == Some(Entry::Both) {
+                set_global(&mut before, G_UNCUT, 1);
+            }
+            after.push(Action::GlobalToLocal {
+                reg: PATH,
+                global: G_PATH,
+            });
+            if self.piecewise() {
+                self.piecewise_call(s, &mut before, &mut after);
+            }
+        }
+        if let Some(link) = split.link_after[k] {
+            self.kept(link, &mut after);
+        }
+        CallActions {
+            site,
+            before,
+            after,
+        }
+    }
+
+    /// One more open parenthesis before the call; on return, close it, or
+    /// with none open take the return edge's value (Algorithm 6.1).
+    fn piecewise_call(
+        &self,
+        s: pathprof_graph::interproc::CallSiteId,
+        before: &mut Vec<Action>,
+        after: &mut Vec<Action>,
+    ) {
+        let pw = self.piecewise_values();
+        before.push(Action::GlobalToLocal {
+            reg: TMP,
+            global: G_CNT,
+        });
+        before.push(Action::Add { reg: TMP, value: 1 });
+        before.push(Action::LocalToGlobal {
+            global: G_CNT,
+            reg: TMP,
+        });
+        let close = vec![
+            Action::Add {
+                reg: TMP,
+                value: -1,
+            },
+            Action::LocalToGlobal {
+                global: G_CNT,
+                reg: TMP,
+            },
+        ];
+        let mut none_open = vec![];
+        apply(
+            &mut none_open,
+            PATH,
+            Linear::new(0, pw.return_value[s.index()]),
+            NVC,
+        );
+        none_open.push(Action::Set {
+            reg: NVC,
+            value: pw.unbal_rl_exit[self.f.index()] as i64,
+        });
+        after.push(Action::GlobalToLocal {
+            reg: TMP,
+            global: G_CNT,
+        });
+        after.push(if_nonzero(TMP, close, none_open));
+    }
+
+    /// `pathNum += rho(e)` for split edge `e` if G*_fn keeps it.
+    fn kept(&self, e: EdgeId, out: &mut Vec<Action>) {
+        if let EdgeRole::Kept(d) = self.ip.locals[self.f.index()].roles[e.index()] {
+            apply(out, PATH, self.rho(d), NVC);
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! A run's edge trace (the `trace` technique: one `(function, edge)` per CFG
+//! edge crossed, in order) as the execution [`Event`]s of the supergraph.
+//!
+//! The trace says which edges were taken, not which calls were made; the
+//! calls are inferred:
+//! - the ENTRY edge of `g` while `f`'s activation is in block `b`: `b`'s
+//!   next supergraph call (in code order, after those already started) is
+//!   the one that entered `g`; if `b` has no call left that may call `g`,
+//!   `g` was entered from outside the profiled code (an import, an
+//!   unmodelled function, the host): `Call { site: None }`;
+//! - an edge into EXIT is taken before the instruction runs, so the return
+//!   is emitted when the next event shows control left the function (a
+//!   trap there ends the trace with no return, as the walk wants);
+//! - a tail-call edge becomes [`Event::TailCall`] when the next event is
+//!   the callee's ENTRY edge, an ordinary return otherwise (the callee was
+//!   opaque);
+//! - a `throw` edge becomes [`Event::Throw`] when the next event is a catch
+//!   edge: the nearest activation of that function catches (an exception
+//!   caught by a recursive activation further down cannot be told apart
+//!   without the stack depth). An exception no profiled function catches
+//!   ends the conversion.
+
+use pathprof_graph::interproc::{CallSiteId, Event, FuncId};
+use pathprof_graph::{Cfg, EdgeId, NodeId};
+
+use super::ModuleSupergraph;
+use crate::cfg::EdgeKind;
+
+/// Why a trace does not fit the supergraph.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TraceError {
+    #[error("trace event {index}: function {func} is not a modelled function of the module")]
+    NotModelled { index: usize, func: u32 },
+    #[error("trace event {index}: edge {edge} of function {func} does not leave where control is")]
+    Misplaced { index: usize, func: u32, edge: u32 },
+    /// A call of the block was left without entering a profiled function
+    /// (an indirect call that reached an import): the supergraph has no
+    /// event for it.
+    #[error("trace event {index}: call {call} of function {func} ran without entering a profiled function")]
+    SkippedSite {
+        index: usize,
+        func: u32,
+        call: usize,
+    },
+}
+
+/// What the last edge into EXIT left to do.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Leaving {
+    No,
+    Return,
+    /// `unreachable`: the run ends here, nothing returns.
+    Trap,
+    Tail(EdgeId),
+    Throw,
+}
+
+#[derive(Clone, Debug)]
+struct Frame {
+    func: FuncId,
+    block: NodeId,
+    /// Local index of the block's next call not yet started.
+    next_call: usize,
+    leaving: Leaving,
+}
+
+struct Converter<'a> {
+    sg: &'a ModuleSupergraph,
+    out: Vec<Event>,
+    frames: Vec<Frame>,
+    index: usize,
+}
+
+/// The execution `trace` (`(module function index, edge index)` pairs)
+/// makes, up to an exception no profiled function catches.
+pub fn events(sg: &ModuleSupergraph, trace: &[(u32, u32)]) -> Result<Vec<Event>, TraceError> {
+    let mut c = Converter {
+        sg,
+        out: Vec::with_capacity(trace.len() + trace.len() / 4),
+        frames: Vec::new(),
+        index: 0,
+    };
+    for (index, &(func, edge)) in trace.iter().enumerate() {
+        c.index = index;
+        let f = sg
+            .func_of(func)
+            .filter(|f| sg.modelled[f.index()])
+            .ok_or(TraceError::NotModelled { index, func })?;
+        let e = EdgeId::new(edge as usize);
+        let cfg = &sg.supergraph.functions[f.index()].cfg;
+        if e.index() >= cfg.num_edges() {
+            return Err(c.misplaced(f, e));
+        }
+        if !c.step(f, e)? {
+            return Ok(c.out);
+        }
+    }
+    // The activations that took a return edge last did return: nothing
+    // can trap between a return edge's trace record and the return. (A
+    // tail call left pending never entered its callee: the run ended in
+    // between, in code no trace sees.)
+    while c
+        .frames
+        .last()
+        .is_some_and(|t| t.leaving == Leaving::Return)
+    {
+        c.out.push(Event::Return);
+        c.frames.pop();
+    }
+    Ok(c.out)
+}
+
+impl Converter<'_> {
+    fn misplaced(&self, f: FuncId, e: EdgeId) -> TraceError {
+        TraceError::Misplaced {
+            index: self.index,
+            func: f.index() as u32 + self.sg.num_imported_funcs,
+            edge: e.index() as u32,
+        }
+    }
+
+    /// One trace event; false when the execution cannot go on (an
+    /// exception left the profiled code).
+    fn step(&mut self, f: FuncId, e: EdgeId) -> Result<bool, TraceError> {
+        let cfg = &self.sg.supergraph.functions[f.index()].cfg;
+        let (src, dst) = cfg.edge(e);
+        let kind = self.sg.edge_kinds[f.index()][e.index()];
+        if kind == EdgeKind::Catch {
+            return Ok(self.catch(f, dst));
+        }
+        if self
+            .frames
+            .last()
+            .is_some_and(|t| t.leaving == Leaving::Throw)
+        {
+            return Ok(false); // uncaught: the program is over
+        }
+        if src == Cfg::ENTRY {
+            self.enter(f)?;
+        } else {
+            self.finish_leaving(None);
+            let top = self.frames.last().filter(|t| t.func == f && t.block == src);
+            let Some(top) = top else {
+                return Err(self.misplaced(f, e));
+            };
+            let left = self.sg.calls_of(f, src).end;
+            if top.next_call < left {
+                return Err(self.skipped(top));
+            }
+        }
+        let top = self.frames.last_mut().expect("entered or checked above");
+        top.block = dst;
+        top.next_call = self.sg.calls_of(f, dst).start;
+        match (dst == Cfg::EXIT, kind) {
+            (false, _) => self.out.push(Event::Edge(e)),
+            (true, EdgeKind::TailCall) => top.leaving = Leaving::Tail(e),
+            (true, EdgeKind::Throw | EdgeKind::ThrowRef) => top.leaving = Leaving::Throw,
+            (true, EdgeKind::Unreachable) => {
+                top.leaving = Leaving::Trap;
+                self.out.push(Event::Edge(e));
+            }
+            (true, _) => {
+                top.leaving = Leaving::Return;
+                self.out.push(Event::Edge(e));
+            }
+        }
+        Ok(true)
+    }
+
+    fn skipped(&self, top: &Frame) -> TraceError {
+        TraceError::SkippedSite {
+            index: self.index,
+            func: top.func.index() as u32 + self.sg.num_imported_funcs,
+            call: top.next_call,
+        }
+    }
+
+    /// Completes the top activation's exit before another event; at a tail
+    /// call, `entering` says whether the next event enters a function.
+    fn finish_leaving(&mut self, entering: Option<FuncId>) -> Option<FuncId> {
+        let Some(top) = self.frames.last() else {
+            return None;
+        };
+        match top.leaving {
+            Leaving::No | Leaving::Throw | Leaving::Trap => None,
+            Leaving::Return => {
+                self.out.push(Event::Return);
+                self.frames.pop();
+                self.finish_leaving(entering)
+            }
+            Leaving::Tail(e) => {
+                let sg = &self.sg.supergraph.functions[top.func.index()];
+                let block = sg.cfg.src(e);
+                let tail = sg.tail_calls.iter().find(|t| t.block == block);
+                match (entering, tail) {
+                    (Some(g), Some(t)) if t.callee.may_call(g) => {
+                        self.out.push(Event::TailCall { callee: g });
+                        self.frames.pop();
+                        Some(g)
+                    }
+                    _ => {
+                        self.out.push(Event::Edge(e));
+                        self.out.push(Event::Return);
+                        self.frames.pop();
+                        self.finish_leaving(entering)
+                    }
+                }
+            }
+        }
+    }
+
+    /// `f` is entered at its ENTRY: by a tail call, a call site of the
+    /// caller's block, or from outside.
+    fn enter(&mut self, f: FuncId) -> Result<(), TraceError> {
+        let tail = self.finish_leaving(Some(f)) == Some(f);
+        if !tail {
+            let site = self.site_entering(f)?;
+            self.out.push(Event::Call { site, callee: f });
+        }
+        self.frames.push(Frame {
+            func: f,
+            block: Cfg::ENTRY,
+            next_call: 0,
+            leaving: Leaving::No,
+        });
+        Ok(())
+    }
+
+    /// The call site of the top activation that enters `f`, if any.
+    fn site_entering(&mut self, f: FuncId) -> Result<Option<CallSiteId>, TraceError> {
+        let Some(top) = self.frames.last() else {
+            return Ok(None);
+        };
+        let calls = self.sg.calls_of(top.func, top.block);
+        let func = &self.sg.supergraph.functions[top.func.index()];
+        let Some(k) = (top.next_call..calls.end).find(|&k| func.calls[k].callee.may_call(f)) else {
+            return Ok(None);
+        };
+        if k != top.next_call {
+            return Err(self.skipped(top));
+        }
+        let first = self.sg.site_start[top.func.index()];
+        self.frames.last_mut().expect("checked above").next_call = k + 1;
+        Ok(Some(CallSiteId::new(first + k)))
+    }
+
+    /// A catch edge of `f` into `handler`: the nearest activation of `f`
+    /// catches what was thrown. False if nothing was thrown that it could
+    /// catch.
+    fn catch(&mut self, f: FuncId, handler: NodeId) -> bool {
+        let thrown = self
+            .frames
+            .last()
+            .is_some_and(|t| t.leaving == Leaving::Throw);
+        let catcher = self.frames.iter().rposition(|a| a.func == f);
+        let (true, Some(at), false) = (thrown, catcher, handler == Cfg::EXIT) else {
+            return false;
+        };
+        let unwind = self.frames.len() - 1 - at;
+        self.out.push(Event::Throw { unwind, handler });
+        self.frames.truncate(at + 1);
+        let top = self.frames.last_mut().expect("the catcher");
+        top.block = handler;
+        top.next_call = self.sg.calls_of(f, handler).start;
+        top.leaving = Leaving::No;
+        true
+    }
+}

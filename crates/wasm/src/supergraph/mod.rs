@@ -1,0 +1,233 @@
+//! The supergraph G* of a module (Melski & Reps, "Interprocedural Path
+//! Profiling", UW-Madison TR 1382, 1998, section 2.2) built from the CFG
+//! builder's output, for [`pathprof_graph::interproc`], and a run's edge
+//! trace as the execution its walk and oracle read ([`events`]).
+//!
+//! # Model
+//! - One supergraph function per *defined* function: supergraph function
+//!   `i` is module function `num_imported_funcs + i`.
+//! - A call site of the supergraph is a reachable non-tail call of
+//!   [`FunctionCfg::calls`] that may enter a profiled function (a defined
+//!   function the builder models): `call f` is `Callee::Direct`,
+//!   `call_indirect`/`call_ref` are `Callee::Indirect` with the call
+//!   graph's possible targets (the graph side cuts them, T3).
+//! - A tail call (`return_call*`) that may enter a profiled function is a
+//!   [`TailCall`] of its block (section 9).
+//! - Throwing blocks: those with a `throw`/`throw_ref` edge to EXIT; handlers:
+//!   the targets of `Catch` edges out of ENTRY (9.2.2).
+//! - Entry functions: `_start` first, then the start function, every
+//!   exported function, and every profiled function an unmodelled one may
+//!   call (control arrives there with no call site the supergraph knows).
+//!
+//! # Departures and limits
+//! - Imports are opaque leaves (the graph side's model): calls to them are
+//!   not call sites, and neither are calls to functions the CFG builder
+//!   refuses ([`crate::Unsupported`]): such a function is in the supergraph
+//!   only as a placeholder `ENTRY -> EXIT` (no trace event is ever made
+//!   in it), so function ids stay the defined-function indices.
+//! - An indirect call whose possible targets are all opaque is not a call
+//!   site. One that has profiled targets but reaches an opaque function at
+//!   run time cannot be told apart in a trace: [`events`] reports it
+//!   ([`TraceError::SkippedSite`]).
+
+pub mod events;
+
+use pathprof_graph::interproc::{
+    CallSite as SgCallSite, Callee as SgCallee, FuncId, Function, Supergraph, TailCall,
+};
+use pathprof_graph::{Cfg, NodeId};
+use wasmparser::{ExternalKind, Parser, Payload};
+
+use crate::callgraph::CallGraph;
+use crate::cfg::{EdgeKind, FunctionCfg, ModuleInfo};
+use crate::error::{Result, WasmError};
+
+pub use events::{events, TraceError};
+
+/// A module's supergraph, and where its call sites are in the CFGs.
+#[derive(Clone, Debug)]
+pub struct ModuleSupergraph {
+    pub supergraph: Supergraph,
+    pub num_imported_funcs: u32,
+    /// Per supergraph function, per supergraph call: its index in the
+    /// function's [`FunctionCfg::calls`] (for the instrumentation, which
+    /// keys call-site actions by it).
+    pub call_index: Vec<Vec<u32>>,
+    /// Per supergraph function, per block: the range of its supergraph calls
+    /// (a block's calls are contiguous in code order).
+    pub block_calls: Vec<Vec<(u32, u32)>>,
+    /// Per supergraph function, per edge: its kind (empty for placeholders).
+    pub edge_kinds: Vec<Vec<EdgeKind>>,
+    /// Per supergraph function: whether the CFG builder modelled it.
+    pub modelled: Vec<bool>,
+    /// Per supergraph function: the id of its first call site (and one past
+    /// the last), as [`Supergraph::site_starts`].
+    pub site_start: Vec<usize>,
+}
+
+impl ModuleSupergraph {
+    /// The supergraph of the module `bytes` that `info` describes.
+    pub fn new(bytes: &[u8], info: &ModuleInfo) -> Result<ModuleSupergraph> {
+        let cg = CallGraph::new(bytes, info)?;
+        let imported = info.num_imported_funcs;
+        let profiled = |f: u32| {
+            f.checked_sub(imported)
+                .and_then(|i| info.functions.get(i as usize))
+                .is_some_and(|r| r.is_ok())
+        };
+        let targets = |callee: &crate::Callee| -> Vec<FuncId> {
+            cg.targets(callee)
+                .iter()
+                .filter(|&&f| profiled(f))
+                .map(|&f| FuncId::new((f - imported) as usize))
+                .collect()
+        };
+        let mut sg = ModuleSupergraph {
+            supergraph: Supergraph::default(),
+            num_imported_funcs: imported,
+            call_index: Vec::new(),
+            block_calls: Vec::new(),
+            edge_kinds: Vec::new(),
+            modelled: Vec::new(),
+            site_start: Vec::new(),
+        };
+        let mut entries = entry_points(bytes, imported)?;
+        for (i, func) in info.functions.iter().enumerate() {
+            match func {
+                Ok(fcfg) => sg.add_modelled(fcfg, &targets),
+                Err(_) => {
+                    sg.add_placeholder();
+                    let module_index = imported + i as u32;
+                    entries.extend(
+                        cg.callees(module_index)
+                            .iter()
+                            .filter(|&&f| profiled(f))
+                            .map(|&f| FuncId::new((f - imported) as usize)),
+                    );
+                }
+            }
+        }
+        let mut seen = vec![false; info.functions.len()];
+        entries.retain(|f| {
+            let fresh = seen.get(f.index()).is_some_and(|s| !s);
+            if fresh {
+                seen[f.index()] = true;
+            }
+            fresh && sg.modelled[f.index()]
+        });
+        sg.supergraph.entries = entries;
+        sg.site_start = sg.supergraph.site_starts();
+        Ok(sg)
+    }
+
+    fn add_modelled(
+        &mut self,
+        fcfg: &FunctionCfg,
+        targets: &dyn Fn(&crate::Callee) -> Vec<FuncId>,
+    ) {
+        let mut func = Function::new(fcfg.cfg.clone(), Vec::new());
+        let mut call_index = Vec::new();
+        let mut block_calls = vec![(0, 0); fcfg.cfg.num_nodes()];
+        for (k, call) in fcfg.calls.iter().enumerate() {
+            let to = targets(&call.callee);
+            if to.is_empty() {
+                continue; // opaque: an import or an unmodelled function
+            }
+            let callee = match call.callee {
+                crate::Callee::Direct(_) => SgCallee::Direct(to[0]),
+                _ => SgCallee::Indirect(to),
+            };
+            if call.tail {
+                func.tail_calls.push(TailCall {
+                    block: call.block,
+                    callee,
+                });
+                continue;
+            }
+            let range = &mut block_calls[call.block.index()];
+            if range.1 == 0 {
+                range.0 = func.calls.len() as u32;
+            }
+            range.1 += 1;
+            func.calls.push(SgCallSite {
+                block: call.block,
+                callee,
+            });
+            call_index.push(k as u32);
+        }
+        for e in fcfg.cfg.edge_ids() {
+            let (src, dst) = fcfg.cfg.edge(e);
+            match fcfg.edge_kinds[e.index()] {
+                EdgeKind::Throw | EdgeKind::ThrowRef => func.throws.push(src),
+                EdgeKind::Catch if dst != Cfg::EXIT => func.handlers.push(dst),
+                _ => {}
+            }
+        }
+        func.throws.sort_unstable();
+        func.throws.dedup();
+        func.handlers.sort_unstable();
+        func.handlers.dedup();
+        self.supergraph.functions.push(func);
+        self.call_index.push(call_index);
+        self.block_calls.push(block_calls);
+        self.edge_kinds.push(fcfg.edge_kinds.clone());
+        self.modelled.push(true);
+    }
+
+    /// An unmodelled function: `ENTRY -> EXIT`, no calls, never entered by
+    /// a trace event.
+    fn add_placeholder(&mut self) {
+        let cfg = Cfg::from_edges(2, &[(Cfg::ENTRY, Cfg::EXIT)]);
+        self.supergraph
+            .functions
+            .push(Function::new(cfg, Vec::new()));
+        self.call_index.push(Vec::new());
+        self.block_calls.push(vec![(0, 0); 2]);
+        self.edge_kinds.push(Vec::new());
+        self.modelled.push(false);
+    }
+
+    /// The supergraph function of module function `index`, if defined.
+    pub fn func_of(&self, index: u32) -> Option<FuncId> {
+        let i = index.checked_sub(self.num_imported_funcs)? as usize;
+        (i < self.supergraph.functions.len()).then(|| FuncId::new(i))
+    }
+
+    /// The supergraph calls block `b` of `f` makes, as local call indices.
+    pub fn calls_of(&self, f: FuncId, b: NodeId) -> std::ops::Range<usize> {
+        let (start, len) = self.block_calls[f.index()]
+            .get(b.index())
+            .copied()
+            .unwrap_or((0, 0));
+        start as usize..(start + len) as usize
+    }
+}
+
+/// Entry functions from the module's sections, as supergraph ids: `_start`
+/// first, then the start function and the other function exports.
+fn entry_points(bytes: &[u8], imported: u32) -> Result<Vec<FuncId>> {
+    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    let defined = |f: u32| f.checked_sub(imported).map(|i| FuncId::new(i as usize));
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.map_err(|e| WasmError::invalid(&e))? {
+            Payload::StartSection { func, .. } => rest.extend(defined(func)),
+            Payload::ExportSection(r) => {
+                for export in r {
+                    let export = export.map_err(|e| WasmError::invalid(&e))?;
+                    if export.kind != ExternalKind::Func {
+                        continue;
+                    }
+                    let to = if export.name == "_start" {
+                        &mut first
+                    } else {
+                        &mut rest
+                    };
+                    to.extend(defined(export.index));
+                }
+            }
+            _ => {}
+        }
+    }
+    first.extend(rest);
+    Ok(first)
+}
