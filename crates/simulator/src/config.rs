@@ -18,7 +18,7 @@
 //! entries = 512
 //! ways = 4
 //! index = "xor"               # or "address"
-//! replacement = "lfu"         # or "lru"
+//! replacement = "lfu"         # or "lru", "space_saving", "frequent"
 //!
 //! [latencies]                 # cycles (5.5.3)
 //! push = 1
@@ -196,6 +196,21 @@ mod tests {
         );
         assert_eq!((c.stack_depth, c.max_path_len), (32, 32));
         assert_eq!(c.queue_lengths, vec![4]);
+    }
+
+    #[test]
+    fn replacement_policies_read_by_name() {
+        for (name, r) in [
+            ("lfu", Replacement::Lfu),
+            ("lru", Replacement::Lru),
+            ("space_saving", Replacement::SpaceSaving),
+            ("frequent", Replacement::Frequent),
+        ] {
+            let c = SimConfig::from_toml(&format!("[hpt]\nreplacement = \"{name}\"\n"))
+                .expect("a known policy");
+            assert_eq!(c.hpt.replacement, r, "{name}");
+        }
+        assert!(SimConfig::from_toml("[hpt]\nreplacement = \"fifo\"\n").is_err());
     }
 
     #[test]

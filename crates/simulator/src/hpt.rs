@@ -17,7 +17,20 @@
 //!
 //! Replacement: [`Replacement::Lfu`] (the thesis' choice) evicts the entry
 //! with the smallest accumulator, [`Replacement::Lru`] the least recently
-//! looked-up one; both take an invalid entry first.
+//! looked-up one; both take an invalid entry first. Two more, not in the
+//! thesis, keep LFU's victim but change what a miss does, at no extra
+//! storage (the same descriptor and 32-bit accumulator per entry):
+//! - [`Replacement::SpaceSaving`] (Metwally, Agrawal & El Abbadi, ICDT
+//!   2005): the incoming path inherits the victim's accumulator, plus its
+//!   own count. A path that keeps coming back climbs past stale entries
+//!   instead of restarting at its count in the one way LFU keeps
+//!   recycling; its weight is an overestimate by at most what it inherited.
+//! - [`Replacement::Frequent`] (the "Frequent" algorithm of Misra & Gries
+//!   1982, Demaine et al. 2002, Karp et al. 2003, per set): a frequency-aware
+//!   admission filter. A miss takes its count off the victim's accumulator
+//!   instead of evicting it; the incoming path is admitted only when the
+//!   victim's accumulator is no larger than its count. Established paths
+//!   thus survive a stream of cold ones; a rejected path is not recorded.
 //!
 //! Departures from the thesis:
 //! - The thesis does not say how LFU breaks ties; here the least recently
@@ -68,6 +81,11 @@ pub enum Replacement {
     Lfu,
     /// Least recently used.
     Lru,
+    /// LFU's victim, whose accumulator the incoming path inherits.
+    SpaceSaving,
+    /// LFU's victim, decremented by the incoming count until it is no
+    /// larger than that count, then replaced (an admission filter).
+    Frequent,
 }
 
 impl Replacement {
@@ -77,7 +95,9 @@ impl Replacement {
             return free;
         }
         let key = |e: &Entry| match self {
-            Replacement::Lfu => (u64::from(e.count), e.last_use),
+            Replacement::Lfu | Replacement::SpaceSaving | Replacement::Frequent => {
+                (u64::from(e.count), e.last_use)
+            }
             Replacement::Lru => (e.last_use, 0),
         };
         (0..set.len()).min_by_key(|&w| key(&set[w])).unwrap_or(0)
@@ -139,6 +159,10 @@ pub struct HptStats {
     pub evictions: u64,
     /// Additions that would have passed the 32-bit accumulator.
     pub saturations: u64,
+    /// Misses that [`Replacement::Frequent`] did not admit (the victim's
+    /// accumulator was decremented instead).
+    #[serde(default)]
+    pub rejections: u64,
 }
 
 /// One path of a profile and its accumulated metric.
@@ -202,13 +226,26 @@ impl HotPathTable {
             return true;
         }
         self.stats.misses += 1;
-        let way = self.config.replacement.victim(set);
-        if set[way].valid {
+        let replacement = self.config.replacement;
+        let way = replacement.victim(set);
+        let victim = &mut set[way];
+        let mut start = 0;
+        if victim.valid {
+            match replacement {
+                Replacement::Frequent if u64::from(victim.count) > count => {
+                    // count < victim.count <= u32::MAX: no wrap.
+                    victim.count -= count as u32;
+                    self.stats.rejections += 1;
+                    return false;
+                }
+                Replacement::SpaceSaving => start = victim.count,
+                _ => {}
+            }
             self.stats.evictions += 1;
         }
-        set[way] = Entry {
+        *victim = Entry {
             path: *path,
-            count: saturating_add(0, count, &mut self.stats.saturations),
+            count: saturating_add(start, count, &mut self.stats.saturations),
             last_use: self.clock,
             valid: true,
         };
@@ -415,6 +452,57 @@ mod tests {
         t.update(&path(2, 0, 0), 1);
         t.update(&path(3, 0, 0), 1); // both at 1: path 1 is older
         assert_eq!(weights(&t), vec![(2, 1), (3, 1)]);
+    }
+
+    #[test]
+    fn space_saving_inherits_the_victims_accumulator() {
+        // A=2 B=5 after A B A. C misses: the LFU victim is A (2), C takes
+        // 2 + 1 = 3. D misses: victim C (3 < 5), D takes 3 + 1 = 4. B hits
+        // with 2: 7. E with 4: victim D (4 < 7), E takes 4 + 4 = 8.
+        let mut t = table(2, 2, Replacement::SpaceSaving);
+        one_set_sequence(&mut t);
+        assert_eq!(weights(&t), vec![(2, 5), (4, 4)]);
+        assert!(t.update(&path(2, 0, 0), 2));
+        assert!(!t.update(&path(5, 0, 0), 4));
+        assert_eq!(weights(&t), vec![(5, 8), (2, 7)]);
+        let s = t.stats();
+        assert_eq!((s.lookups, s.hits, s.misses, s.evictions), (7, 2, 5, 3));
+    }
+
+    #[test]
+    fn frequent_admits_only_past_the_victims_accumulator() {
+        // A=2 B=5 after A B A. C (1) misses: the victim A has 2 > 1, so A
+        // drops to 1 and C is rejected. D (1): A has 1, not > 1: D replaces
+        // A with its own count, 1.
+        let mut t = table(2, 2, Replacement::Frequent);
+        one_set_sequence(&mut t);
+        assert_eq!(weights(&t), vec![(2, 5), (4, 1)]);
+        let s = t.stats();
+        assert_eq!(
+            (s.lookups, s.hits, s.misses, s.evictions, s.rejections),
+            (5, 1, 4, 1, 1)
+        );
+        // E with 3: the victim D (1) is no larger, E enters with 3. F with
+        // 2: the victim is E (3 < 5); 3 > 2, so E keeps 1 and F is out.
+        // G with 1: E (1) goes, G enters with 1.
+        assert!(!t.update(&path(5, 0, 0), 3));
+        assert!(!t.update(&path(6, 0, 0), 2));
+        assert_eq!(weights(&t), vec![(2, 5), (5, 1)]);
+        assert!(!t.update(&path(7, 0, 0), 1));
+        assert_eq!(weights(&t), vec![(2, 5), (7, 1)]);
+        assert_eq!(t.stats().rejections, 2);
+    }
+
+    #[test]
+    fn new_policies_fill_invalid_ways_first() {
+        // Two ways, two paths: no victim, nothing inherited or rejected.
+        for r in [Replacement::SpaceSaving, Replacement::Frequent] {
+            let mut t = table(2, 2, r);
+            t.update(&path(1, 0, 0), 9);
+            t.update(&path(2, 0, 0), 1);
+            assert_eq!(weights(&t), vec![(1, 9), (2, 1)], "{r:?}");
+            assert_eq!((t.stats().evictions, t.stats().rejections), (0, 0));
+        }
     }
 
     #[test]

@@ -26,7 +26,9 @@
 //!   data-cache model ([`cache`]) fed by a separate memory-access stream.
 //! - Popped paths go to the *Hot Path Table* ([`hpt`], 5.4): set-associative
 //!   (512 entries, 4 ways), indexed by address or by the xor of address,
-//!   length and outcomes, LFU or LRU replacement, 32-bit saturating
+//!   length and outcomes, LFU or LRU replacement (and, beyond the thesis,
+//!   Space-Saving's inherited accumulator or the Frequent algorithm's
+//!   admission filter, at the same storage), 32-bit saturating
 //!   accumulators; and to an unbounded table, the exact profile.
 //! - Accuracy ([`overlap`], 5.5.2): complete overlap
 //!   `sum_p min(w1(p)/W1, w2(p)/W2)` of the HPT's profile with the exact
