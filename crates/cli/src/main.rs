@@ -221,8 +221,8 @@ struct SimulateArgs {
     /// Index function of the Hot Path Table.
     #[arg(long, value_parser = ["address", "xor"])]
     index: Option<String>,
-    /// Replacement policy of the Hot Path Table.
-    #[arg(long, value_parser = ["lfu", "lru"])]
+    /// Replacement policy of the Hot Path Table: lfu, lru, space_saving (a new path inherits the victim's count) or frequent (a new path gets in only once the victim's count is worn down to it).
+    #[arg(long, value_parser = ["lfu", "lru", "space_saving", "frequent"])]
     replacement: Option<String>,
     /// Which paths the path stack detects.
     #[arg(long, value_enum)]
@@ -762,6 +762,8 @@ fn sim_config(a: &SimulateArgs) -> Result<SimConfig> {
     match a.replacement.as_deref() {
         Some("lfu") => c.hpt.replacement = Replacement::Lfu,
         Some("lru") => c.hpt.replacement = Replacement::Lru,
+        Some("space_saving") => c.hpt.replacement = Replacement::SpaceSaving,
+        Some("frequent") => c.hpt.replacement = Replacement::Frequent,
         _ => {}
     }
     if let Some(t) = a.path_type {

@@ -144,7 +144,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
 
 /// CPU time consumed by the calling thread, in seconds (0 where the clock
 /// is not available).
-fn thread_cpu_s() -> f64 {
+pub(crate) fn thread_cpu_s() -> f64 {
     #[cfg(unix)]
     {
         let mut ts = libc::timespec {

@@ -63,7 +63,7 @@ pub fn simulate(
     let engine = pathprof_runner::engine_without_fuel()?;
     let feeder = Arc::clone(&state);
     let clock = Instant::now();
-    let cpu = thread_cpu_seconds();
+    let cpu = crate::run_cmd::thread_cpu_s();
     let (outcome, _frames) = crate::branch_trace::run_command(&engine, module, opts, move |ev| {
         feeder
             .lock()
@@ -77,7 +77,7 @@ pub fn simulate(
         results: state.sweep.results(),
         branches: state.branches,
         seconds: clock.elapsed().as_secs_f64(),
-        cpu_seconds: thread_cpu_seconds() - cpu,
+        cpu_seconds: crate::run_cmd::thread_cpu_s() - cpu,
         simulator_cpu_seconds: state.cpu_seconds,
     })
 }
@@ -101,29 +101,13 @@ impl Feeder {
 
     fn flush(&mut self) {
         self.branches += self.batch.len() as u64;
-        let start = thread_cpu_seconds();
+        let start = crate::run_cmd::thread_cpu_s();
         self.sweep.feed(&self.batch);
-        self.cpu_seconds += thread_cpu_seconds() - start;
+        self.cpu_seconds += crate::run_cmd::thread_cpu_s() - start;
         self.batch.clear();
     }
 }
 
-/// CPU time of the calling thread, in seconds (0 where the clock is not
-/// available). A vDSO call: cheap enough once per batch.
-fn thread_cpu_seconds() -> f64 {
-    #[cfg(unix)]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec.
-        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
-            return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
-        }
-    }
-    0.0
-}
 
 /// The grid of `simulate --sweep` around `base` (Figs. 5.6-5.8): HPT sizes
 /// 128..4096 entries, 1..32 ways (no more than entries), both index
