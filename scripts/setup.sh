@@ -6,6 +6,10 @@
 #   wasi-libc                  the WASI C library (Debian's multiarch layout)
 #   libclang-rt-14-dev-wasm32  compiler-rt builtins for wasm32
 #   gcc                        host compiler: the tests' independent oracle
+#   binaryen                   wasm-opt, which clang runs after linking when it
+#                              finds it: installed so that a test
+#                              (crates/cli/tests/wasm_opt.rs) proves the builds
+#                              are the same with it (scripts/wasi-env.sh)
 #   python3 -m pip: wasmtime   the example host of examples/host (PyPI)
 #
 # Sysroot: Debian's wasi-libc installs headers in /usr/include/wasm32-wasi and
@@ -20,7 +24,7 @@ set -euo pipefail
 
 # shellcheck source=scripts/wasi-env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/wasi-env.sh"
-PACKAGES=(clang lld wasi-libc libclang-rt-14-dev-wasm32 gcc)
+PACKAGES=(clang lld wasi-libc libclang-rt-14-dev-wasm32 gcc binaryen)
 
 die() {
     echo "setup.sh: $*" >&2
