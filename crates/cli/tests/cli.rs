@@ -229,10 +229,24 @@ fn report_and_merge_refuse_bad_profiles() {
         "-o",
         &merged.display().to_string(),
     ]);
+    // Each named with its module's hash (SHA-256 of the file, by coreutils).
+    let sha = |module: &str| -> String {
+        let o = Command::new("sha256sum")
+            .arg(c_fixture(module))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)[..12].to_string()
+    };
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
-        "pathprof: error: cannot merge: the profiles are of different modules\n"
+        format!(
+            "pathprof: error: cannot merge: {} is a profile of module {}, {} of module {}\n",
+            pb.display(),
+            sha("sort.O2.wasm"),
+            pa.display(),
+            sha("sort.O0.wasm")
+        )
     );
     assert!(!merged.exists());
 
