@@ -4,8 +4,9 @@
 //! must not change with it (scripts/wasi-env.sh), and pathprof must say so
 //! when a module it is given has lost them.
 //!
-//! scripts/setup.sh installs binaryen, so that these tests meet a real
-//! wasm-opt; they fail when there is none on PATH.
+//! scripts/setup.sh unpacks Debian's binaryen into target/binaryen (not
+//! installed machine-wide: other checkouts' builds would change); these
+//! tests put its wasm-opt first on clang's PATH, and fail without it.
 
 mod common;
 
@@ -14,13 +15,29 @@ use std::process::{Command, Output};
 
 use common::programs::root;
 
-/// The wasm-opt on PATH (where clang looks too).
+/// The folder of binaryen's wasm-opt that scripts/setup.sh unpacks.
+fn binaryen_bin() -> PathBuf {
+    let bin = root().join("target/binaryen/usr/bin");
+    assert!(
+        bin.join("wasm-opt").is_file(),
+        "{}: no wasm-opt; run scripts/setup.sh, which unpacks binaryen there",
+        bin.display()
+    );
+    bin
+}
+
 fn wasm_opt() -> PathBuf {
+    binaryen_bin().join("wasm-opt")
+}
+
+/// PATH with binaryen's folder first, where clang finds it.
+fn path_with_binaryen() -> String {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("wasm-opt"))
-        .find(|p| p.is_file())
-        .expect("no wasm-opt on PATH: scripts/setup.sh installs binaryen, which these tests need")
+    let dirs = std::iter::once(binaryen_bin()).chain(std::env::split_paths(&path));
+    std::env::join_paths(dirs)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn run(cmd: &mut Command) -> Output {
@@ -35,6 +52,7 @@ fn run(cmd: &mut Command) -> Output {
 
 fn clang(args: &[&str]) {
     run(Command::new("clang")
+        .env("PATH", path_with_binaryen())
         .current_dir(root())
         .args(["--target=wasm32-wasi", "--sysroot=/usr"])
         .args(args));
@@ -58,6 +76,7 @@ fn the_fixture_builds_are_the_same_with_wasm_opt_installed() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("build");
     run(Command::new("bash")
+        .env("PATH", path_with_binaryen())
         .current_dir(root())
         .arg("scripts/build-c-fixtures.sh")
         .arg(&out));
