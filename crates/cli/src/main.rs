@@ -63,6 +63,15 @@ enum RunMode {
     None,
 }
 
+/// What stands in for imports the embedded engine does not provide.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum UnknownImportsArg {
+    /// Functions that trap when called.
+    Trap,
+    /// Functions that return zeros; globals, tables and memories of default values.
+    Default,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum InstrumentMode {
     Path,
@@ -164,9 +173,15 @@ struct RunArgs {
     /// Set an environment variable for the program.
     #[arg(long, value_name = "K=V")]
     env: Vec<String>,
-    /// Call this export instead of `_start`; ARGS are its arguments.
+    /// Call this export instead of `_start`; ARGS (after `--`) are its parameters, and --arg gives the program its arguments. Its results are printed on stderr.
     #[arg(long, value_name = "NAME")]
     invoke: Option<String>,
+    /// An argument for the program (argv[1], argv[2], ... in order, before ARGS when there is no --invoke). Repeatable; may begin with `-`.
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    arg: Vec<String>,
+    /// Run a module that imports what the engine does not provide (only WASI preview 1 is): such imports trap when called, or return zeros (as `wasmtime run -Wunknown-imports-trap/-default`).
+    #[arg(long, value_enum, value_name = "HOW")]
+    unknown_imports: Option<UnknownImportsArg>,
     #[command(flatten)]
     tuning: Tuning,
     #[command(flatten)]
@@ -174,7 +189,7 @@ struct RunArgs {
     /// Write where the time went (instrument, compile, execute, collect) and the module sizes, as JSON.
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
-    /// Arguments passed to the program (after `--`).
+    /// Arguments passed to the program (after `--`); with --invoke, the export's parameters.
     #[arg(last = true)]
     args: Vec<String>,
 }
@@ -585,6 +600,12 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         dirs,
         env,
         invoke: a.invoke.clone(),
+        unknown_imports: match a.unknown_imports {
+            None => pathprof_runner::UnknownImports::Refuse,
+            Some(UnknownImportsArg::Trap) => pathprof_runner::UnknownImports::Trap,
+            Some(UnknownImportsArg::Default) => pathprof_runner::UnknownImports::Default,
+        },
+        program_args: a.arg.clone(),
         args: a.args.clone(),
         timings: a.timings.clone(),
     })
