@@ -120,7 +120,7 @@ fn function_branches(f: &FunctionProfile, counts: &[u64]) -> Vec<HotBranch> {
                 percent: percent(counts[e], count),
             })
             .collect();
-        directions.sort_by(|a, b| b.count.cmp(&a.count));
+        directions.sort_by_key(|d| std::cmp::Reverse(d.count));
         out.push(HotBranch {
             function: f.display_name(),
             func_index: f.func_index,

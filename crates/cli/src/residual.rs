@@ -132,7 +132,7 @@ pub fn residual(
         summary.untested_paths,
     );
     // Most iterations first, ties in function order, as the paths.
-    self_loops.sort_by(|a, b| b.iterations.cmp(&a.iterations));
+    self_loops.sort_by_key(|l| std::cmp::Reverse(l.iterations));
     let paths = report::hot_paths(field, None)?
         .into_iter()
         .filter(|p| untested.contains(&(p.func_index, p.path)))
