@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # The README's first command: install what is needed, build pathprof, compile
 # the bundled example to wasm32-wasi, profile it and show its hot paths.
+#
+# pathprof is built in the dev profile, whose dependencies (wasmtime) are
+# optimised (Cargo.toml: opt-level 2), the profile scripts/test.sh builds
+# the tests in: whichever of the two runs second reuses the other's build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo build --release --locked -q
+echo "demo.sh: building pathprof (a first build compiles wasmtime: 15-30 minutes" \
+    "on 2 cores)" >&2
+cargo build --locked -p pathprof
+pathprof=target/debug/pathprof
 out=target/demo
 mkdir -p "$out"
 # shellcheck source=scripts/wasi-env.sh
 source scripts/wasi-env.sh
+echo "demo.sh: compiling examples/demo.c to wasm32-wasi" >&2
 "$WASI_CC" $WASI_CFLAGS -O2 -g examples/demo.c -o "$out/demo.wasm"
-./target/release/pathprof stats "$out/demo.wasm" | head -n 20
-./target/release/pathprof run "$out/demo.wasm" -o "$out/demo.profile.json" -- "Hello, path profiling world: 1 2 3!" 5
-./target/release/pathprof report "$out/demo.profile.json" --top 10
+"$pathprof" stats "$out/demo.wasm" | head -n 20
+echo "demo.sh: profiling it (instrument, compile, run)" >&2
+"$pathprof" run "$out/demo.wasm" -o "$out/demo.profile.json" -- "Hello, path profiling world: 1 2 3!" 5
+"$pathprof" report "$out/demo.profile.json" --top 10

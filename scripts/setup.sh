@@ -6,6 +6,13 @@
 #   wasi-libc                  the WASI C library (Debian's multiarch layout)
 #   libclang-rt-14-dev-wasm32  compiler-rt builtins for wasm32
 #   gcc                        host compiler: the tests' independent oracle
+#   binaryen (unpacked)        Debian's wasm-opt, which clang runs after linking
+#                              when it finds one: unpacked into target/binaryen,
+#                              not installed (a machine-wide one would change
+#                              the builds of checkouts without
+#                              scripts/no-wasm-opt), for the test that proves
+#                              the builds are the same with it
+#                              (crates/cli/tests/wasm_opt.rs)
 #   python3 -m pip: wasmtime   the example host of examples/host (PyPI)
 #
 # Sysroot: Debian's wasi-libc installs headers in /usr/include/wasm32-wasi and
@@ -78,6 +85,17 @@ fi
 if ! gcc -O2 "$tmp/hello.c" -o "$tmp/hello" >"$tmp/log" 2>&1 || ! "$tmp/hello" >/dev/null; then
     cat "$tmp/log" >&2
     die "the host compiler gcc does not build a working program"
+fi
+
+# Debian's binaryen, unpacked (not installed) for crates/cli/tests/wasm_opt.rs.
+binaryen="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/binaryen"
+if [[ ! -x "$binaryen/usr/bin/wasm-opt" ]]; then
+    command -v apt-get >/dev/null || die "no apt-get to fetch binaryen (for crates/cli/tests/wasm_opt.rs)"
+    if ! (cd "$tmp" && { apt-get download binaryen || { apt-get update && apt-get download binaryen; }; }) >"$tmp/binaryen.log" 2>&1 ||
+        ! dpkg-deb -x "$tmp"/binaryen_*.deb "$binaryen" >>"$tmp/binaryen.log" 2>&1; then
+        cat "$tmp/binaryen.log" >&2
+        die "fetching binaryen failed (log above)"
+    fi
 fi
 
 # The `wasmtime` package from PyPI: the "host of your own" of

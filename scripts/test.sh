@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # The project's test command (README, .ci/run): installs what is missing,
-# builds the C fixtures, runs every test of the workspace, and ends with one
-# line totalling the test results of every test binary.
+# builds the C fixtures, runs every test binary of the workspace (a failing
+# one does not stop the others: --no-fail-fast), and ends with one line
+# totalling the results of all of them (scripts/test-summary.sh).
+#
+# The tests build in the dev profile, as scripts/demo.sh does, so that
+# whichever runs second reuses the other's build of wasmtime.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build-c-fixtures.sh
+echo "test.sh: building and running every test binary (a first build compiles" \
+    "wasmtime: about half an hour on 2 cores)" >&2
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace --locked 2>&1 | tee "$log"
+cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-total() { grep -E '^test result:' "$log" | grep -Eo "[0-9]+ $1" | awk '{s += $1} END {print s + 0}'; }
-echo "$(total passed) passed, $(total failed) failed"
+bash scripts/test-summary.sh "$log"
 exit "$status"

@@ -9,7 +9,10 @@ pathprof=${1:-$here/../../target/release/pathprof}
 runs=${RUNS:-5}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-clang --target=wasm32-wasi -O2 "$here/memcmp_loop.c" -o "$tmp/memcmp_loop.wasm"
+# shellcheck source=scripts/wasi-env.sh
+source "$here/../../scripts/wasi-env.sh"
+# shellcheck disable=SC2086 # WASI_CFLAGS is a list of flags
+"$WASI_CC" $WASI_CFLAGS -O2 "$here/memcmp_loop.c" -o "$tmp/memcmp_loop.wasm"
 declare -A times
 for _ in $(seq "$runs"); do
     for mode in none edge path; do

@@ -257,12 +257,24 @@ impl Summary {
 /// Runs every `.wast` script of `dir` (not recursively), on `threads` threads
 /// (0: the available parallelism). Reports are sorted by script name.
 pub fn run_dir(dir: &Path, threads: usize) -> Result<Summary> {
+    run_dir_with(dir, threads, &|_, _| {})
+}
+
+/// [`run_dir`], calling `on_event(scripts, None)` once the scripts are
+/// listed and `on_event(scripts, Some(report))` as each one finishes (on
+/// the worker's thread): what the CLI's progress bar follows.
+pub fn run_dir_with(
+    dir: &Path,
+    threads: usize,
+    on_event: &(dyn Fn(usize, Option<&ScriptReport>) + Sync),
+) -> Result<Summary> {
     let mut scripts: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "wast"))
         .collect();
     scripts.sort();
+    on_event(scripts.len(), None);
     let engine = engine()?;
     let threads = if threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -285,6 +297,7 @@ pub fn run_dir(dir: &Path, threads: usize) -> Result<Summary> {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = scripts.get(i) else { break };
                     let report = run_file(&engine, path);
+                    on_event(scripts.len(), Some(&report));
                     reports.lock().unwrap().push(report);
                 })
             })

@@ -305,10 +305,15 @@ impl Recorder {
                 bail!("the weights profile is of another module");
             }
         }
+        let sources = crate::source::SourceMap::load(module);
+        // Once per module, before any of the functions' warnings.
+        let warnings = crate::source::lost_debug_info(module, sources.as_ref())
+            .into_iter()
+            .collect();
         Ok(Recorder {
             meta: Encoder::new(module_hash, technique, opts.ball_larus.truncate_above),
-            sources: crate::source::SourceMap::load(module),
-            warnings: Vec::new(),
+            sources,
+            warnings,
         })
     }
 

@@ -34,11 +34,26 @@ pub fn read_module_file(path: &Path) -> Result<(Vec<u8>, Option<File>)> {
     }
     let text = std::str::from_utf8(&bytes)
         .with_context(|| format!("{}: not UTF-8 text", path.display()))?;
-    let module = wat::parse_str(text).map_err(|e| {
-        // wat's errors span several lines (source excerpt); keep the first.
-        let msg = e.to_string();
-        let first = msg.lines().next().unwrap_or("invalid text").to_string();
-        anyhow::anyhow!("{}: {first}", path.display())
-    })?;
+    let module = wat::parse_str(text).map_err(|e| wat_error(path, &e.to_string()))?;
     Ok((module, None))
+}
+
+/// `FILE:LINE:COL: REASON`, then the source line with a caret under the
+/// column, from wat's rendering (`REASON`, `--> <anon>:LINE:COL`, then the
+/// excerpt); just `FILE: REASON` if it has no location.
+fn wat_error(path: &Path, rendered: &str) -> anyhow::Error {
+    let mut lines = rendered.lines();
+    let reason = lines.next().unwrap_or("invalid text");
+    let location = lines
+        .next()
+        .and_then(|l| l.trim().strip_prefix("--> <anon>:"))
+        .map(str::to_string);
+    match location {
+        Some(at) => {
+            // The excerpt without its empty gutter line.
+            let excerpt: Vec<&str> = lines.filter(|l| l.trim() != "|").collect();
+            anyhow::anyhow!("{}:{at}: {reason}\n{}", path.display(), excerpt.join("\n"))
+        }
+        None => anyhow::anyhow!("{}: {reason}", path.display()),
+    }
 }

@@ -4,6 +4,7 @@
 pub mod branch_trace;
 pub mod conformance;
 pub mod driver;
+pub mod edge_report;
 pub mod heap;
 pub mod input;
 pub mod interesting;

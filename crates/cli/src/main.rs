@@ -67,6 +67,15 @@ enum RunMode {
     None,
 }
 
+/// What stands in for imports the embedded engine does not provide.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum UnknownImportsArg {
+    /// Functions that trap when called.
+    Trap,
+    /// Functions that return zeros; globals, tables and memories of default values.
+    Default,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 enum InstrumentMode {
     Path,
@@ -113,6 +122,9 @@ struct ResidualArgs {
     uninteresting: PolicyArg,
     #[command(flatten)]
     tuning: Tuning,
+    /// Allow the output to replace the input module.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -122,7 +134,7 @@ struct ResidualReportArgs {
     /// Profiles of the test runs (default: the tested paths the field build recorded).
     #[arg(long, value_name = "PROFILE")]
     tested: Vec<PathBuf>,
-    /// List the N most frequent untested paths.
+    /// List the N most frequent untested paths, and the N untested self loops that iterated most.
     #[arg(long, default_value_t = 20)]
     top: usize,
     /// Print JSON instead of text.
@@ -130,7 +142,7 @@ struct ResidualReportArgs {
     json: bool,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct Tuning {
     /// Prior edge or path profile of the same module: weights the spanning trees.
     #[arg(long, value_name = "PROFILE")]
@@ -170,9 +182,15 @@ struct RunArgs {
     /// Set an environment variable for the program.
     #[arg(long, value_name = "K=V")]
     env: Vec<String>,
-    /// Call this export instead of `_start`; ARGS are its arguments.
+    /// Call this export instead of `_start`; ARGS (after `--`) are its parameters, and --arg gives the program its arguments. Its results are printed on stderr.
     #[arg(long, value_name = "NAME")]
     invoke: Option<String>,
+    /// An argument for the program (argv[1], argv[2], ... in order, before ARGS when there is no --invoke). Repeatable; may begin with `-`.
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    arg: Vec<String>,
+    /// Run a module that imports what the engine does not provide (only WASI preview 1 is): such imports trap when called, or return zeros (as `wasmtime run -Wunknown-imports-trap/-default`).
+    #[arg(long, value_enum, value_name = "HOW")]
+    unknown_imports: Option<UnknownImportsArg>,
     #[command(flatten)]
     tuning: Tuning,
     #[command(flatten)]
@@ -180,7 +198,7 @@ struct RunArgs {
     /// Write where the time went (instrument, compile, execute, collect) and the module sizes, as JSON.
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
-    /// Arguments passed to the program (after `--`).
+    /// Arguments passed to the program (after `--`); with --invoke, the export's parameters.
     #[arg(last = true)]
     args: Vec<String>,
 }
@@ -293,6 +311,9 @@ struct InstrumentArgs {
     /// Write the time taken, the module sizes and the peak heap, as JSON.
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
+    /// Allow the output to replace the input module.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -369,28 +390,136 @@ fn main() -> ExitCode {
 
 fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Run(a) => pathprof::run_cmd::run(&a.program, run_request(&a)?),
-        Command::Instrument(a) => instrument(a).map(|_| ExitCode::SUCCESS),
+        Command::Run(a) => pathprof::run_cmd::run(&a.program, run_request(&a)?)
+            .map_err(|e| counter_memory_hint(e, &a.tuning)),
+        Command::Instrument(a) => {
+            let tuning = a.tuning.clone();
+            instrument(a)
+                .map(|_| ExitCode::SUCCESS)
+                .map_err(|e| counter_memory_hint(e, &tuning))
+        }
         Command::Collect(a) => collect(a).map(|_| ExitCode::SUCCESS),
         Command::Report(a) => report_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Stats(a) => stats_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Merge(a) => merge(a).map(|_| ExitCode::SUCCESS),
-        Command::Residual(a) => residual(a).map(|_| ExitCode::SUCCESS),
+        Command::Residual(a) => {
+            let tuning = a.tuning.clone();
+            residual(a)
+                .map(|_| ExitCode::SUCCESS)
+                .map_err(|e| counter_memory_hint(e, &tuning))
+        }
         Command::ResidualReport(a) => residual_report(a).map(|_| ExitCode::SUCCESS),
         Command::Simulate(a) => simulate_cmd(a),
-        Command::Conformance(a) => {
-            let summary = pathprof::conformance::run_dir(&a.dir, a.threads)?;
-            if a.json {
-                println!("{}", serde_json::to_string_pretty(&summary)?);
-            } else {
-                print!("{}", summary.render());
+        Command::Conformance(a) => conformance(a),
+    }
+}
+
+/// `pathprof conformance`: a progress bar on stderr when it is a terminal
+/// (a run takes minutes), the report on stdout, then one summary line on
+/// stderr always.
+fn conformance(a: ConformanceArgs) -> Result<ExitCode> {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use std::io::IsTerminal;
+    let clock = std::time::Instant::now();
+    let bar = ProgressBar::hidden();
+    let terminal = std::io::stderr().is_terminal();
+    let on_event = |scripts: usize, done: Option<&pathprof::conformance::ScriptReport>| match done {
+        None if terminal => {
+            bar.set_length(scripts as u64);
+            if let Ok(style) =
+                ProgressStyle::with_template("{pos}/{len} scripts {bar:30} {elapsed} {msg}")
+            {
+                bar.set_style(style);
             }
-            Ok(if summary.ok() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            bar.set_draw_target(ProgressDrawTarget::stderr());
         }
+        None => {}
+        Some(report) => {
+            bar.set_message(report.script.clone());
+            bar.inc(1);
+        }
+    };
+    let summary = pathprof::conformance::run_dir_with(&a.dir, a.threads, &on_event);
+    bar.finish_and_clear();
+    let summary = summary?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", summary.render());
+    }
+    let t = &summary.totals;
+    eprintln!(
+        "pathprof: conformance: {} scripts, {} modules, {} assertions ({} pass on the original), {} regressions, {} errors, {:.1} s",
+        t.scripts,
+        t.modules,
+        t.assertions,
+        t.passed,
+        t.regressions,
+        t.errors,
+        clock.elapsed().as_secs_f64()
+    );
+    Ok(if summary.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// `e`, with the setting to lower when it is that the counters do not fit
+/// in a 32-bit memory: `--array-max` when path arrays take most of it
+/// (with `--array-budget` when functions past `--array-max` get arrays
+/// too), else `--hash-capacity`.
+fn counter_memory_hint(e: anyhow::Error, t: &Tuning) -> anyhow::Error {
+    let Some(&pathprof_wasm::WasmError::CounterMemoryTooLarge {
+        array_bytes,
+        hash_bytes,
+        ..
+    }) = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<pathprof_wasm::WasmError>())
+    else {
+        return e;
+    };
+    let budget_used = t.array_budget > 0 && t.truncate_above.unwrap_or(t.array_max) > t.array_max;
+    let hint = if array_bytes < hash_bytes {
+        format!("lower --hash-capacity (now {})", t.hash_capacity)
+    } else if budget_used {
+        format!(
+            "lower --array-max (now {}) or --array-budget (now {})",
+            t.array_max, t.array_budget
+        )
+    } else {
+        format!(
+            "lower --array-max (now {}; a function with more paths counts in a hash table)",
+            t.array_max
+        )
+    };
+    anyhow::anyhow!("{e:#}: {hint}")
+}
+
+/// Refuses an output that is the input module itself (the same file, by
+/// whatever name) unless `force`: writing it would lose the program.
+fn check_not_input(program: &Path, output: &Path, force: bool) -> Result<()> {
+    if !force && same_file(program, output) {
+        bail!(
+            "{}: the output would replace the input module; give another -o, or --force",
+            output.display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether two paths name one existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        #[cfg(unix)]
+        (Ok(x), Ok(y)) => {
+            use std::os::unix::fs::MetadataExt;
+            x.dev() == y.dev() && x.ino() == y.ino()
+        }
+        #[cfg(not(unix))]
+        (Ok(_), Ok(_)) => a.canonicalize().ok() == b.canonicalize().ok(),
+        _ => false,
     }
 }
 
@@ -461,6 +590,10 @@ fn program_argv(program: &Path, args: &[String]) -> Vec<String> {
 }
 
 fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
+    check_not_input(&a.program, &a.output, false)?;
+    if let Some(t) = &a.timings {
+        check_not_input(&a.program, t, false)?;
+    }
     let module = pathprof::input::read_module(&a.program)?;
     let technique = match a.mode {
         RunMode::Path => Some(Technique::Path),
@@ -482,12 +615,19 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         dirs,
         env,
         invoke: a.invoke.clone(),
+        unknown_imports: match a.unknown_imports {
+            None => pathprof_runner::UnknownImports::Refuse,
+            Some(UnknownImportsArg::Trap) => pathprof_runner::UnknownImports::Trap,
+            Some(UnknownImportsArg::Default) => pathprof_runner::UnknownImports::Default,
+        },
+        program_args: a.arg.clone(),
         args: a.args.clone(),
         timings: a.timings.clone(),
     })
 }
 
 fn instrument(a: InstrumentArgs) -> Result<()> {
+    check_not_input(&a.program, &a.output, a.force)?;
     // Created first, like the output: a path that cannot be written is
     // reported before any work, and no timings are left of a failed run.
     let timings = a
@@ -609,6 +749,7 @@ fn ppp_options(
 }
 
 fn residual(a: ResidualArgs) -> Result<()> {
+    check_not_input(&a.program, &a.output, a.force)?;
     let (module, file) = pathprof::input::read_module_file(&a.program)?;
     let mut opts = options(&a.tuning, Some(&module))?;
     let ppp = PppArgs {
@@ -647,9 +788,10 @@ fn collect(a: CollectArgs) -> Result<()> {
 
 fn report_cmd(a: ReportArgs) -> Result<()> {
     let profile = Profile::read(&a.profile)?;
+    let name = || a.profile.display().to_string();
     if profile.interproc.is_some() {
         let rows = pathprof::interproc_report::rows(&profile, a.function.as_deref())
-            .with_context(|| a.profile.display().to_string())?;
+            .with_context(name)?;
         if a.json {
             let top: Vec<_> = rows.into_iter().take(a.top).collect();
             println!("{}", serde_json::to_string_pretty(&top)?);
@@ -661,7 +803,19 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let paths = report::hot_paths(&profile, a.function.as_deref())?;
+    if profile.mode == pathprof_profile::Mode::Edge {
+        let chosen = report::select(&profile, a.function.as_deref()).with_context(name)?;
+        let mut r = pathprof::edge_report::edge_report(&chosen);
+        if a.json {
+            r.edges.truncate(a.top);
+            r.branches.truncate(a.top);
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print!("{}", pathprof::edge_report::render(&profile, &r, a.top)?);
+        }
+        return Ok(());
+    }
+    let paths = report::hot_rows(&profile, a.function.as_deref()).with_context(name)?;
     if a.json {
         let top: Vec<_> = paths.into_iter().take(a.top).collect();
         println!("{}", serde_json::to_string_pretty(&top)?);
@@ -719,6 +873,18 @@ fn merge(a: MergeArgs) -> Result<()> {
         .iter()
         .map(|p| Profile::read(p))
         .collect::<Result<Vec<_>, _>>()?;
+    for (p, path) in profiles.iter().zip(&a.profiles).skip(1) {
+        let short = |h: &str| h[..h.len().min(12)].to_string();
+        if p.module_hash != profiles[0].module_hash {
+            bail!(
+                "cannot merge: {} is a profile of module {}, {} of module {}",
+                path.display(),
+                short(&p.module_hash),
+                a.profiles[0].display(),
+                short(&profiles[0].module_hash)
+            );
+        }
+    }
     let merged = pathprof_profile::merge(&profiles)?;
     merged.write(&a.output)?;
     Ok(())

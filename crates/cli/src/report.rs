@@ -1,6 +1,6 @@
 //! `pathprof report`: hot paths, most frequent first, regenerated to blocks.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::{FunctionData, FunctionProfile, Profile};
 use pathprof_techniques::ball_larus::{
@@ -13,9 +13,12 @@ use serde::Serialize;
 pub struct HotPath {
     pub function: String,
     pub func_index: u32,
+    /// The Ball-Larus path number; for a self loop (kind [`SELF_LOOP`]),
+    /// the index of its counter.
     pub path: u64,
     pub count: u64,
-    /// Share of all path executions in the profile, in percent.
+    /// Share of the path executions reported (self-loop iterations
+    /// included): the whole profile's, or the one function's asked for.
     pub percent: f64,
     pub kind: String,
     pub blocks: Vec<BlockRef>,
@@ -30,18 +33,85 @@ pub struct BlockRef {
     pub source: Option<String>,
 }
 
-/// Every counted path of the profile (optionally of one function), most
-/// frequent first; ties by function index then path number, so the order is
-/// deterministic.
+/// The kind of a self loop's row: a path of one edge from a block to
+/// itself, which Ball & Larus (4.1) count apart from the numbered paths.
+pub const SELF_LOOP: &str = "self loop";
+
+/// Every counted Ball-Larus path of the profile (optionally of one
+/// function), most frequent first; ties by function index then path number,
+/// so the order is deterministic. Self loops are left out: see
+/// [`hot_rows`].
 pub fn hot_paths(profile: &Profile, function: Option<&str>) -> Result<Vec<HotPath>> {
-    let total: u64 = profile.functions.iter().map(path_executions).sum();
-    let mut out = Vec::new();
-    for f in &profile.functions {
-        if let Some(name) = function {
-            if f.display_name() != name && f.func_index.to_string() != name {
-                continue;
-            }
+    rows(profile, function, false)
+}
+
+/// [`hot_paths`] and the self loops that iterated, as paths of kind
+/// [`SELF_LOOP`]: what `pathprof report` lists.
+pub fn hot_rows(profile: &Profile, function: Option<&str>) -> Result<Vec<HotPath>> {
+    rows(profile, function, true)
+}
+
+/// The functions `function` (a name or an index) selects: all without it.
+/// A name that selects none is an error naming the close ones.
+pub fn select<'p>(
+    profile: &'p Profile,
+    function: Option<&str>,
+) -> Result<Vec<&'p FunctionProfile>> {
+    let Some(name) = function else {
+        return Ok(profile.functions.iter().collect());
+    };
+    let chosen: Vec<_> = profile
+        .functions
+        .iter()
+        .filter(|f| f.display_name() == name || f.func_index.to_string() == name)
+        .collect();
+    if !chosen.is_empty() {
+        return Ok(chosen);
+    }
+    if let Some(s) = profile
+        .skipped
+        .iter()
+        .find(|s| s.name.as_deref() == Some(name) || s.func_index.to_string() == name)
+    {
+        bail!("function {name} was not instrumented: {}", s.reason);
+    }
+    let names = profile.functions.iter().map(FunctionProfile::display_name);
+    match close_matches(name, names).as_slice() {
+        [] => bail!("no function {name} in the profile (--function takes a name or an index)"),
+        close => bail!(
+            "no function {name} in the profile; close: {}",
+            close.join(", ")
+        ),
+    }
+}
+
+/// Up to five of `names` nearest to `name` (Jaro-Winkler similarity at
+/// least 0.8, or containing it), nearest first.
+fn close_matches(name: &str, names: impl Iterator<Item = String>) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let mut scored: Vec<(f64, String)> = names
+        .filter_map(|n| {
+            let score = strsim::jaro_winkler(&lower, &n.to_lowercase());
+            let contains = n.to_lowercase().contains(&lower);
+            (score >= 0.8 || contains).then_some((score.max(f64::from(u8::from(contains))), n))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(5).map(|(_, n)| n).collect()
+}
+
+fn rows(profile: &Profile, function: Option<&str>, self_loops: bool) -> Result<Vec<HotPath>> {
+    let chosen = select(profile, function)?;
+    let total: u64 = chosen.iter().map(|f| path_executions(f)).sum();
+    let percent = |count: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * count as f64 / total as f64
         }
+    };
+    let mut out = Vec::new();
+    for f in chosen {
         let FunctionData::Path {
             numbered, counts, ..
         } = &f.data
@@ -60,28 +130,52 @@ pub fn hot_paths(profile: &Profile, function: Option<&str>) -> Result<Vec<HotPat
                 func_index: f.func_index,
                 path,
                 count,
-                percent: if total == 0 {
-                    0.0
-                } else {
-                    100.0 * count as f64 / total as f64
-                },
+                percent: percent(count),
                 kind: kind_name(&regen),
-                blocks: block_refs(f, &regen),
+                blocks: block_refs(f, &regen.blocks),
             });
         }
+        if self_loops {
+            for (i, (&e, &count)) in numbered
+                .self_loops
+                .iter()
+                .zip(&counts.self_loops)
+                .enumerate()
+            {
+                if count == 0 {
+                    continue;
+                }
+                out.push(HotPath {
+                    function: f.display_name(),
+                    func_index: f.func_index,
+                    path: i as u64,
+                    count,
+                    percent: percent(count),
+                    kind: SELF_LOOP.to_string(),
+                    blocks: block_refs(f, &[f.edges[e.index()].src]),
+                });
+            }
+        }
     }
+    // Numbered paths before self loops of the same count and function.
     out.sort_by(|a, b| {
         b.count
             .cmp(&a.count)
             .then(a.func_index.cmp(&b.func_index))
+            .then((a.kind == SELF_LOOP).cmp(&(b.kind == SELF_LOOP)))
             .then(a.path.cmp(&b.path))
     });
     Ok(out)
 }
 
+/// A function's path executions: its numbered paths' and its self loops'
+/// iterations (each a path of its own, Ball & Larus 4.1).
 fn path_executions(f: &FunctionProfile) -> u64 {
     match &f.data {
-        FunctionData::Path { counts, .. } => counts.paths.iter().map(|&(_, c)| c).sum(),
+        FunctionData::Path { counts, .. } => {
+            let paths: u64 = counts.paths.iter().map(|&(_, c)| c).sum();
+            paths + counts.self_loops.iter().sum::<u64>()
+        }
         FunctionData::Edge { .. } => 0,
     }
 }
@@ -102,8 +196,8 @@ pub fn kind_name(p: &RegeneratedPath) -> String {
     format!("{start}->{end}")
 }
 
-fn block_refs(f: &FunctionProfile, p: &RegeneratedPath) -> Vec<BlockRef> {
-    p.blocks
+fn block_refs(f: &FunctionProfile, blocks: &[NodeId]) -> Vec<BlockRef> {
+    blocks
         .iter()
         .map(|&b| {
             let block = f.blocks[b.index()].as_ref();
@@ -121,9 +215,10 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let executed: u64 = paths.iter().map(|p| p.count).sum();
+    let loops = paths.iter().filter(|p| p.kind == SELF_LOOP).count();
     let _ = writeln!(
         s,
-        "{} profile of module {}: {} run(s), {} distinct paths executed, {} path executions",
+        "{} profile of module {}: {} run(s), {} distinct paths executed ({loops} of them self loops), {} path executions",
         profile.mode,
         &profile.module_hash[..profile.module_hash.len().min(12)],
         profile.runs,
@@ -206,7 +301,12 @@ pub fn render_rows(paths: &[HotPath], top: usize) -> String {
             p.count,
             p.percent,
             p.function,
-            p.path,
+            // A self loop has no path number.
+            if p.kind == SELF_LOOP {
+                "-".to_string()
+            } else {
+                p.path.to_string()
+            },
             p.kind,
             blocks.join(" "),
             source_span(&p.blocks)

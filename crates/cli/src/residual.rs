@@ -64,6 +64,7 @@ pub struct Residual {
     pub summary: Summary,
     /// Untested paths, most frequent first.
     pub paths: Vec<HotPath>,
+    /// Untested self loops, most iterations first.
     pub self_loops: Vec<UntestedLoop>,
 }
 
@@ -130,6 +131,8 @@ pub fn residual(
         summary.untested_paths_without_untested_edges,
         summary.untested_paths,
     );
+    // Most iterations first, ties in function order, as the paths.
+    self_loops.sort_by_key(|l| std::cmp::Reverse(l.iterations));
     let paths = report::hot_paths(field, None)?
         .into_iter()
         .filter(|p| untested.contains(&(p.func_index, p.path)))
@@ -337,7 +340,7 @@ impl Residual {
             );
             out += &report::render_rows(&self.paths, top);
         }
-        for l in &self.self_loops {
+        for l in self.self_loops.iter().take(top) {
             let _ = writeln!(
                 out,
                 "untested self loop: {} block {} ({} iterations)",
@@ -351,7 +354,7 @@ impl Residual {
         serde_json::json!({
             "summary": self.summary,
             "paths": self.paths.iter().take(top).collect::<Vec<_>>(),
-            "self_loops": self.self_loops,
+            "self_loops": self.self_loops.iter().take(top).collect::<Vec<_>>(),
         })
     }
 }

@@ -21,6 +21,12 @@ pub struct Request {
     pub env: Vec<(String, String)>,
     /// Call this export instead of `_start`.
     pub invoke: Option<String>,
+    /// What stands in for imports the engine does not provide.
+    pub unknown_imports: pathprof_runner::UnknownImports,
+    /// The program's arguments given by `--arg` (argv[1..]).
+    pub program_args: Vec<String>,
+    /// The arguments after `--`: the program's (after `program_args`), or
+    /// the export's parameters with `invoke`.
     pub args: Vec<String>,
     /// Where to write the [`Timings`] of this run, as JSON.
     pub timings: Option<PathBuf>,
@@ -62,6 +68,12 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     let create = |p: &Path| pathprof_profile::AtomicFile::create(p);
     let profile_file = req.technique.map(|_| create(&req.output)).transpose()?;
     let timings_file = req.timings.as_deref().map(create).transpose()?;
+    let engine = pathprof_runner::engine_without_fuel()?;
+    // Before instrumenting and compiling, which take minutes on a large
+    // module. Instrumenting adds no import but the trace ones, provided.
+    pathprof_runner::check_imports(&engine, &req.module, req.unknown_imports)
+        .map_err(unknown_imports_hint)
+        .with_context(|| name.clone())?;
     let mut timings = Timings::default();
     let clock = Instant::now();
     let instrumented = match req.technique {
@@ -77,19 +89,22 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     };
     timings.instrument_s = clock.elapsed().as_secs_f64();
     let bytes = instrumented.as_ref().map_or(&req.module, |i| &i.bytes);
-    let engine = pathprof_runner::engine_without_fuel()?;
     let clock = Instant::now();
     let compiled = pathprof_runner::compile(&engine, bytes).with_context(|| name.clone())?;
     timings.compile_s = clock.elapsed().as_secs_f64();
     let mut argv = vec![program
         .file_name()
         .map_or(name.clone(), |f| f.to_string_lossy().into_owned())];
-    argv.extend(req.args.iter().cloned());
+    argv.extend(req.program_args.iter().cloned());
+    if req.invoke.is_none() {
+        argv.extend(req.args.iter().cloned());
+    }
     let opts = RunOptions {
         args: argv,
         env: req.env.clone(),
         dirs: req.dirs.clone(),
         inherit_stdio: true,
+        unknown_imports: req.unknown_imports,
         ..RunOptions::default()
     };
     let clock = Instant::now();
@@ -98,8 +113,10 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         Some(export) => {
             let out = pathprof_runner::invoke_compiled(&compiled, export, &req.args, &opts)
                 .with_context(|| name.clone())?;
-            for v in &out.results {
-                println!("{v}");
+            // On stderr: stdout is the program's.
+            if !out.results.is_empty() {
+                let values: Vec<String> = out.results.iter().map(|v| v.to_string()).collect();
+                eprintln!("pathprof: {export} returned {}", values.join(" "));
             }
             (out.exit, out.counters, out.abrupt_stack)
         }
@@ -124,6 +141,8 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
             abrupt.then_some(exit.unfinished_frames(&stack)),
         )?;
         profile.write_to(file)?;
+        // Said, as the default (pathprof.json) lands in the current folder.
+        eprintln!("pathprof: profile written to {}", req.output.display());
         if abrupt {
             eprintln!(
                 "pathprof: note: the run ended abruptly; paths in flight then are not counted"
@@ -140,6 +159,17 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         file.finish((serde_json::to_string_pretty(&timings)? + "\n").as_bytes())?;
     }
     Ok(ExitCode::from(exit.code()))
+}
+
+/// An unknown import's error, with the options that run the module anyway.
+fn unknown_imports_hint(e: pathprof_runner::RunError) -> anyhow::Error {
+    match e {
+        pathprof_runner::RunError::UnknownImports { .. } => anyhow::anyhow!(
+            "{e}; to profile the parts of the program that do not use them, give \
+             --unknown-imports trap (calling one traps) or default (it returns zeros)"
+        ),
+        e => e.into(),
+    }
 }
 
 /// CPU time consumed by the calling thread, in seconds (0 where the clock

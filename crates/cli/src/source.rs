@@ -118,6 +118,12 @@ impl SourceMap {
         Some(map)
     }
 
+    /// Whether the line table has no rows (as a `.debug_line` emptied by
+    /// a tool after the linker leaves it).
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     /// `file:line` of the code at module offsets `start..end` (a block): the
     /// first location in that range with a line number, since optimised
     /// code often begins a block with compiler-made instructions of line 0.
@@ -352,4 +358,44 @@ fn push_path(path: &mut String, part: &str) {
         path.push(sep);
     }
     path.push_str(part);
+}
+
+/// A warning when `module` looks built by a toolchain (it has DWARF or a
+/// `producers` section) yet has no name section, or has a `.debug_line`
+/// section from which `map` got no rows: what binaryen's `wasm-opt` leaves,
+/// which clang runs after linking an optimised build whenever it finds one.
+/// Reports would show `func[N]` and no source lines.
+pub fn lost_debug_info(module: &[u8], map: Option<&SourceMap>) -> Option<String> {
+    let (mut names, mut producers, mut debug_line) = (false, false, false);
+    let mut parser = wasmparser::Parser::new(0);
+    let mut data = module;
+    while let Ok(wasmparser::Chunk::Parsed { consumed, payload }) = parser.parse(data, true) {
+        data = &data[consumed..];
+        match payload {
+            // Function bodies are not needed: skipped whole.
+            wasmparser::Payload::CodeSectionStart { size, .. } => {
+                parser.skip_section();
+                data = data.get(size as usize..)?;
+            }
+            wasmparser::Payload::CustomSection(s) => match s.name() {
+                "name" => names = true,
+                "producers" => producers = true,
+                ".debug_line" => debug_line = true,
+                _ => {}
+            },
+            wasmparser::Payload::End(_) => break,
+            _ => {}
+        }
+    }
+    let no_names = !names && (producers || debug_line);
+    let no_lines = debug_line && map.is_none_or(SourceMap::is_empty);
+    let lost = match (no_names, no_lines) {
+        (false, false) => return None,
+        (true, false) => "no name section (reports name functions func[N])",
+        (false, true) => "a .debug_line section that yields no rows (reports show no source lines)",
+        (true, true) => "no name section and a .debug_line section that yields no rows (reports show func[N] and no source lines)",
+    };
+    Some(format!(
+        "the module has {lost}: likely stripped after linking by binaryen's wasm-opt, which clang runs on an optimised build when it finds one; to keep them, give clang `-B DIR` with a wasm-opt that does nothing (as scripts/wasi-env.sh does) or, in a newer clang, --no-wasm-opt"
+    ))
 }

@@ -158,5 +158,32 @@ pub fn render(stats: &[FunctionStats]) -> String {
             f.truncations
         );
     }
-    s
+    s + &totals_line(stats)
+}
+
+/// The module's totals, in the same columns: every function's blocks,
+/// edges, ..., and how many functions are instrumented (potential paths
+/// added up, saturating; the storage column counts arrays and hash tables).
+fn totals_line(stats: &[FunctionStats]) -> String {
+    let done: Vec<&FunctionStats> = stats.iter().filter(|f| f.skipped.is_none()).collect();
+    let sum = |field: fn(&FunctionStats) -> usize| done.iter().map(|f| field(f)).sum::<usize>();
+    let paths = done
+        .iter()
+        .fold(0u64, |a, f| a.saturating_add(f.potential_paths));
+    let tables = |kind: &str| done.iter().filter(|f| f.storage.starts_with(kind)).count();
+    let label = format!("total: {} of {} functions", done.len(), stats.len());
+    format!(
+        "{:>5} {:<28} {:>7} {:>7} {:>6} {:>5} {:>20} {:>7} {:>8} {:<14} {:>5}\n",
+        "",
+        label,
+        sum(|f| f.blocks),
+        sum(|f| f.edges),
+        sum(|f| f.backedges),
+        sum(|f| f.self_loops),
+        paths,
+        sum(|f| f.chords),
+        sum(|f| f.instrumented_edges),
+        format!("{} arr {} hash", tables("array"), tables("hash")),
+        sum(|f| f.truncations)
+    )
 }

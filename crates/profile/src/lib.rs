@@ -368,6 +368,17 @@ impl AtomicFile {
             use std::os::unix::fs::PermissionsExt;
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
+        // Renaming onto a folder would fail only at the end, after the work
+        // (with "Device or resource busy" for `.`): refused here instead.
+        if path.is_dir() {
+            return Err(ProfileError::Io {
+                path: path.into(),
+                reason: std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "is a folder; name a file to write",
+                ),
+            });
+        }
         let dir = Self::folder(path);
         let tmp = builder
             .tempfile_in(dir)

@@ -26,6 +26,23 @@ pub enum RunError {
     #[error("invalid wasm module: {0}")]
     Compile(String),
 
+    /// The module uses the legacy exception handling proposal, which the
+    /// engine cannot compile.
+    #[error(
+        "the module uses legacy exception handling (`try`, `catch`, `rethrow`, `delegate`), \
+         which the embedded engine cannot run; convert it to the standard exception handling \
+         (`try_table`), e.g. with binaryen's `wasm-opt --translate-to-exnref`, and profile that"
+    )]
+    LegacyExceptions,
+
+    /// The module imports what the runner does not provide (found before
+    /// compiling it, by [`crate::check_imports`]).
+    #[error("{}", unknown_imports(imports))]
+    UnknownImports {
+        /// `module::name (kind)` of each, in import order.
+        imports: Vec<String>,
+    },
+
     /// A host directory to preopen could not be opened.
     #[error("cannot preopen host directory {} as guest path {guest:?}: {message}", host.display())]
     Preopen {
@@ -133,4 +150,16 @@ pub(crate) fn describe(err: &wasmtime::Error) -> String {
     } else {
         parts.join(": ")
     }
+}
+
+/// The message of [`RunError::UnknownImports`]: the first few imports.
+fn unknown_imports(imports: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut list = imports[..imports.len().min(SHOWN)].join(", ");
+    if imports.len() > SHOWN {
+        list.push_str(&format!(" and {} more", imports.len() - SHOWN));
+    }
+    format!(
+        "imports that the embedded engine does not provide (it provides WASI preview 1): {list}"
+    )
 }

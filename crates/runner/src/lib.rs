@@ -90,6 +90,10 @@ fn config_aligned(align_log2: u32) -> Config {
         .wasm_function_references(true)
         .wasm_gc(true)
         .wasm_exceptions(true)
+        // Shared memories (the threads proposal) are off by default in
+        // wasmtime; a module that declares one but runs on one thread (WASI
+        // preview 1 spawns none) runs as any other.
+        .shared_memory(true)
         .wasm_backtrace_details(WasmBacktraceDetails::Enable)
         .wasm_backtrace_max_frames(NonZeroUsize::new(MAX_BACKTRACE_FRAMES))
         .consume_fuel(true)
@@ -181,6 +185,26 @@ pub struct RunOptions {
     /// but the trace imports are still provided so that traced modules
     /// instantiate.
     pub trace: Option<TraceTo>,
+    /// What stands in for imports the runner does not provide.
+    pub unknown_imports: UnknownImports,
+}
+
+/// What stands in for an import that the runner does not provide (it
+/// provides WASI preview 1 and the trace imports): `wasmtime run`'s
+/// `-Wunknown-imports-trap` and `-Wunknown-imports-default`, so that the
+/// parts of a program that do not use such an import can still be run.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum UnknownImports {
+    /// None: the module is refused ([`RunError::UnknownImports`]), by
+    /// [`check_imports`] before it is compiled.
+    #[default]
+    Refuse,
+    /// Functions that trap when called. Other kinds of imports are still
+    /// refused.
+    Trap,
+    /// Functions that return zeros (or nulls), and globals, tables and
+    /// memories of default values.
+    Default,
 }
 
 impl RunOptions {
@@ -315,7 +339,58 @@ pub fn run_command(
     module_bytes: &[u8],
     opts: &RunOptions,
 ) -> Result<RunOutcome, RunError> {
+    check_imports(engine, module_bytes, opts.unknown_imports)?;
     run_compiled(&compile(engine, module_bytes)?, opts)
+}
+
+/// Refuses a module that imports what the runner does not provide (unless
+/// `unknown` says what stands in for it), in the time it takes to read the
+/// import section: compiling a large module takes minutes, and wasmtime
+/// finds a missing import only when it instantiates the compiled module.
+/// Modules that are not binary wasm (text) are left to [`compile`], and so
+/// are malformed ones.
+pub fn check_imports(
+    engine: &Engine,
+    module_bytes: &[u8],
+    unknown: UnknownImports,
+) -> Result<(), RunError> {
+    if unknown == UnknownImports::Default || !module_bytes.starts_with(b"\0asm") {
+        return Ok(());
+    }
+    let linker = linker(engine)?;
+    let mut store = Store::new(engine, State::new(WasiCtxBuilder::new().build_p1(), None));
+    let mut missing = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(module_bytes) {
+        let imports = match payload {
+            Ok(wasmparser::Payload::ImportSection(imports)) => imports,
+            Ok(wasmparser::Payload::CodeSectionStart { .. }) | Err(_) => break,
+            Ok(_) => continue,
+        };
+        for import in imports.into_imports() {
+            let Ok(import) = import else { return Ok(()) };
+            let kind = import_kind(&import.ty);
+            let provided = linker.get(&mut store, import.module, import.name).is_ok();
+            let stood_in = unknown == UnknownImports::Trap && kind == "function";
+            if !(provided || stood_in) {
+                missing.push(format!("{}::{} ({kind})", import.module, import.name));
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(RunError::UnknownImports { imports: missing })
+    }
+}
+
+fn import_kind(ty: &wasmparser::TypeRef) -> &'static str {
+    match ty {
+        wasmparser::TypeRef::Func(_) | wasmparser::TypeRef::FuncExact(_) => "function",
+        wasmparser::TypeRef::Table(_) => "table",
+        wasmparser::TypeRef::Memory(_) => "memory",
+        wasmparser::TypeRef::Global(_) => "global",
+        wasmparser::TypeRef::Tag(_) => "tag",
+    }
 }
 
 /// Compiles a core module for `engine`, to run it several times with
@@ -325,7 +400,18 @@ pub fn compile(engine: &Engine, module_bytes: &[u8]) -> Result<Module, RunError>
     if is_component_binary(module_bytes) || looks_like_component_text(module_bytes) {
         return Err(RunError::Component);
     }
-    Module::new(engine, module_bytes).map_err(|e| RunError::Compile(error::describe(&e)))
+    Module::new(engine, module_bytes).map_err(|e| {
+        let message = error::describe(&e);
+        // Cranelift translates the standard exception handling (try_table)
+        // only; wasmtime's legacy-exceptions switch is for its own tests.
+        if message.contains("legacy_exceptions feature required")
+            || message.contains("legacy exception")
+        {
+            RunError::LegacyExceptions
+        } else {
+            RunError::Compile(message)
+        }
+    })
 }
 
 /// [`run_command`] for a module already compiled (by [`compile`]).
@@ -362,6 +448,7 @@ pub fn invoke(
     args: &[String],
     opts: &RunOptions,
 ) -> Result<InvokeOutcome, RunError> {
+    check_imports(engine, module_bytes, opts.unknown_imports)?;
     invoke_compiled(&compile(engine, module_bytes)?, export, args, opts)
 }
 
@@ -463,6 +550,15 @@ struct State {
     tracer: trace::Tracer,
 }
 
+impl State {
+    fn new(wasi: WasiP1Ctx, trace: Option<TraceTo>) -> Self {
+        State {
+            wasi,
+            tracer: trace::Tracer::new(trace),
+        }
+    }
+}
+
 struct Prepared {
     store: Store<State>,
     instance: Instance,
@@ -528,6 +624,30 @@ fn looks_like_component_text(bytes: &[u8]) -> bool {
     }
 }
 
+/// What the runner provides to every module: WASI preview 1 and the trace
+/// imports.
+fn linker(engine: &Engine) -> Result<Linker<State>, RunError> {
+    let mut linker: Linker<State> = Linker::new(engine);
+    add_to_linker_sync(&mut linker, |s: &mut State| &mut s.wasi)
+        .map_err(|e| RunError::Host(format!("cannot link WASI: {}", error::describe(&e))))?;
+    linker
+        .func_wrap(
+            TRACE_MODULE,
+            TRACE_FUNC,
+            |mut caller: Caller<'_, State>, func: i32, edge: i32| {
+                caller.data_mut().tracer.per_edge(func as u32, edge as u32);
+            },
+        )
+        .and_then(|l| l.func_wrap(TRACE_MODULE, TRACE_FLUSH, trace::flush))
+        .map_err(|e| {
+            RunError::Host(format!(
+                "cannot link the trace imports: {}",
+                error::describe(&e)
+            ))
+        })?;
+    Ok(linker)
+}
+
 fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
     let engine = module.engine();
     let mut builder = WasiCtxBuilder::new();
@@ -561,11 +681,7 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
         (None, None)
     };
 
-    let state = State {
-        wasi: builder.build_p1(),
-        tracer: trace::Tracer::new(opts.trace.clone()),
-    };
-    let mut store = Store::new(engine, state);
+    let mut store = Store::new(engine, State::new(builder.build_p1(), opts.trace.clone()));
     match opts.fuel {
         Some(fuel) => store.set_fuel(fuel).map_err(|_| RunError::FuelNotEnabled)?,
         // An engine without fuel metering needs none.
@@ -574,24 +690,15 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
         }
     }
 
-    let mut linker: Linker<State> = Linker::new(engine);
-    add_to_linker_sync(&mut linker, |s: &mut State| &mut s.wasi)
-        .map_err(|e| RunError::Host(format!("cannot link WASI: {}", error::describe(&e))))?;
-    linker
-        .func_wrap(
-            TRACE_MODULE,
-            TRACE_FUNC,
-            |mut caller: Caller<'_, State>, func: i32, edge: i32| {
-                caller.data_mut().tracer.per_edge(func as u32, edge as u32);
-            },
-        )
-        .and_then(|l| l.func_wrap(TRACE_MODULE, TRACE_FLUSH, trace::flush))
-        .map_err(|e| {
-            RunError::Host(format!(
-                "cannot link the trace imports: {}",
-                error::describe(&e)
-            ))
-        })?;
+    let mut linker = linker(engine)?;
+    let stand_in = match opts.unknown_imports {
+        UnknownImports::Refuse => Ok(()),
+        UnknownImports::Trap => linker.define_unknown_imports_as_traps(module),
+        UnknownImports::Default => {
+            linker.define_unknown_imports_as_default_values(&mut store, module)
+        }
+    };
+    stand_in.map_err(|e| RunError::Instantiate(error::describe(&e)))?;
 
     match linker.instantiate(&mut store, module) {
         Ok(instance) => Ok(Setup::Ready(Prepared {

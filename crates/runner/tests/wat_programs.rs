@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 
 use pathprof_runner::{
-    engine, invoke, run_command, Exit, RunError, RunOptions, TraceEvent, TraceSink, TraceTo, Value,
-    TRAP_EXIT_CODE,
+    check_imports, engine, invoke, run_command, Exit, RunError, RunOptions, TraceEvent, TraceSink,
+    TraceTo, UnknownImports, Value, TRAP_EXIT_CODE,
 };
 
 fn wasm(text: &str) -> Vec<u8> {
@@ -420,12 +420,72 @@ fn trace_import_of_the_wrong_type_is_an_instantiation_error() {
     assert!(err.to_string().contains("trace"), "{err}");
 }
 
+/// An import the runner does not provide is found before the module is
+/// compiled: this module's `_start` does not validate (it returns nothing
+/// where an i32 is due), and the error is still the import's.
 #[test]
-fn unknown_import_is_an_instantiation_error() {
-    let bytes = wasm(r#"(module (import "env" "mystery" (func)) (func (export "_start")))"#);
+fn unknown_imports_are_refused_before_compiling() {
+    let bytes = wasm(
+        r#"(module (import "env" "mystery" (func)) (import "env" "limit" (global i32))
+                   (func (export "_start") (result i32)))"#,
+    );
     let err = run_command(&engine().unwrap(), &bytes, &RunOptions::captured(["p"])).unwrap_err();
-    assert!(matches!(err, RunError::Instantiate(_)), "{err}");
-    assert!(err.to_string().contains("mystery"), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "imports that the embedded engine does not provide (it provides WASI preview 1): \
+         env::mystery (function), env::limit (global)"
+    );
+    // Trapping functions stand in for functions only.
+    let err = check_imports(&engine().unwrap(), &bytes, UnknownImports::Trap).unwrap_err();
+    assert!(
+        matches!(&err, RunError::UnknownImports { imports } if imports == &["env::limit (global)"]),
+        "{err}"
+    );
+    check_imports(&engine().unwrap(), &bytes, UnknownImports::Default).unwrap();
+    // WASI and the trace imports are provided.
+    let provided = wasm(
+        r#"(module
+             (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))
+             (import "__pathprof" "trace" (func (param i32 i32)))
+             (import "__pathprof" "trace_flush" (func))
+             (func (export "_start")))"#,
+    );
+    check_imports(&engine().unwrap(), &provided, UnknownImports::Refuse).unwrap();
+}
+
+/// With a stand-in for an unknown import, the exports that do not call it
+/// run; calling it traps (`trap`) or gives zero (`default`), as
+/// `wasmtime run -Wunknown-imports-trap/-default`.
+#[test]
+fn unknown_imports_trap_or_return_zeros_when_asked() {
+    let bytes = wasm(
+        r#"(module (import "env" "mystery" (func $m (result i32)))
+                   (func (export "calls") (result i32) (i32.add (call $m) (i32.const 1)))
+                   (func (export "safe") (result i32) (i32.const 7)))"#,
+    );
+    let with = |unknown_imports, export: &str| {
+        let opts = RunOptions {
+            unknown_imports,
+            ..RunOptions::captured(["p"])
+        };
+        invoke(&engine().unwrap(), &bytes, export, &[], &opts).unwrap()
+    };
+    let safe = with(UnknownImports::Trap, "safe");
+    assert_eq!(
+        (safe.exit, safe.results),
+        (Exit::Returned, vec![Value::I32(7)])
+    );
+    let calls = with(UnknownImports::Trap, "calls");
+    assert!(
+        matches!(&calls.exit, Exit::Trap(m) if m.contains("env::mystery")),
+        "{:?}",
+        calls.exit
+    );
+    let calls = with(UnknownImports::Default, "calls");
+    assert_eq!(
+        (calls.exit, calls.results),
+        (Exit::Returned, vec![Value::I32(1)])
+    );
 }
 
 #[test]

@@ -40,9 +40,14 @@ pub enum WasmError {
     /// A plan does not fit the function it is given for.
     #[error("bad plan for function {func_index}: {reason}")]
     BadPlan { func_index: u32, reason: String },
-    /// The counters of all plans do not fit in one 32-bit memory.
-    #[error("the counter memory would need {bytes} bytes, more than a 32-bit memory holds")]
-    CounterMemoryTooLarge { bytes: u128 },
+    /// The counters of all plans do not fit in one 32-bit memory: path
+    /// arrays and hash tables took `array_bytes` and `hash_bytes` of it.
+    #[error("the counter memory would need {bytes} bytes, more than a 32-bit memory holds ({array_bytes} bytes of path arrays, {hash_bytes} of hash tables)")]
+    CounterMemoryTooLarge {
+        bytes: u128,
+        array_bytes: u128,
+        hash_bytes: u128,
+    },
     /// A counter-memory image is too short or does not hold what the layout says.
     #[error("corrupt counter memory: {reason}")]
     CorruptCounters { reason: String },

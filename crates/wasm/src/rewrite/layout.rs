@@ -153,6 +153,10 @@ impl CounterLayout {
 pub(crate) struct LayoutBuilder {
     at: u128,
     functions: Vec<FunctionLayout>,
+    /// Bytes of path arrays and of hash tables so far: an error names the
+    /// larger, so that a user knows which setting to lower.
+    array_bytes: u128,
+    hash_bytes: u128,
 }
 
 impl LayoutBuilder {
@@ -160,6 +164,8 @@ impl LayoutBuilder {
         LayoutBuilder {
             at: u128::from(HEADER_BYTES),
             functions: Vec::new(),
+            array_bytes: 0,
+            hash_bytes: 0,
         }
     }
 
@@ -168,6 +174,17 @@ impl LayoutBuilder {
         &mut self,
         (func_index, paths, slots, ppp_len): (u32, PathTable, u32, u64),
     ) -> Result<&FunctionLayout> {
+        match paths {
+            PathTable::Array { .. } => self.array_bytes += table_bytes(paths),
+            PathTable::Hash { .. } => self.hash_bytes += table_bytes(paths),
+            PathTable::None => {}
+        }
+        let (array_bytes, hash_bytes) = (self.array_bytes, self.hash_bytes);
+        let too_large = move |bytes| WasmError::CounterMemoryTooLarge {
+            bytes,
+            array_bytes,
+            hash_bytes,
+        };
         let at = &mut self.at;
         let paths_offset = *at;
         *at += table_bytes(paths);
@@ -176,8 +193,7 @@ impl LayoutBuilder {
         let ppp_offset = *at;
         *at += u128::from(PPP_ENTRY_BYTES) * u128::from(ppp_len);
         let bytes = *at;
-        let offset =
-            |o: u128| u32::try_from(o).map_err(|_| WasmError::CounterMemoryTooLarge { bytes });
+        let offset = |o: u128| u32::try_from(o).map_err(|_| too_large(bytes));
         self.functions.push(FunctionLayout {
             func_index,
             paths,
@@ -193,7 +209,11 @@ impl LayoutBuilder {
     pub(crate) fn finish(self) -> Result<CounterLayout> {
         // Every address the instrumentation computes must fit in 32 bits.
         if self.at > u128::from(u32::MAX) {
-            return Err(WasmError::CounterMemoryTooLarge { bytes: self.at });
+            return Err(WasmError::CounterMemoryTooLarge {
+                bytes: self.at,
+                array_bytes: self.array_bytes,
+                hash_bytes: self.hash_bytes,
+            });
         }
         Ok(CounterLayout {
             version: LAYOUT_VERSION,

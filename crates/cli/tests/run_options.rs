@@ -1,0 +1,170 @@
+//! `pathprof run` on programs that need more than a WASI command's `_start`:
+//! imports the engine does not provide, reactors with arguments, features
+//! the engine enables on request. One-line errors that name the file, exit
+//! codes, and no output after a failure.
+
+mod common;
+
+use std::path::Path;
+
+use common::bin::{pathprof, stderr};
+
+/// Writes `text` to `dir/name` and returns its path.
+fn module(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name).display().to_string();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A module importing a function nothing provides, called by `calls` only:
+/// refused before it is instrumented or compiled, with the options that run
+/// it anyway; with them, what does not call the import runs and is profiled.
+#[test]
+fn unknown_imports_are_refused_up_front_or_stood_in_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = module(
+        &dir,
+        "imports.wat",
+        r#"(module
+             (import "env" "mystery" (func $m (result i32)))
+             (func (export "_start"))
+             (func (export "calls") (result i32) (i32.add (call $m) (i32.const 1))))"#,
+    );
+    let out = dir.path().join("p.json").display().to_string();
+    let o = pathprof(&["run", &module, "-o", &out]);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "pathprof: error: {module}: imports that the embedded engine does not provide \
+             (it provides WASI preview 1): env::mystery (function); to profile the parts of \
+             the program that do not use them, give --unknown-imports trap (calling one \
+             traps) or default (it returns zeros)\n"
+        )
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!Path::new(&out).exists());
+
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "-o", &out];
+        args.extend_from_slice(extra);
+        args.push(&module);
+        let o = pathprof(&args);
+        assert!(Path::new(&out).exists(), "{args:?}: {}", stderr(&o));
+        std::fs::remove_file(&out).unwrap();
+        o
+    };
+    assert_eq!(run(&["--unknown-imports", "trap"]).status.code(), Some(0));
+    let trapped = run(&["--unknown-imports", "trap", "--invoke", "calls"]);
+    assert_eq!(trapped.status.code(), Some(134));
+    assert!(
+        stderr(&trapped).contains("env::mystery"),
+        "{}",
+        stderr(&trapped)
+    );
+    let zero = run(&["--unknown-imports", "default", "--invoke", "calls"]);
+    assert_eq!(zero.status.code(), Some(0), "{}", stderr(&zero));
+}
+
+/// A reactor that prints its argv and returns its parameter plus one:
+/// `--arg` gives the program its arguments (even ones that begin with `-`),
+/// the arguments after `--` are the export's parameters, and what it
+/// returns goes to stderr, leaving stdout to the program.
+#[test]
+fn a_reactor_gets_program_arguments_and_parameters_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = module(
+        &dir,
+        "reactor.wat",
+        r#"(module
+             (import "wasi_snapshot_preview1" "fd_write"
+               (func $fd_write (param i32 i32 i32 i32) (result i32)))
+             (import "wasi_snapshot_preview1" "args_sizes_get"
+               (func $sizes (param i32 i32) (result i32)))
+             (import "wasi_snapshot_preview1" "args_get"
+               (func $args (param i32 i32) (result i32)))
+             (memory (export "memory") 1)
+             (func (export "_initialize"))
+             (func (export "run") (param i32) (result i32)
+               (drop (call $sizes (i32.const 16) (i32.const 20)))
+               (drop (call $args (i32.const 1000) (i32.const 2000)))
+               (i32.store (i32.const 0) (i32.const 2000))
+               (i32.store (i32.const 4) (i32.load (i32.const 20)))
+               (drop (call $fd_write (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
+               (i32.add (local.get 0) (i32.const 1))))"#,
+    );
+    let out = dir.path().join("p.json").display().to_string();
+    let o = pathprof(&[
+        "run", "--invoke", "run", "--arg", "-c", "--arg", "print(1)", &module, "-o", &out, "--",
+        "41",
+    ]);
+    assert_eq!(
+        stderr(&o),
+        format!("pathprof: run returned 42\npathprof: profile written to {out}\n")
+    );
+    assert_eq!(o.stdout, b"reactor.wat\0-c\0print(1)\0");
+    assert_eq!(o.status.code(), Some(0));
+    assert!(Path::new(&out).exists());
+}
+
+/// A module with a shared memory (the threads proposal) runs and is
+/// profiled: the engine enables shared memories, which wasmtime leaves off
+/// by default.
+#[test]
+fn a_module_with_a_shared_memory_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = module(
+        &dir,
+        "threads.wat",
+        r#"(module
+             (memory 1 1 shared)
+             (func (export "f") (result i32)
+               (i32.atomic.store (i32.const 0) (i32.const 6))
+               (i32.add (i32.atomic.load (i32.const 0)) (i32.const 1))))"#,
+    );
+    let out = dir.path().join("p.json").display().to_string();
+    let o = pathprof(&["run", "--invoke", "f", &module, "-o", &out]);
+    assert_eq!(
+        stderr(&o),
+        format!("pathprof: f returned 7\npathprof: profile written to {out}\n")
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert!(Path::new(&out).exists());
+}
+
+/// Legacy exception handling (`try`/`catch`) is not something the engine
+/// compiles: `run` says so in one line, with what to do instead, and
+/// writes no profile.
+#[test]
+fn legacy_exception_handling_is_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = module(
+        &dir,
+        "legacy.wat",
+        r#"(module
+             (tag $e)
+             (func (export "f") (result i32)
+               try (result i32)
+                 throw $e
+               catch $e
+                 i32.const 1
+               end))"#,
+    );
+    let out = dir.path().join("p.json").display().to_string();
+    for mode in ["path", "none"] {
+        let o = pathprof(&["run", "--mode", mode, "--invoke", "f", &module, "-o", &out]);
+        let err = stderr(&o);
+        let last = err.lines().last().unwrap_or_default();
+        assert_eq!(
+            last,
+            format!(
+                "pathprof: error: {module}: the module uses legacy exception handling (`try`, \
+                 `catch`, `rethrow`, `delegate`), which the embedded engine cannot run; convert \
+                 it to the standard exception handling (`try_table`), e.g. with binaryen's \
+                 `wasm-opt --translate-to-exnref`, and profile that"
+            ),
+            "{mode}: {err}"
+        );
+        assert_eq!(o.status.code(), Some(1));
+        assert!(!Path::new(&out).exists());
+    }
+}
