@@ -17,8 +17,10 @@
 //! size shrinks as others are cut is judged on its new size. That costs a
 //! transformation and a numbering of the whole program per round, so after
 //! [`SINGLE_ROUNDS`] rounds the largest sites are cut in batches that double
-//! each round: a program needing thousands of cuts takes tens of rounds,
-//! at the price of perhaps cutting some sites more than the fewest.
+//! each round, and the batch that makes the paths fit is shrunk by
+//! bisection to the shortest prefix that still does: a program needing
+//! thousands of cuts takes tens of rounds, and cuts at most the sites a
+//! round judged on stale sizes would have left.
 
 use crate::error::GraphError;
 use crate::interproc::callgraph::CallGraph;
@@ -32,20 +34,57 @@ use crate::interproc::{transform, Interproc, Mode};
 /// site leaves more paths (the functions' own paths are too many).
 pub fn build_within(sg: &Supergraph, mode: Mode, bound: u64) -> Result<Interproc, GraphError> {
     let mut cuts: Vec<CallSiteId> = Vec::new();
+    let mut last_batch = 0;
     for round in 0usize.. {
-        match Interproc::build_with_cuts(sg, mode, &cuts) {
-            Ok(ip) if ip.total() <= bound => return Ok(ip),
-            Ok(_) | Err(GraphError::PathCountOverflow { .. }) => {}
-            Err(e) => return Err(e),
+        if let Some(ip) = within(sg, mode, &cuts, bound)? {
+            return shrink_last_batch(sg, mode, bound, cuts, last_batch, ip);
         }
         let batch = 1usize << round.saturating_sub(SINGLE_ROUNDS).min(20);
         let largest = largest_uncut_sites(sg, mode, &cuts, batch);
         if largest.is_empty() {
             return Err(GraphError::PathCountOverflow { function: None });
         }
+        last_batch = largest.len();
         cuts.extend(largest);
     }
     unreachable!("the rounds end when no site is left to cut")
+}
+
+/// The numbering with `cuts`, if its paths are at most `bound`.
+fn within(
+    sg: &Supergraph,
+    mode: Mode,
+    cuts: &[CallSiteId],
+    bound: u64,
+) -> Result<Option<Interproc>, GraphError> {
+    match Interproc::build_with_cuts(sg, mode, cuts) {
+        Ok(ip) if ip.total() <= bound => Ok(Some(ip)),
+        Ok(_) | Err(GraphError::PathCountOverflow { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The last batch of `cuts` (its final `last` sites, largest first) made
+/// the paths fit; keeps the shortest prefix of it that still does, by
+/// bisection (the paths only shrink as more sites are cut).
+fn shrink_last_batch(
+    sg: &Supergraph,
+    mode: Mode,
+    bound: u64,
+    cuts: Vec<CallSiteId>,
+    last: usize,
+    fitting: Interproc,
+) -> Result<Interproc, GraphError> {
+    let base = cuts.len() - last;
+    let (mut lo, mut hi, mut best) = (1, last, fitting);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        match within(sg, mode, &cuts[..base + mid], bound)? {
+            Some(ip) => (hi, best) = (mid, ip),
+            None => lo = mid + 1,
+        }
+    }
+    Ok(best)
 }
 
 /// Rounds of [`build_within`] that cut one site each before batches.
