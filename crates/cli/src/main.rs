@@ -790,8 +790,8 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
     let profile = Profile::read(&a.profile)?;
     let name = || a.profile.display().to_string();
     if profile.interproc.is_some() {
-        let rows = pathprof::interproc_report::rows(&profile, a.function.as_deref())
-            .with_context(name)?;
+        let rows =
+            pathprof::interproc_report::rows(&profile, a.function.as_deref()).with_context(name)?;
         if a.json {
             let top: Vec<_> = rows.into_iter().take(a.top).collect();
             println!("{}", serde_json::to_string_pretty(&top)?);

@@ -108,7 +108,6 @@ impl Feeder {
     }
 }
 
-
 /// The grid of `simulate --sweep` around `base` (Figs. 5.6-5.8): HPT sizes
 /// 128..4096 entries, 1..32 ways (no more than entries), both index
 /// functions, both replacement policies; everything else as in `base`.
