@@ -91,6 +91,7 @@ fi
 binaryen="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/binaryen"
 if [[ ! -x "$binaryen/usr/bin/wasm-opt" ]]; then
     command -v apt-get >/dev/null || die "no apt-get to fetch binaryen (for crates/cli/tests/wasm_opt.rs)"
+    mkdir -p "$binaryen" # dpkg-deb -x creates only the last component
     if ! (cd "$tmp" && { apt-get download binaryen || { apt-get update && apt-get download binaryen; }; }) >"$tmp/binaryen.log" 2>&1 ||
         ! dpkg-deb -x "$tmp"/binaryen_*.deb "$binaryen" >>"$tmp/binaryen.log" 2>&1; then
         cat "$tmp/binaryen.log" >&2
