@@ -36,7 +36,8 @@ fn execute(
                 | Action::CountInteresting { .. }
                 | Action::GlobalToLocal { .. }
                 | Action::LocalToGlobal { .. }
-                | Action::MulAdd(_) => {
+                | Action::MulAdd(_)
+                | Action::IfNonZero(_) => {
                     unreachable!("only Ball-Larus actions in a Ball-Larus plan")
                 }
             }
