@@ -147,18 +147,30 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
         ip,
         meta,
     } = numbered(module, mode, opts, true)?;
-    let table = table_for(&ip, &call_index, opts);
-    let plans: Vec<Option<FunctionPlan>> = info
+    // Planned once with arrays; the functions that count then get the
+    // table the whole module can afford.
+    let array = PathTable::Array { len: ip.total() };
+    let mut plans: Vec<Option<FunctionPlan>> = info
         .functions
         .iter()
         .enumerate()
         .map(|(i, f)| {
             f.as_ref().ok().map(|fcfg| {
-                technique::plan(&ip, FuncId::new(i), &call_index[i], table)
+                technique::plan(&ip, FuncId::new(i), &call_index[i], array)
                     .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))
             })
         })
         .collect();
+    let counting = plans
+        .iter()
+        .flatten()
+        .filter(|p| p.paths != PathTable::None);
+    let table = table_for(ip.total(), counting.count() as u64, opts);
+    for plan in plans.iter_mut().flatten() {
+        if plan.paths != PathTable::None {
+            plan.paths = table;
+        }
+    }
     let section = serde_json::to_vec(&meta)?;
     let out = pathprof_wasm::instrument_module(
         module,
@@ -250,30 +262,29 @@ fn number_as_is(
     mode: Mode,
     policy: &Hybrid,
 ) -> Result<(Interproc, Vec<CallSiteId>)> {
-    let within = |bound| -> Result<(Interproc, Vec<CallSiteId>)> {
-        let ip = hybrid::build_within(sg, mode, bound)?;
+    // Cuts `first`, then the largest others until at most `bound` paths.
+    let within = |first: &[CallSiteId], bound| -> Result<(Interproc, Vec<CallSiteId>)> {
+        let ip = hybrid::build_within_from(sg, mode, first, bound)?;
         let cuts = (0..ip.callees.len())
             .map(CallSiteId::new)
             .filter(|&s| cut_reason(&ip, s).as_deref() == Some("hybrid"))
             .collect();
         Ok((ip, cuts))
     };
+    // These cuts, and the largest others if the paths overflow 64 bits.
+    let at_least = |cuts: &[CallSiteId]| match Interproc::build_with_cuts(sg, mode, cuts) {
+        Ok(ip) => Ok((ip, cuts.to_vec())),
+        Err(GraphError::PathCountOverflow { .. }) => within(cuts, u64::MAX),
+        Err(e) => Err(e.into()),
+    };
     match policy {
-        Hybrid::All => match Interproc::build(sg, mode) {
-            Ok(ip) => Ok((ip, Vec::new())),
-            Err(GraphError::PathCountOverflow { .. }) => within(u64::MAX),
-            Err(e) => Err(e.into()),
-        },
-        Hybrid::Budget(bound) => within(*bound),
+        Hybrid::All => at_least(&[]),
+        Hybrid::Budget(bound) => within(&[], *bound),
         Hybrid::Leaf => {
             let cuts = non_leaf_sites(sg);
             Ok((Interproc::build_with_cuts(sg, mode, &cuts)?, cuts))
         }
-        Hybrid::Sites(cuts) => match Interproc::build_with_cuts(sg, mode, cuts) {
-            Ok(ip) => Ok((ip, cuts.clone())),
-            Err(GraphError::PathCountOverflow { .. }) => within(u64::MAX),
-            Err(e) => Err(e.into()),
-        },
+        Hybrid::Sites(cuts) => at_least(cuts),
         Hybrid::Cut(_) => unreachable!("resolved to Hybrid::Sites by `numbered`"),
     }
 }
@@ -344,20 +355,14 @@ fn non_leaf_sites(sg: &Supergraph) -> Vec<CallSiteId> {
     out
 }
 
-/// Where paths are counted: an array of every path number when all the
-/// counting functions' arrays fit the array budget, else a hash table each.
-fn table_for(ip: &Interproc, call_index: &[Vec<u32>], opts: &Options) -> PathTable {
-    let counting = (0..call_index.len())
-        .filter(|&f| {
-            let probe = PathTable::Array { len: 1 };
-            technique::plan(ip, FuncId::new(f), &call_index[f], probe)
-                .is_some_and(|p| p.paths != PathTable::None)
-        })
-        .count() as u64;
+/// Where paths are counted: an array of every path number (`total`) when
+/// the `counting` functions' arrays fit the array budget, else a hash table
+/// each.
+fn table_for(total: u64, counting: u64, opts: &Options) -> PathTable {
     let bl = &opts.ball_larus;
     let budget = bl.array_max.max(bl.array_budget / 8);
-    if ip.total().saturating_mul(counting.max(1)) <= budget {
-        PathTable::Array { len: ip.total() }
+    if total.saturating_mul(counting.max(1)) <= budget {
+        PathTable::Array { len: total }
     } else {
         PathTable::Hash {
             capacity: bl.hash_capacity.max(2).next_power_of_two(),

@@ -33,7 +33,18 @@ use crate::interproc::{transform, Interproc, Mode};
 /// Fails with [`GraphError::PathCountOverflow`] if even cutting every call
 /// site leaves more paths (the functions' own paths are too many).
 pub fn build_within(sg: &Supergraph, mode: Mode, bound: u64) -> Result<Interproc, GraphError> {
-    let mut cuts: Vec<CallSiteId> = Vec::new();
+    build_within_from(sg, mode, &[], bound)
+}
+
+/// As [`build_within`], cutting `first` before any other site (a policy's
+/// explicit choice, which the budget then completes).
+pub fn build_within_from(
+    sg: &Supergraph,
+    mode: Mode,
+    first: &[CallSiteId],
+    bound: u64,
+) -> Result<Interproc, GraphError> {
+    let mut cuts: Vec<CallSiteId> = first.to_vec();
     let mut last_batch = 0;
     for round in 0usize.. {
         if let Some(ip) = within(sg, mode, &cuts, bound)? {
