@@ -129,7 +129,7 @@ struct ResidualArgs {
 
 #[derive(Args)]
 struct ResidualReportArgs {
-    /// A profile of a field run: of a residual build, or a plain path profile with --tested.
+    /// A profile of a field run: of a residual build, a plain path profile with --tested, or a segment profile (`run --segments K`) with --tested segment profiles.
     field: PathBuf,
     /// Profiles of the test runs (default: the tested paths the field build recorded).
     #[arg(long, value_name = "PROFILE")]
@@ -198,6 +198,9 @@ struct RunArgs {
     /// Write where the time went (instrument, compile, execute, collect) and the module sizes, as JSON.
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
+    /// Record the run's interprocedural path segments of depth K (Vaswani's IPS: from a subpath ending in a call, across calls nested at most K deep, to a backedge or a return out of the function it began in) from a trace of the run, exactly; with --mode path only.
+    #[arg(long, value_name = "K")]
+    segments: Option<usize>,
     /// Arguments passed to the program (after `--`); with --invoke, the export's parameters.
     #[arg(last = true)]
     args: Vec<String>,
@@ -390,8 +393,11 @@ fn main() -> ExitCode {
 
 fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
-        Command::Run(a) => pathprof::run_cmd::run(&a.program, run_request(&a)?)
-            .map_err(|e| counter_memory_hint(e, &a.tuning)),
+        Command::Run(a) => match a.segments {
+            Some(k) => pathprof::segments::run(&a.program, run_request(&a)?, k),
+            None => pathprof::run_cmd::run(&a.program, run_request(&a)?)
+                .map_err(|e| counter_memory_hint(e, &a.tuning)),
+        },
         Command::Instrument(a) => {
             let tuning = a.tuning.clone();
             instrument(a)
@@ -594,6 +600,13 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     if let Some(t) = &a.timings {
         check_not_input(&a.program, t, false)?;
     }
+    if a.segments.is_some() && a.mode != RunMode::Path {
+        let mode = a.mode.to_possible_value().map(|v| v.get_name().to_string());
+        bail!(
+            "--segments records segments from a trace of the run: it goes with --mode path, not --mode {}",
+            mode.unwrap_or_default()
+        );
+    }
     let module = pathprof::input::read_module(&a.program)?;
     let technique = match a.mode {
         RunMode::Path => Some(Technique::Path),
@@ -767,6 +780,11 @@ fn residual_report(a: ResidualReportArgs) -> Result<()> {
         .iter()
         .map(|p| Profile::read(p))
         .collect::<Result<Vec<_>, _>>()?;
+    if field.segments.is_some() {
+        let r = pathprof::residual_segments::residual(&field, &a.field, &tested, &a.tested)?;
+        let text = r.render(a.top);
+        return print_json_or(a.json, r.to_json(a.top), text);
+    }
     let r = pathprof::residual::residual(&field, &a.field, &tested, &a.tested)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r.to_json(a.top))?);
@@ -786,22 +804,46 @@ fn collect(a: CollectArgs) -> Result<()> {
     Ok(())
 }
 
+/// Prints `json` or `text`.
+fn print_json_or(json: bool, value: serde_json::Value, text: String) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}
+
+/// Prints a report's rows: the first `top` as JSON, or `text` of them all.
+fn print_rows<R: serde::Serialize>(
+    rows: Vec<R>,
+    json: bool,
+    top: usize,
+    text: impl FnOnce(&[R]) -> String,
+) -> Result<()> {
+    if json {
+        let top: Vec<_> = rows.into_iter().take(top).collect();
+        println!("{}", serde_json::to_string_pretty(&top)?);
+    } else {
+        print!("{}", text(&rows));
+    }
+    Ok(())
+}
+
 fn report_cmd(a: ReportArgs) -> Result<()> {
     let profile = Profile::read(&a.profile)?;
     let name = || a.profile.display().to_string();
+    if profile.segments.is_some() {
+        let rows =
+            pathprof::segments_report::rows(&profile, a.function.as_deref()).with_context(name)?;
+        let text = |rows: &[_]| pathprof::segments_report::render(&profile, rows, a.top);
+        return print_rows(rows, a.json, a.top, text);
+    }
     if profile.interproc.is_some() {
         let rows =
             pathprof::interproc_report::rows(&profile, a.function.as_deref()).with_context(name)?;
-        if a.json {
-            let top: Vec<_> = rows.into_iter().take(a.top).collect();
-            println!("{}", serde_json::to_string_pretty(&top)?);
-        } else {
-            print!(
-                "{}",
-                pathprof::interproc_report::render(&profile, &rows, a.top)
-            );
-        }
-        return Ok(());
+        let text = |rows: &[_]| pathprof::interproc_report::render(&profile, rows, a.top);
+        return print_rows(rows, a.json, a.top, text);
     }
     if profile.mode == pathprof_profile::Mode::Edge {
         let chosen = report::select(&profile, a.function.as_deref()).with_context(name)?;

@@ -32,6 +32,29 @@ pub struct Request {
     pub timings: Option<PathBuf>,
 }
 
+impl Request {
+    /// The program's argv (its file name, `--arg`s, then the arguments
+    /// after `--` unless they are an export's), environment and folders.
+    pub fn run_options(&self, program: &Path) -> RunOptions {
+        let name = program.display().to_string();
+        let mut argv = vec![program
+            .file_name()
+            .map_or(name, |f| f.to_string_lossy().into_owned())];
+        argv.extend(self.program_args.iter().cloned());
+        if self.invoke.is_none() {
+            argv.extend(self.args.iter().cloned());
+        }
+        RunOptions {
+            args: argv,
+            env: self.env.clone(),
+            dirs: self.dirs.clone(),
+            inherit_stdio: true,
+            unknown_imports: self.unknown_imports,
+            ..RunOptions::default()
+        }
+    }
+}
+
 /// Where the time of a `pathprof run` went, in seconds, and the sizes that
 /// go with it: what the benchmark harness reads (`--timings FILE`). Execution
 /// is timed apart from compilation so that overheads are not diluted by the
@@ -92,21 +115,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     let clock = Instant::now();
     let compiled = pathprof_runner::compile(&engine, bytes).with_context(|| name.clone())?;
     timings.compile_s = clock.elapsed().as_secs_f64();
-    let mut argv = vec![program
-        .file_name()
-        .map_or(name.clone(), |f| f.to_string_lossy().into_owned())];
-    argv.extend(req.program_args.iter().cloned());
-    if req.invoke.is_none() {
-        argv.extend(req.args.iter().cloned());
-    }
-    let opts = RunOptions {
-        args: argv,
-        env: req.env.clone(),
-        dirs: req.dirs.clone(),
-        inherit_stdio: true,
-        unknown_imports: req.unknown_imports,
-        ..RunOptions::default()
-    };
+    let opts = req.run_options(program);
     let clock = Instant::now();
     let cpu = thread_cpu_s();
     let (exit, counters, stack) = match &req.invoke {

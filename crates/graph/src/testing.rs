@@ -7,6 +7,7 @@
 //! under test: it reads a [`Dag`] only through its edges and adjacency.
 
 pub mod interproc;
+pub mod ippp;
 
 use proptest::collection::vec;
 use proptest::prelude::*;

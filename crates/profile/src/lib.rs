@@ -11,6 +11,7 @@
 
 pub mod interproc;
 mod merge;
+pub mod segments;
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,9 @@ pub enum Mode {
     Context,
     /// Melski & Reps' interprocedural piecewise paths.
     Piecewise,
+    /// Vaswani's depth-k interprocedural path segments
+    /// ([`Profile::segments`]), recorded from a trace of the run.
+    Segments,
 }
 
 impl std::fmt::Display for Mode {
@@ -77,6 +81,7 @@ impl std::fmt::Display for Mode {
             Mode::Ppp => "ppp",
             Mode::Context => "context",
             Mode::Piecewise => "piecewise",
+            Mode::Segments => "segments",
         })
     }
 }
@@ -100,6 +105,10 @@ pub struct Profile {
     /// functions then carry the edge counts those paths imply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interproc: Option<Box<interproc::InterprocProfile>>,
+    /// The interprocedural path segments of the `segments` mode (the
+    /// functions then carry the run's edge counts, from the same trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Box<segments::SegmentProfile>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -181,6 +190,7 @@ impl Profile {
             skipped: Vec::new(),
             abrupt_runs: 0,
             interproc: None,
+            segments: None,
         }
     }
 

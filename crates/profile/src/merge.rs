@@ -40,6 +40,15 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, ProfileError> {
                 ))
             }
         }
+        match (&mut out.segments, &p.segments) {
+            (None, None) => {}
+            (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
+            _ => {
+                return Err(ProfileError::Merge(
+                    "one profile has path segments, the other not".into(),
+                ))
+            }
+        }
         out.runs = out
             .runs
             .checked_add(p.runs)

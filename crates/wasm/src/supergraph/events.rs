@@ -74,40 +74,89 @@ struct Converter<'a> {
 /// The execution `trace` (`(module function index, edge index)` pairs)
 /// makes, up to an exception no profiled function catches.
 pub fn events(sg: &ModuleSupergraph, trace: &[(u32, u32)]) -> Result<Vec<Event>, TraceError> {
-    let mut c = Converter {
-        sg,
-        out: Vec::with_capacity(trace.len() + trace.len() / 4),
-        frames: Vec::new(),
-        index: 0,
-    };
-    for (index, &(func, edge)) in trace.iter().enumerate() {
-        c.index = index;
-        let f = sg
-            .func_of(func)
-            .filter(|f| sg.modelled[f.index()])
-            .ok_or(TraceError::NotModelled { index, func })?;
+    let mut stream = EventStream::new(sg);
+    stream.c.out.reserve(trace.len() + trace.len() / 4);
+    for &(func, edge) in trace {
+        if !stream.edge(func, edge)? {
+            break;
+        }
+    }
+    stream.finish();
+    Ok(stream.c.out)
+}
+
+/// The same conversion one trace event at a time, for runs too long to
+/// store: the events made so far are taken with [`EventStream::drain`].
+pub struct EventStream<'a> {
+    c: Converter<'a>,
+    /// An exception left the profiled code: the execution is over.
+    over: bool,
+}
+
+impl<'a> EventStream<'a> {
+    pub fn new(sg: &'a ModuleSupergraph) -> EventStream<'a> {
+        EventStream {
+            c: Converter {
+                sg,
+                out: Vec::new(),
+                frames: Vec::new(),
+                index: 0,
+            },
+            over: false,
+        }
+    }
+
+    /// Takes trace event (`func`, `edge`); false once the execution cannot
+    /// go on (an exception left the profiled code: later events are
+    /// ignored).
+    pub fn edge(&mut self, func: u32, edge: u32) -> Result<bool, TraceError> {
+        if self.over {
+            return Ok(false);
+        }
+        let c = &mut self.c;
+        let sg = c.sg;
+        let f =
+            sg.func_of(func)
+                .filter(|f| sg.modelled[f.index()])
+                .ok_or(TraceError::NotModelled {
+                    index: c.index,
+                    func,
+                })?;
         let e = EdgeId::new(edge as usize);
         let cfg = &sg.supergraph.functions[f.index()].cfg;
         if e.index() >= cfg.num_edges() {
             return Err(c.misplaced(f, e));
         }
-        if !c.step(f, e)? {
-            return Ok(c.out);
+        let going = c.step(f, e)?;
+        c.index += 1;
+        self.over = !going;
+        Ok(going)
+    }
+
+    /// The events made so far and not yet taken.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Event> {
+        self.c.out.drain(..)
+    }
+
+    /// Ends the execution (the run is over): the activations that took a
+    /// return edge last did return: nothing can trap between a return
+    /// edge's trace record and the return. (A tail call left pending never
+    /// entered its callee: the run ended in between, in code no trace
+    /// sees.)
+    pub fn finish(&mut self) {
+        if self.over {
+            return;
+        }
+        let c = &mut self.c;
+        while c
+            .frames
+            .last()
+            .is_some_and(|t| t.leaving == Leaving::Return)
+        {
+            c.out.push(Event::Return);
+            c.frames.pop();
         }
     }
-    // The activations that took a return edge last did return: nothing
-    // can trap between a return edge's trace record and the return. (A
-    // tail call left pending never entered its callee: the run ended in
-    // between, in code no trace sees.)
-    while c
-        .frames
-        .last()
-        .is_some_and(|t| t.leaving == Leaving::Return)
-    {
-        c.out.push(Event::Return);
-        c.frames.pop();
-    }
-    Ok(c.out)
 }
 
 impl Converter<'_> {
@@ -178,9 +227,7 @@ impl Converter<'_> {
     /// Completes the top activation's exit before another event; at a tail
     /// call, `entering` says whether the next event enters a function.
     fn finish_leaving(&mut self, entering: Option<FuncId>) -> Option<FuncId> {
-        let Some(top) = self.frames.last() else {
-            return None;
-        };
+        let top = self.frames.last()?;
         match top.leaving {
             Leaving::No | Leaving::Throw | Leaving::Trap => None,
             Leaving::Return => {

@@ -42,7 +42,7 @@ use crate::callgraph::CallGraph;
 use crate::cfg::{EdgeKind, FunctionCfg, ModuleInfo};
 use crate::error::{Result, WasmError};
 
-pub use events::{events, TraceError};
+pub use events::{events, EventStream, TraceError};
 
 /// A module's supergraph, and where its call sites are in the CFGs.
 #[derive(Clone, Debug)]

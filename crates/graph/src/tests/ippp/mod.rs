@@ -3,7 +3,6 @@
 //! residual columns of Table 3.2 by hand.
 
 mod example;
-mod oracle;
 mod props;
 mod residual;
 mod walk;

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use super::oracle::{ips, wpp, Spelt};
 use crate::interproc::{Event, FuncId, Supergraph};
 use crate::ippp::{ips_profile, Segmenter, Subpath, SubpathEnd, SubpathNumbering, SubpathRef};
 use crate::testing::interproc::{arb_supergraph, random_execution};
+use crate::testing::ippp::{ips, wpp, Spelt};
 
 /// Random supergraphs without throws, handlers or tail calls.
 pub fn arb_plain_supergraph() -> impl Strategy<Value = Supergraph> {

@@ -9,11 +9,11 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::example::{program, run};
-use super::oracle::{ips, ips_cut, marks, wpp, Spelt};
 use super::props::{arb_plain_supergraph, spell};
 use crate::interproc::{Event, FuncId, Supergraph};
 use crate::ippp::{ips_profile, Ippp, Ips, SubpathNumbering};
 use crate::testing::interproc::random_execution;
+use crate::testing::ippp::{ips, ips_cut, marks, wpp, Spelt};
 
 /// f3's expanded graph for the depth-1 IPS of the example (p3p4, p7p8p9):
 /// f4 copied at C's call, f5 at D's. NumPaths by hand: r1 1, f5's copy

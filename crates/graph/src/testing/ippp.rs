@@ -1,7 +1,9 @@
 //! A brute-force IPS enumerator sharing no code with [`crate::ippp`]:
 //! the run is first cut into subpaths spelt out (edges, start, end) with
 //! the activation that made each, then every depth-k IPS is found by
-//! searching the list forward from each subpath that ends in a call.
+//! following the list forward from each subpath that ends in a call (an
+//! activation's subpaths are chained, so following is not a search: runs
+//! of real programs have millions of subpaths).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -142,32 +144,46 @@ pub fn marks(interesting: &BTreeSet<Spelt>) -> Marks {
 /// As [`ips`], but with `marks`, an IPS is also cut (closed) at a call
 /// into a context that is not marked.
 pub fn ips_cut(wpp: &[Done], k: usize, marks: Option<&Marks>) -> BTreeMap<Spelt, u64> {
+    // Per subpath, the next one of the same activation; per activation,
+    // its first.
+    let mut next_same = vec![None; wpp.len()];
+    let mut first: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut last: BTreeMap<usize, usize> = BTreeMap::new();
+    for (j, d) in wpp.iter().enumerate() {
+        if let Some(p) = last.insert(d.activation, j) {
+            next_same[p] = Some(j);
+        }
+        first.entry(d.activation).or_insert(j);
+    }
     let mut out = BTreeMap::new();
     for (i, d) in wpp.iter().enumerate() {
         let Next::Callee(..) = d.next else { continue };
         let mut taken = vec![i];
         let mut depth = 0usize;
         let mut ctx: Vec<(usize, FuncId)> = Vec::new();
+        // The subpaths that made the calls the segment is in.
+        let mut calls: Vec<usize> = Vec::new();
         let closed = loop {
-            let cur = &wpp[*taken.last().expect("not empty")];
-            let follow = match (cur.next, cur.subpath.end) {
+            let at = *taken.last().expect("not empty");
+            let cur = &wpp[at];
+            let next = match (cur.next, cur.subpath.end) {
                 (Next::Callee(a, g), SubpathEnd::Call(i)) if depth < k => {
                     ctx.push((i, g));
                     if marks.is_some_and(|m| !m.contains(&(d.func, ctx.clone()))) {
                         break true;
                     }
                     depth += 1;
-                    a
+                    calls.push(at);
+                    first.get(&a).copied()
                 }
-                (Next::Caller(Some(a)), _) if depth > 0 => {
+                (Next::Caller(Some(_)), _) if depth > 0 => {
                     ctx.pop();
                     depth -= 1;
-                    a
+                    next_same[calls.pop().expect("a call per depth")]
                 }
                 _ => break true,
             };
-            let last = *taken.last().expect("not empty");
-            match (last + 1..wpp.len()).find(|&j| wpp[j].activation == follow) {
+            match next {
                 Some(j) => taken.push(j),
                 None => break false,
             }

@@ -1,0 +1,149 @@
+//! `pathprof residual-report` of segment profiles: interprocedural residual
+//! profiling (Vaswani, thesis 3.5.2, Fig. 3.15, Table 3.2). The depth-k
+//! path segments a field run executed that no test run did, and Table
+//! 3.2's columns: untested segments, their share of the field run's
+//! distinct segments, and their share of its segment executions.
+//!
+//! Both sides are `run --segments K` profiles (recorded from traces). The
+//! thesis' field build counts tested segments with IPPP and records the
+//! others; that instrumentation is not built yet, so the field profile is
+//! a recorded one too (exact, at a trace's cost).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use pathprof_graph::ippp::Residual;
+use pathprof_profile::segments::{SegmentKey, SegmentProfile};
+use pathprof_profile::Profile;
+use serde::Serialize;
+
+use crate::segments_report::{self, SegmentRow};
+
+/// Table 3.2's columns.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SegmentSummary {
+    pub k: u32,
+    /// Distinct segments of the field run, and how many were untested.
+    pub field_segments: usize,
+    pub untested_segments: usize,
+    pub percent_untested: f64,
+    /// Segment executions of the field run, and those of untested ones.
+    pub field_executions: u64,
+    pub untested_executions: u64,
+    pub percent_frequency_untested: f64,
+}
+
+pub struct SegmentResidual {
+    pub summary: SegmentSummary,
+    /// Untested segments, most frequent first.
+    pub untested: Vec<SegmentRow>,
+}
+
+/// The residual of the segment profile `field` against the `tested` ones.
+pub fn residual(
+    field: &Profile,
+    field_path: &Path,
+    tested: &[Profile],
+    tested_paths: &[impl AsRef<Path>],
+) -> Result<SegmentResidual> {
+    let fsp = segments_of(field, field_path)?;
+    if tested.is_empty() {
+        bail!(
+            "{}: a segment profile needs --tested PROFILE (segment profiles of the test runs) to compare against",
+            field_path.display()
+        );
+    }
+    let mut tested_set: BTreeSet<SegmentKey> = BTreeSet::new();
+    for (t, p) in tested.iter().zip(tested_paths) {
+        let p = p.as_ref();
+        t.check_module(p, &field.module_hash)?;
+        let tsp = segments_of(t, p)?;
+        if tsp.k != fsp.k {
+            bail!(
+                "{}: segments of depth {}, the field profile's are of depth {}",
+                p.display(),
+                tsp.k,
+                fsp.k
+            );
+        }
+        tested_set.extend(tsp.segments.iter().map(|s| s.key()));
+    }
+    let counts: BTreeMap<SegmentKey, u64> =
+        fsp.segments.iter().map(|s| (s.key(), s.count)).collect();
+    let r = Residual::new(&tested_set, &counts);
+    let total = fsp.flow();
+    let mut untested: Vec<SegmentRow> = fsp
+        .segments
+        .iter()
+        .filter(|s| r.untested.contains_key(&s.key()))
+        .filter_map(|s| segments_report::row(field, s, total))
+        .collect();
+    untested.sort_by_key(|r| std::cmp::Reverse(r.count));
+    Ok(SegmentResidual {
+        summary: SegmentSummary {
+            k: fsp.k,
+            field_segments: r.field_paths,
+            untested_segments: r.untested_paths(),
+            percent_untested: r.percent_untested_paths(),
+            field_executions: r.field_flow,
+            untested_executions: r.untested_flow,
+            percent_frequency_untested: r.percent_untested_flow(),
+        },
+        untested,
+    })
+}
+
+fn segments_of<'p>(p: &'p Profile, path: &Path) -> Result<&'p SegmentProfile> {
+    match p.segments.as_deref() {
+        Some(s) => Ok(s),
+        None => bail!(
+            "{}: a {} profile has no path segments; record them with `pathprof run --segments K`",
+            path.display(),
+            p.mode
+        ),
+    }
+}
+
+impl SegmentResidual {
+    pub fn render(&self, top: usize) -> String {
+        use std::fmt::Write;
+        let s = &self.summary;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "untested depth-{} segments: {} of {} executed ({:.2}%), {} of {} executions ({:.2}%)",
+            s.k,
+            s.untested_segments,
+            s.field_segments,
+            s.percent_untested,
+            s.untested_executions,
+            s.field_executions,
+            s.percent_frequency_untested
+        );
+        if !self.untested.is_empty() {
+            let _ = writeln!(out, "{:>12} {:>7}  untested segment", "count", "%");
+        }
+        for r in self.untested.iter().take(top) {
+            let _ = writeln!(out, "{:>12} {:>6.2}%  {}", r.count, r.percent, r.segment);
+            if let Some(src) = &r.source {
+                let _ = writeln!(out, "{:>22}{src}", "");
+            }
+        }
+        if self.untested.len() > top {
+            let _ = writeln!(
+                out,
+                "({} more; --top N shows more)",
+                self.untested.len() - top
+            );
+        }
+        out
+    }
+
+    pub fn to_json(&self, top: usize) -> serde_json::Value {
+        serde_json::json!({
+            "summary": self.summary,
+            "untested": self.untested.iter().take(top).collect::<Vec<_>>(),
+        })
+    }
+}

@@ -1,0 +1,194 @@
+//! `pathprof report` of a `segments` profile: each depth-k interprocedural
+//! path segment (Vaswani, thesis 3.4.2) as its subpaths, function by
+//! function: `main: 3 4 >call 0 | fact: 1 2 <ret | main: 5 [back]`, where
+//! a subpath starts at its function's entry, at `[loop N]` (a loop head
+//! after a backedge) or `[after call I]`, runs the blocks listed, and ends
+//! in `>call I` (its function's I-th call site), `<ret` or `[back]`.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Result};
+use pathprof_graph::interproc::FuncId;
+use pathprof_graph::ippp::{SubpathEnd, SubpathStart};
+use pathprof_graph::Cfg;
+use pathprof_profile::segments::{SegmentCount, SegmentProfile, SubpathStep};
+use pathprof_profile::{FunctionProfile, Profile};
+use serde::Serialize;
+
+/// One segment, rendered.
+#[derive(Clone, Debug, Serialize)]
+pub struct SegmentRow {
+    pub count: u64,
+    /// Share of all segment executions, in percent.
+    pub percent: f64,
+    pub segment: String,
+    /// Calls it enters.
+    pub calls: usize,
+    /// The module indices of the functions it passes through, in order of
+    /// first appearance.
+    pub functions: Vec<u32>,
+    /// `file:line` of its first and last block, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// The profile's segments, most frequent first (ties in segment order);
+/// with `function`, only those that pass through it.
+pub fn rows(profile: &Profile, function: Option<&str>) -> Result<Vec<SegmentRow>> {
+    let Some(sp) = profile.segments.as_deref() else {
+        bail!("the profile has no path segments (mode {})", profile.mode);
+    };
+    let names = Names::new(profile, sp);
+    let wanted: Option<Vec<u32>> = function
+        .map(|f| crate::report::select(profile, Some(f)))
+        .transpose()?
+        .map(|fs| fs.iter().map(|f| f.func_index).collect());
+    let total = sp.flow();
+    let mut out: Vec<SegmentRow> = sp
+        .segments
+        .iter()
+        .map(|s| names.row(s, total))
+        .filter(|r| {
+            wanted
+                .as_ref()
+                .is_none_or(|w| w.iter().any(|f| r.functions.contains(f)))
+        })
+        .collect();
+    out.sort_by_key(|r| std::cmp::Reverse(r.count));
+    Ok(out)
+}
+
+/// One segment of the profile as a row (its share of `total`).
+pub fn row(profile: &Profile, seg: &SegmentCount, total: u64) -> Option<SegmentRow> {
+    let sp = profile.segments.as_deref()?;
+    Some(Names::new(profile, sp).row(seg, total))
+}
+
+/// Text: a header, then the rows.
+pub fn render(profile: &Profile, rows: &[SegmentRow], top: usize) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let Some(sp) = profile.segments.as_deref() else {
+        return s;
+    };
+    let _ = writeln!(
+        s,
+        "depth-{} path segments: {} distinct, {} executions, over {} subpaths in {} run(s)",
+        sp.k,
+        sp.segments.len(),
+        sp.flow(),
+        sp.subpaths,
+        profile.runs
+    );
+    let _ = writeln!(s, "{:>12} {:>7}  segment", "count", "%");
+    for r in rows.iter().take(top) {
+        let _ = writeln!(s, "{:>12} {:>6.2}%  {}", r.count, r.percent, r.segment);
+        if let Some(src) = &r.source {
+            let _ = writeln!(s, "{:>22}{src}", "");
+        }
+    }
+    if rows.len() > top {
+        let _ = writeln!(s, "({} more; --top N shows more)", rows.len() - top);
+    }
+    s
+}
+
+struct Names<'a> {
+    sp: &'a SegmentProfile,
+    functions: HashMap<u32, &'a FunctionProfile>,
+}
+
+impl<'a> Names<'a> {
+    fn new(profile: &'a Profile, sp: &'a SegmentProfile) -> Self {
+        let functions = profile
+            .functions
+            .iter()
+            .map(|f| (f.func_index, f))
+            .collect();
+        Names { sp, functions }
+    }
+
+    fn function(&self, f: FuncId) -> Option<&'a FunctionProfile> {
+        self.functions.get(&self.sp.func_index(f)).copied()
+    }
+
+    fn name(&self, f: FuncId) -> String {
+        self.function(f).map_or_else(
+            || format!("func[{}]", self.sp.func_index(f)),
+            |fp| fp.display_name(),
+        )
+    }
+
+    fn row(&self, seg: &SegmentCount, total: u64) -> SegmentRow {
+        let mut functions = Vec::new();
+        for step in &seg.steps {
+            let index = self.sp.func_index(step.func);
+            if !functions.contains(&index) {
+                functions.push(index);
+            }
+        }
+        let text: Vec<String> = seg.steps.iter().map(|s| self.step(s)).collect();
+        SegmentRow {
+            count: seg.count,
+            percent: if total == 0 {
+                0.0
+            } else {
+                100.0 * seg.count as f64 / total as f64
+            },
+            segment: text.join(" | "),
+            calls: seg
+                .steps
+                .iter()
+                .filter(|s| matches!(s.subpath.end, SubpathEnd::Call(_)))
+                .count()
+                .min(seg.steps.len().saturating_sub(1)),
+            functions,
+            source: self.source(seg),
+        }
+    }
+
+    /// The blocks a subpath runs: its edges' targets.
+    fn blocks(&self, step: &SubpathStep) -> Vec<usize> {
+        let Some(f) = self.function(step.func) else {
+            return Vec::new();
+        };
+        step.subpath
+            .edges
+            .iter()
+            .filter_map(|e| f.edges.get(e.index()).map(|e| e.dst))
+            .filter(|&d| d != Cfg::EXIT)
+            .map(|d| d.index())
+            .collect()
+    }
+
+    /// `fact: [after call 0] 5 6 <ret`.
+    fn step(&self, step: &SubpathStep) -> String {
+        let mut parts = vec![format!("{}:", self.name(step.func))];
+        match step.subpath.start {
+            SubpathStart::Entry => {}
+            SubpathStart::LoopHead(v) => parts.push(format!("[loop {}]", v.index())),
+            SubpathStart::AfterCall(i) => parts.push(format!("[after call {i}]")),
+        }
+        parts.extend(self.blocks(step).iter().map(|b| b.to_string()));
+        parts.push(match step.subpath.end {
+            SubpathEnd::Exit => "<ret".to_string(),
+            SubpathEnd::Call(i) => format!(">call {i}"),
+            SubpathEnd::Backedge(_) => "[back]".to_string(),
+        });
+        parts.join(" ")
+    }
+
+    fn source(&self, seg: &SegmentCount) -> Option<String> {
+        let mut lines = seg.steps.iter().flat_map(|step| {
+            let f = self.function(step.func);
+            self.blocks(step)
+                .into_iter()
+                .filter_map(move |b| f?.blocks.get(b)?.as_ref()?.source.clone())
+        });
+        let first = lines.next()?;
+        match lines.last() {
+            Some(last) if last != first => Some(format!("{first} .. {last}")),
+            _ => Some(first),
+        }
+    }
+}

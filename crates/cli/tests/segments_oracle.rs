@@ -1,0 +1,271 @@
+//! `run --segments K` checked on real runs: every C fixture (recursion,
+//! indirect calls, loops, deep call chains, `exit()` deep in a chain) at
+//! -O0 and -O2 and every WAT fixture export the mode takes, for k = 1, 2
+//! and 3. The recorded profile must hold exactly the depth-k segments of
+//! the run, with their counts, as a brute-force enumerator that shares no
+//! code with the segmenter finds them in a trace of another run
+//! ([`pathprof_graph::testing::ippp`]: the run cut into its spelt-out
+//! subpaths, each segment followed forward from a subpath ending in a
+//! call), and every edge count the trace gives.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::programs::{self, Invocation};
+use pathprof::driver::{self, Technique};
+use pathprof::segments::Prepared;
+use pathprof_graph::interproc::FuncId;
+use pathprof_graph::ippp::{Subpath, SubpathEnd, SubpathNumbering};
+use pathprof_graph::testing::ippp::{ips, wpp};
+use pathprof_profile::Profile;
+use pathprof_runner::RunOptions;
+use pathprof_wasm::supergraph::{events, ModuleSupergraph};
+
+type Spelt = Vec<(FuncId, Subpath)>;
+
+struct Module {
+    name: String,
+    msg: ModuleSupergraph,
+    numbering: SubpathNumbering,
+    prepared: Prepared,
+    traced: wasmtime::Module,
+}
+
+fn module(engine: &wasmtime::Engine, name: &str, bytes: &[u8]) -> Option<Module> {
+    let prepared = match Prepared::new(engine, bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            let msg = format!("{e:#}");
+            assert!(
+                msg.contains("tail call") || msg.contains("exceptions"),
+                "{name}: {msg}"
+            );
+            return None;
+        }
+    };
+    let info = pathprof_wasm::analyze(bytes).unwrap();
+    let msg = ModuleSupergraph::new(bytes, &info).unwrap();
+    let numbering = SubpathNumbering::new(&msg.supergraph).unwrap();
+    let traced = driver::instrument(bytes, Technique::Trace, &Default::default()).unwrap();
+    let traced = pathprof_runner::compile(engine, &traced.bytes).unwrap();
+    Some(Module {
+        name: name.to_string(),
+        msg,
+        numbering,
+        prepared,
+        traced,
+    })
+}
+
+/// The recorded segments spelt as the oracle spells them: a backedge's
+/// source by its original block, not its split segment.
+fn spelt(m: &Module, profile: &Profile) -> BTreeMap<Spelt, u64> {
+    let sp = profile.segments.as_ref().expect("a segment profile");
+    sp.segments
+        .iter()
+        .map(|s| {
+            let steps = s
+                .steps
+                .iter()
+                .map(|st| {
+                    let mut p = st.subpath.clone();
+                    if let SubpathEnd::Backedge(n) = p.end {
+                        let split = &m.numbering.functions[st.func.index()].split;
+                        p.end = SubpathEnd::Backedge(split.block_of[n.index()]);
+                    }
+                    (st.func, p)
+                })
+                .collect();
+            (steps, s.count)
+        })
+        .collect()
+}
+
+fn record(m: &Module, inv: &Invocation, k: usize) -> Profile {
+    let rec = match inv {
+        Invocation::Command { args, stdin } => {
+            let opts = RunOptions {
+                stdin: Some(stdin.clone()),
+                ..RunOptions::captured(args.clone())
+            };
+            m.prepared.record(k, opts, None)
+        }
+        Invocation::Call { export, args } => {
+            let opts = RunOptions::captured(["module"]);
+            m.prepared.record(k, opts, Some((export, args)))
+        }
+    };
+    rec.unwrap_or_else(|e| panic!("{} {inv:?}: {e:#}", m.name))
+        .profile
+}
+
+/// Checks one run for k = 1..=3; returns the distinct segments of each.
+fn check(m: &Module, inv: &Invocation) -> [usize; 3] {
+    let run = programs::run_compiled(&m.traced, inv, true);
+    let exec = events(&m.msg, &run.trace).unwrap();
+    let subpaths = wpp(&m.msg.supergraph, &exec);
+    let mut edges: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+    for &e in &run.trace {
+        *edges.entry(e).or_insert(0) += 1;
+    }
+    let mut distinct = [0; 3];
+    for k in 1..=3 {
+        let profile = record(m, inv, k);
+        let want = ips(&subpaths, k);
+        let got = spelt(m, &profile);
+        assert!(
+            got == want,
+            "{} {inv:?} k={k}: recorded {} segments ({} runs of them), the oracle {} ({})",
+            m.name,
+            got.len(),
+            got.values().sum::<u64>(),
+            want.len(),
+            want.values().sum::<u64>()
+        );
+        let sp = profile.segments.as_ref().unwrap();
+        assert_eq!(sp.subpaths, subpaths.len() as u64, "{} {inv:?}", m.name);
+        assert_eq!(programs::edge_counts(&profile), edges, "{} {inv:?}", m.name);
+        distinct[k - 1] = want.len();
+    }
+    distinct
+}
+
+#[test]
+fn c_programs_record_exactly_the_segments_of_their_runs() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let mut modules: BTreeMap<String, Module> = BTreeMap::new();
+    let mut runs = 0;
+    let mut deeper = 0;
+    for (name, inv) in programs::c_cases() {
+        for opt in ["O0", "O2"] {
+            let build_name = format!("{name}.{opt}");
+            let m = modules.entry(build_name.clone()).or_insert_with(|| {
+                let bytes = std::fs::read(build.join(format!("{build_name}.wasm")))
+                    .expect("run scripts/build-c-fixtures.sh first");
+                module(&engine, &build_name, &bytes).expect("C fixtures have no tail call")
+            });
+            let distinct = check(m, &inv);
+            assert!(distinct[0] > 0, "{build_name} {inv:?}: no segment");
+            deeper += usize::from(distinct[2] > distinct[0]);
+            runs += 1;
+        }
+    }
+    assert!(runs >= 60, "only {runs} C runs were checked");
+    assert!(
+        deeper > runs / 2,
+        "depth changed the segments of only {deeper} runs"
+    );
+}
+
+#[test]
+fn wat_fixtures_record_exactly_the_segments_of_their_runs() {
+    let engine = pathprof_runner::engine().unwrap();
+    let (mut checked, mut refused) = (0, 0);
+    for path in programs::wat_fixtures() {
+        let bytes = pathprof::input::read_module(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if programs::needs_host_imports(&engine, &bytes) {
+            continue;
+        }
+        let Some(m) = module(&engine, &name, &bytes) else {
+            refused += 1;
+            continue;
+        };
+        for inv in programs::export_calls(&engine, &bytes) {
+            check(&m, &inv);
+            checked += 1;
+        }
+    }
+    assert!(
+        checked >= 20,
+        "only {checked} WAT runs checked ({refused} refused)"
+    );
+}
+
+/// Interprocedural residual profiling (thesis 3.5.2, Table 3.2): a field
+/// run of `sort` against a test run, both recorded; the untested segments
+/// and the columns computed by the test from the oracle's segments.
+#[test]
+fn residual_of_segments_is_the_oracles_set_difference() {
+    let engine = pathprof_runner::engine().unwrap();
+    let path = programs::root().join("tests/fixtures/c/build/sort.O2.wasm");
+    let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
+    let m = module(&engine, "sort.O2", &bytes).unwrap();
+    let inv = |args: &[&str]| Invocation::Command {
+        args: std::iter::once("sort")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect(),
+        stdin: Vec::new(),
+    };
+    let (train, field) = (
+        inv(&["-q", "3", "1"]),
+        inv(&["-i", "9", "8", "7", "6", "5"]),
+    );
+    for k in 1..=2 {
+        let oracle = |inv: &Invocation| {
+            let run = programs::run_compiled(&m.traced, inv, true);
+            ips(
+                &wpp(&m.msg.supergraph, &events(&m.msg, &run.trace).unwrap()),
+                k,
+            )
+        };
+        let (tested, fielded) = (oracle(&train), oracle(&field));
+        let untested: BTreeMap<&Spelt, u64> = fielded
+            .iter()
+            .filter(|(s, _)| !tested.contains_key(*s))
+            .map(|(s, &c)| (s, c))
+            .collect();
+        assert!(!untested.is_empty() && untested.len() < fielded.len());
+        let (t, f) = (record(&m, &train, k), record(&m, &field, k));
+        let r =
+            pathprof::residual_segments::residual(&f, "field".as_ref(), &[t], &["test"]).unwrap();
+        let s = &r.summary;
+        assert_eq!(s.untested_segments, untested.len(), "k={k}");
+        assert_eq!(s.field_segments, fielded.len(), "k={k}");
+        assert_eq!(s.untested_executions, untested.values().sum::<u64>());
+        assert_eq!(s.field_executions, fielded.values().sum::<u64>());
+        let want = 100.0 * untested.len() as f64 / fielded.len() as f64;
+        assert!((s.percent_untested - want).abs() < 1e-9);
+        let mut counts: Vec<u64> = untested.values().copied().collect();
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        let got: Vec<u64> = r.untested.iter().map(|row| row.count).collect();
+        assert_eq!(got, counts, "k={k}");
+    }
+}
+
+/// What the mode refuses, with the file and the reason.
+#[test]
+fn segment_residuals_refuse_what_they_cannot_compare() {
+    let engine = pathprof_runner::engine().unwrap();
+    let path = programs::root().join("tests/fixtures/c/build/recurse.O0.wasm");
+    let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
+    let m = module(&engine, "recurse.O0", &bytes).unwrap();
+    let inv = Invocation::Command {
+        args: vec!["recurse".into(), "3".into()],
+        stdin: Vec::new(),
+    };
+    let (one, two) = (record(&m, &inv, 1), record(&m, &inv, 2));
+    let err = |tested: Vec<Profile>| {
+        let paths: Vec<&str> = tested.iter().map(|_| "t.json").collect();
+        let r = pathprof::residual_segments::residual(&one, "f.json".as_ref(), &tested, &paths);
+        format!("{:#}", r.err().expect("refused"))
+    };
+    assert_eq!(
+        err(vec![two]),
+        "t.json: segments of depth 2, the field profile's are of depth 1"
+    );
+    assert!(err(vec![]).starts_with("f.json: a segment profile needs --tested PROFILE"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathprof"))
+        .args(["run", "--mode", "edge", "--segments", "2"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "pathprof: error: --segments records segments from a trace of the run: it goes with --mode path, not --mode edge\n"
+    );
+}
