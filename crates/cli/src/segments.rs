@@ -16,6 +16,9 @@
 //! Departures from the thesis (beyond the segmenter's):
 //! - Runs with tail calls or exceptions are refused before they start (the
 //!   thesis does not define segments across them).
+//! - A function with more subpaths than 64 bits number is truncated (Ball
+//!   and Larus 5.3): a truncated edge ends the subpath, and the segments
+//!   open on it, as a backedge does.
 //! - A segment still open when the run ends (a return never taken, a
 //!   trap, `proc_exit`) is not counted, as a Ball-Larus path in flight is
 //!   not.
@@ -56,13 +59,40 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Functions whose subpaths 64 bits cannot number are truncated to
+    /// the default `--truncate-above` acyclic paths of their own.
     pub fn new(engine: &wasmtime::Engine, module: &[u8]) -> Result<Prepared> {
+        let bound = driver::Options::default().ball_larus.truncate_above;
+        Self::truncating_above(engine, module, bound, false)
+    }
+
+    /// As [`Prepared::new`], truncating functions with more than `bound`
+    /// acyclic paths of their own: only if the numbering needs it, or
+    /// always (`force`, for tests).
+    pub fn truncating_above(
+        engine: &wasmtime::Engine,
+        module: &[u8],
+        bound: u64,
+        force: bool,
+    ) -> Result<Prepared> {
         let info = pathprof_wasm::analyze(module)?;
-        let msg = ModuleSupergraph::new(module, &info)?;
+        let mut msg = ModuleSupergraph::new(module, &info)?;
         pathprof_techniques::interproc::check(&msg.supergraph)
             .map_err(|e| anyhow!("{e}").context("segments cannot be recorded"))?;
-        let numbering = SubpathNumbering::new(&msg.supergraph)
-            .map_err(|e| anyhow!("numbering the subpaths: {e}"))?;
+        let numbering = match SubpathNumbering::new(&msg.supergraph) {
+            Ok(n) if !force => n,
+            _ => {
+                // Ball-Larus 5.3, as the interprocedural modes do: a
+                // truncated edge ends a subpath (and the segments open on
+                // it) as a backedge does.
+                for f in &mut msg.supergraph.functions {
+                    f.truncated = pathprof_graph::interproc::hybrid::truncation(&f.cfg, bound)
+                        .map_err(|e| anyhow!("truncating: {e}"))?;
+                }
+                SubpathNumbering::new(&msg.supergraph)
+                    .map_err(|e| anyhow!("numbering the subpaths: {e}"))?
+            }
+        };
         let traced = driver::instrument(module, Technique::Trace, &driver::Options::default())?;
         let mut template = traced.meta()?.template;
         template.mode = Mode::Segments;
@@ -73,6 +103,15 @@ impl Prepared {
             template,
             traced,
         })
+    }
+
+    /// The supergraph the segments are of (truncated where it had to be).
+    pub fn supergraph(&self) -> &ModuleSupergraph {
+        &self.msg
+    }
+
+    pub fn numbering(&self) -> &SubpathNumbering {
+        &self.numbering
     }
 
     /// Runs the module (its `_start`, or `invoke` with its arguments) and

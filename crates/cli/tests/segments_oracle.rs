@@ -16,7 +16,7 @@ use common::programs::{self, Invocation};
 use pathprof::driver::{self, Technique};
 use pathprof::segments::Prepared;
 use pathprof_graph::interproc::FuncId;
-use pathprof_graph::ippp::{Subpath, SubpathEnd, SubpathNumbering};
+use pathprof_graph::ippp::{Subpath, SubpathEnd};
 use pathprof_graph::testing::ippp::{ips, wpp};
 use pathprof_profile::Profile;
 use pathprof_runner::RunOptions;
@@ -26,14 +26,35 @@ type Spelt = Vec<(FuncId, Subpath)>;
 
 struct Module {
     name: String,
-    msg: ModuleSupergraph,
-    numbering: SubpathNumbering,
     prepared: Prepared,
     traced: wasmtime::Module,
 }
 
+impl Module {
+    /// The model the oracle cuts the trace by (truncated where the
+    /// recorder truncated it).
+    fn msg(&self) -> &ModuleSupergraph {
+        self.prepared.supergraph()
+    }
+}
+
 fn module(engine: &wasmtime::Engine, name: &str, bytes: &[u8]) -> Option<Module> {
-    let prepared = match Prepared::new(engine, bytes) {
+    prepared(engine, name, bytes, None)
+}
+
+/// With `truncate`, every function with more acyclic paths than it is
+/// truncated.
+fn prepared(
+    engine: &wasmtime::Engine,
+    name: &str,
+    bytes: &[u8],
+    truncate: Option<u64>,
+) -> Option<Module> {
+    let prepared = match truncate {
+        Some(bound) => Prepared::truncating_above(engine, bytes, bound, true),
+        None => Prepared::new(engine, bytes),
+    };
+    let prepared = match prepared {
         Ok(p) => p,
         Err(e) => {
             let msg = format!("{e:#}");
@@ -44,15 +65,10 @@ fn module(engine: &wasmtime::Engine, name: &str, bytes: &[u8]) -> Option<Module>
             return None;
         }
     };
-    let info = pathprof_wasm::analyze(bytes).unwrap();
-    let msg = ModuleSupergraph::new(bytes, &info).unwrap();
-    let numbering = SubpathNumbering::new(&msg.supergraph).unwrap();
     let traced = driver::instrument(bytes, Technique::Trace, &Default::default()).unwrap();
     let traced = pathprof_runner::compile(engine, &traced.bytes).unwrap();
     Some(Module {
         name: name.to_string(),
-        msg,
-        numbering,
         prepared,
         traced,
     })
@@ -71,7 +87,7 @@ fn spelt(m: &Module, profile: &Profile) -> BTreeMap<Spelt, u64> {
                 .map(|st| {
                     let mut p = st.subpath.clone();
                     if let SubpathEnd::Backedge(n) = p.end {
-                        let split = &m.numbering.functions[st.func.index()].split;
+                        let split = &m.prepared.numbering().functions[st.func.index()].split;
                         p.end = SubpathEnd::Backedge(split.block_of[n.index()]);
                     }
                     (st.func, p)
@@ -103,8 +119,8 @@ fn record(m: &Module, inv: &Invocation, k: usize) -> Profile {
 /// Checks one run for k = 1..=3; returns the distinct segments of each.
 fn check(m: &Module, inv: &Invocation) -> [usize; 3] {
     let run = programs::run_compiled(&m.traced, inv, true);
-    let exec = events(&m.msg, &run.trace).unwrap();
-    let subpaths = wpp(&m.msg.supergraph, &exec);
+    let exec = events(m.msg(), &run.trace).unwrap();
+    let subpaths = wpp(&m.msg().supergraph, &exec);
     let mut edges: BTreeMap<(u32, u32), u64> = BTreeMap::new();
     for &e in &run.trace {
         *edges.entry(e).or_insert(0) += 1;
@@ -208,7 +224,7 @@ fn residual_of_segments_is_the_oracles_set_difference() {
         let oracle = |inv: &Invocation| {
             let run = programs::run_compiled(&m.traced, inv, true);
             ips(
-                &wpp(&m.msg.supergraph, &events(&m.msg, &run.trace).unwrap()),
+                &wpp(&m.msg().supergraph, &events(m.msg(), &run.trace).unwrap()),
                 k,
             )
         };
@@ -268,4 +284,62 @@ fn segment_residuals_refuse_what_they_cannot_compare() {
         String::from_utf8_lossy(&out.stderr),
         "pathprof: error: --segments records segments from a trace of the run: it goes with --mode path, not --mode edge\n"
     );
+}
+
+/// `merge` of two segment profiles: every segment of either run, with the
+/// sum of its counts, as the oracle counts the two runs.
+#[test]
+fn merged_segment_profiles_add_the_runs() {
+    let engine = pathprof_runner::engine().unwrap();
+    let path = programs::root().join("tests/fixtures/c/build/recurse.O2.wasm");
+    let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
+    let m = module(&engine, "recurse.O2", &bytes).unwrap();
+    let inv = |n: &str| Invocation::Command {
+        args: vec!["recurse".into(), n.into()],
+        stdin: Vec::new(),
+    };
+    let (a, b) = (inv("3"), inv("5"));
+    let mut want: BTreeMap<Spelt, u64> = BTreeMap::new();
+    for i in [&a, &b] {
+        let run = programs::run_compiled(&m.traced, i, true);
+        let exec = events(m.msg(), &run.trace).unwrap();
+        for (s, c) in ips(&wpp(&m.msg().supergraph, &exec), 2) {
+            *want.entry(s).or_insert(0) += c;
+        }
+    }
+    let merged = pathprof_profile::merge(&[record(&m, &a, 2), record(&m, &b, 2)]).unwrap();
+    assert_eq!(merged.runs, 2);
+    assert_eq!(spelt(&m, &merged), want);
+    let err = pathprof_profile::merge(&[record(&m, &a, 2), record(&m, &a, 1)]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot merge: the segment profiles differ in depth (2 and 1)"
+    );
+}
+
+/// Functions truncated (Ball-Larus 5.3, as the suite's largest functions
+/// must be): a truncated edge ends a subpath as a backedge does, and the
+/// oracle, told which edges are truncated, agrees.
+#[test]
+fn truncated_functions_end_subpaths_at_their_cuts() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let mut truncated = 0;
+    for name in ["interp.O2", "sort.O0", "strproc.O2"] {
+        let bytes = std::fs::read(build.join(format!("{name}.wasm"))).unwrap();
+        let m = prepared(&engine, name, &bytes, Some(8)).unwrap();
+        truncated += m
+            .msg()
+            .supergraph
+            .functions
+            .iter()
+            .filter(|f| !f.truncated.is_empty())
+            .count();
+        let cases = programs::c_cases();
+        let stem = name.split('.').next().unwrap();
+        for (_, inv) in cases.iter().filter(|(n, _)| n == stem).take(3) {
+            check(&m, inv);
+        }
+    }
+    assert!(truncated >= 10, "only {truncated} functions were truncated");
 }

@@ -10,7 +10,9 @@
 //! - every call edge `c -> r` replaced by `c -> EXIT` and `ENTRY -> r`, as
 //!   truncation (5.3) replaces a cut edge: the subpath before the call ends
 //!   at `c`, the one after the return starts at `r`;
-//! - a dummy `v -> EXIT` at each reached dead end.
+//! - a dummy `v -> EXIT` at each reached dead end;
+//! - every edge the supergraph truncates (Ball-Larus 5.3: a function with
+//!   more subpaths than 64 bits number) cut as a backedge is.
 //!
 //! The *subpath id* is the path's number (Fig. 5 with 5.2's successor order,
 //! [`crate::numbering::number`]) in that DAG.
@@ -111,7 +113,7 @@ impl SubpathNumbering {
         let functions = sg
             .functions
             .iter()
-            .map(|f| FunctionSubpaths::new(Split::new(f)))
+            .map(|f| FunctionSubpaths::new(Split::new(f), &f.truncated))
             .collect::<Result<_, _>>()?;
         let callees = sg
             .functions
@@ -141,7 +143,9 @@ impl SubpathNumbering {
 }
 
 impl FunctionSubpaths {
-    fn new(split: Split) -> Result<FunctionSubpaths, GraphError> {
+    /// `truncated`: original CFG edges that end a subpath as a backedge
+    /// does (Ball-Larus 5.3, [`crate::interproc::Function::truncated`]).
+    fn new(split: Split, truncated: &[EdgeId]) -> Result<FunctionSubpaths, GraphError> {
         let cfg = &split.cfg;
         let dfs = cfg.dfs();
         let n = cfg.num_nodes();
@@ -149,7 +153,7 @@ impl FunctionSubpaths {
         let mut edges: Vec<(NodeId, NodeId, DagEdgeKind)> = Vec::new();
         let mut roles = vec![CutRole::Unreachable; cfg.num_edges()];
         let mut has_real = vec![false; n];
-        let is_call = |e: EdgeId| split.call_edge.contains(&e);
+        let is_call = |e: EdgeId| split.call_edge.contains(&e) || truncated.contains(&e);
         for e in cfg.edge_ids().filter(|&e| dfs.reached(cfg.src(e))) {
             let (v, w) = cfg.edge(e);
             if !dfs.is_backedge(cfg, e) && !is_call(e) {

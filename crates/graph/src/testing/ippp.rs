@@ -59,7 +59,18 @@ impl Act {
 /// The run's subpaths in order (the WPP). A subpath in flight at the end
 /// is left out.
 pub fn wpp(sg: &Supergraph, events: &[Event]) -> Vec<Done> {
-    let back: Vec<Vec<bool>> = sg.functions.iter().map(|f| backedges(&f.cfg)).collect();
+    // Truncated edges (Ball-Larus 5.3) end a subpath as backedges do.
+    let back: Vec<Vec<bool>> = sg
+        .functions
+        .iter()
+        .map(|f| {
+            let mut back = backedges(&f.cfg);
+            for &e in &f.truncated {
+                back[e.index()] = true;
+            }
+            back
+        })
+        .collect();
     let starts = sg.site_starts();
     let mut out = Vec::new();
     let mut stack: Vec<Act> = Vec::new();
