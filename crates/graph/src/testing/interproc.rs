@@ -7,7 +7,7 @@
 mod enumerate;
 mod random;
 
-pub use enumerate::{backedges, observable_paths};
+pub use enumerate::{backedges, observable_paths, path_ends};
 pub use random::{arb_supergraph, random_execution};
 
 use crate::cfg::{Cfg, EdgeId, NodeId};

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::interproc::{Event, FuncId, Supergraph};
 use crate::ippp::{Subpath, SubpathEnd, SubpathStart};
-use crate::testing::interproc::backedges;
+use crate::testing::interproc::path_ends;
 
 /// What follows a subpath in call-nesting order.
 #[derive(Copy, Clone, Debug)]
@@ -60,17 +60,7 @@ impl Act {
 /// is left out.
 pub fn wpp(sg: &Supergraph, events: &[Event]) -> Vec<Done> {
     // Truncated edges (Ball-Larus 5.3) end a subpath as backedges do.
-    let back: Vec<Vec<bool>> = sg
-        .functions
-        .iter()
-        .map(|f| {
-            let mut back = backedges(&f.cfg);
-            for &e in &f.truncated {
-                back[e.index()] = true;
-            }
-            back
-        })
-        .collect();
+    let back = path_ends(sg);
     let starts = sg.site_starts();
     let mut out = Vec::new();
     let mut stack: Vec<Act> = Vec::new();

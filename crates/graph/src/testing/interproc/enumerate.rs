@@ -74,16 +74,10 @@ enum Entered {
     TailFrom(CallSiteId),
 }
 
-/// The observable paths `events` makes and how often, given which call
-/// sites are cut (`cut`, per call site) and which paths are observed.
-pub fn observable_paths(
-    sg: &Supergraph,
-    cut: &[bool],
-    piecewise: bool,
-    events: &[Event],
-) -> BTreeMap<ProfiledPath, u64> {
-    let back: Vec<Vec<bool>> = sg
-        .functions
+/// Per function, per CFG edge: whether it ends a path as a backedge does
+/// (a backedge, or an edge the function truncates, Ball-Larus 5.3).
+pub fn path_ends(sg: &Supergraph) -> Vec<Vec<bool>> {
+    sg.functions
         .iter()
         .map(|f| {
             let mut back = backedges(&f.cfg);
@@ -92,7 +86,18 @@ pub fn observable_paths(
             }
             back
         })
-        .collect();
+        .collect()
+}
+
+/// The observable paths `events` makes and how often, given which call
+/// sites are cut (`cut`, per call site) and which paths are observed.
+pub fn observable_paths(
+    sg: &Supergraph,
+    cut: &[bool],
+    piecewise: bool,
+    events: &[Event],
+) -> BTreeMap<ProfiledPath, u64> {
+    let back = path_ends(sg);
     let mut paths = BTreeMap::new();
     let mut emit = |steps: Vec<PathStep>| {
         let active_start = match piecewise {
