@@ -27,7 +27,7 @@ set -euo pipefail
 
 # shellcheck source=scripts/wasi-env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/wasi-env.sh"
-PACKAGES=(clang lld wasi-libc libclang-rt-14-dev-wasm32 gcc)
+PACKAGES=(clang lld wasi-libc libclang-rt-14-dev-wasm32 gcc lcov)
 
 die() {
     echo "setup.sh: $*" >&2

@@ -3,8 +3,10 @@
 
 pub mod branch_trace;
 pub mod conformance;
+pub mod diff;
 pub mod driver;
 pub mod edge_report;
+pub mod export;
 pub mod heap;
 pub mod input;
 pub mod interesting;

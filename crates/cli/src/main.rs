@@ -49,6 +49,42 @@ enum Command {
     Conformance(ConformanceArgs),
     /// Simulate the hardware path profiler (Vaswani, ch. 5) on the program's branch stream.
     Simulate(SimulateArgs),
+    /// Write a profile as an LCOV tracefile (genhtml, Codecov) or as JSON.
+    Export(ExportArgs),
+    /// Paths that appear, disappear or change share between two profiles of one module.
+    Diff(DiffArgs),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum ExportFormat {
+    /// LCOV tracefile: functions, lines and branches per source file.
+    Lcov,
+    /// The same records and the hot paths, as JSON.
+    Json,
+}
+
+#[derive(Args)]
+struct ExportArgs {
+    profile: PathBuf,
+    #[arg(long, value_enum)]
+    format: ExportFormat,
+    /// Write here instead of standard output.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The profile compared against (A).
+    a: PathBuf,
+    /// The profile compared (B).
+    b: PathBuf,
+    /// Show the N paths whose share changed most.
+    #[arg(long, default_value_t = 20)]
+    top: usize,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -406,6 +442,8 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         }
         Command::Collect(a) => collect(a).map(|_| ExitCode::SUCCESS),
         Command::Report(a) => report_cmd(a).map(|_| ExitCode::SUCCESS),
+        Command::Export(a) => export_cmd(a).map(|_| ExitCode::SUCCESS),
+        Command::Diff(a) => diff_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Stats(a) => stats_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Merge(a) => merge(a).map(|_| ExitCode::SUCCESS),
         Command::Residual(a) => {
@@ -802,6 +840,39 @@ fn collect(a: CollectArgs) -> Result<()> {
         .with_context(|| a.counters.display().to_string())?;
     profile.write(&a.output)?;
     Ok(())
+}
+
+fn export_cmd(a: ExportArgs) -> Result<()> {
+    let profile = Profile::read(&a.profile)?;
+    let name = || a.profile.display().to_string();
+    let files = pathprof::export::coverage(&profile).with_context(name)?;
+    let text = match a.format {
+        ExportFormat::Lcov => pathprof::export::lcov(&files),
+        ExportFormat::Json => {
+            let value = pathprof::export::json(&profile, &files).with_context(name)?;
+            serde_json::to_string_pretty(&value)? + "\n"
+        }
+    };
+    match &a.output {
+        Some(out) => {
+            check_not_input(&a.profile, out, false)?;
+            pathprof_profile::AtomicFile::create(out)?.finish(text.as_bytes())?;
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn diff_cmd(a: DiffArgs) -> Result<()> {
+    let (pa, pb) = (Profile::read(&a.a)?, Profile::read(&a.b)?);
+    let d = pathprof::diff::diff(&pa, &pb, &a.b.display().to_string())
+        .with_context(|| a.a.display().to_string())?;
+    let text = d.render(a.top);
+    let mut value = serde_json::to_value(&d)?;
+    if let Some(paths) = value.get_mut("paths").and_then(|p| p.as_array_mut()) {
+        paths.truncate(a.top);
+    }
+    print_json_or(a.json, value, text)
 }
 
 /// Prints `json` or `text`.

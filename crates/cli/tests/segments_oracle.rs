@@ -209,16 +209,9 @@ fn residual_of_segments_is_the_oracles_set_difference() {
     let path = programs::root().join("tests/fixtures/c/build/sort.O2.wasm");
     let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
     let m = module(&engine, "sort.O2", &bytes).unwrap();
-    let inv = |args: &[&str]| Invocation::Command {
-        args: std::iter::once("sort")
-            .chain(args.iter().copied())
-            .map(String::from)
-            .collect(),
-        stdin: Vec::new(),
-    };
     let (train, field) = (
-        inv(&["-q", "3", "1"]),
-        inv(&["-i", "9", "8", "7", "6", "5"]),
+        Invocation::command(&["sort", "-q", "3", "1"]),
+        Invocation::command(&["sort", "-i", "9", "8", "7", "6", "5"]),
     );
     for k in 1..=2 {
         let oracle = |inv: &Invocation| {
@@ -259,10 +252,7 @@ fn segment_residuals_refuse_what_they_cannot_compare() {
     let path = programs::root().join("tests/fixtures/c/build/recurse.O0.wasm");
     let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
     let m = module(&engine, "recurse.O0", &bytes).unwrap();
-    let inv = Invocation::Command {
-        args: vec!["recurse".into(), "3".into()],
-        stdin: Vec::new(),
-    };
+    let inv = Invocation::command(&["recurse", "3"]);
     let (one, two) = (record(&m, &inv, 1), record(&m, &inv, 2));
     let err = |tested: Vec<Profile>| {
         let paths: Vec<&str> = tested.iter().map(|_| "t.json").collect();
@@ -294,10 +284,7 @@ fn merged_segment_profiles_add_the_runs() {
     let path = programs::root().join("tests/fixtures/c/build/recurse.O2.wasm");
     let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
     let m = module(&engine, "recurse.O2", &bytes).unwrap();
-    let inv = |n: &str| Invocation::Command {
-        args: vec!["recurse".into(), n.into()],
-        stdin: Vec::new(),
-    };
+    let inv = |n: &str| Invocation::command(&["recurse", n]);
     let (a, b) = (inv("3"), inv("5"));
     let mut want: BTreeMap<Spelt, u64> = BTreeMap::new();
     for i in [&a, &b] {

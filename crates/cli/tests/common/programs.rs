@@ -25,6 +25,16 @@ pub enum Invocation {
     Call { export: String, args: Vec<String> },
 }
 
+impl Invocation {
+    /// `_start` with argv `argv` (argv[0] first) and no input.
+    pub fn command(argv: &[&str]) -> Invocation {
+        Invocation::Command {
+            args: argv.iter().map(|a| a.to_string()).collect(),
+            stdin: Vec::new(),
+        }
+    }
+}
+
 /// What a run left behind.
 pub struct Outcome {
     pub exit: Exit,

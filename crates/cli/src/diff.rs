@@ -1,0 +1,196 @@
+//! `pathprof diff A B`: how two path profiles of the same module differ,
+//! like `llvm-profdata overlap`: the paths that appear (run in B, not in
+//! A), disappear, or change their share of the path executions, and an
+//! overlap score, the sum over paths of min(share in A, share in B) (100 %
+//! for profiles with the same distribution; the dynamic-overlap formula of
+//! the hardware profiler's accuracy metric, Vaswani thesis 5.5).
+//!
+//! A path is (function, kind, Ball-Larus number), self loops included; the
+//! two profiles must number every function alike (same truncation), or
+//! their numbers would name different paths.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use pathprof_profile::{FunctionData, Profile};
+use serde::Serialize;
+
+use crate::report::{self, HotPath};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Diff {
+    /// Sum over paths of min(share in A, share in B), in percent.
+    pub overlap: f64,
+    pub executions_a: u64,
+    pub executions_b: u64,
+    pub appeared: usize,
+    pub disappeared: usize,
+    pub changed: usize,
+    /// Every path whose share differs, largest change first.
+    pub paths: Vec<PathChange>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PathChange {
+    /// `appeared`, `disappeared` or `changed`.
+    pub status: &'static str,
+    pub function: String,
+    pub kind: String,
+    pub path: u64,
+    pub count_a: u64,
+    pub count_b: u64,
+    /// Shares of each profile's path executions, in percent.
+    pub percent_a: f64,
+    pub percent_b: f64,
+    pub blocks: String,
+}
+
+type Key = (u32, bool, u64);
+
+fn key(p: &HotPath) -> Key {
+    (p.func_index, p.kind == report::SELF_LOOP, p.path)
+}
+
+/// The difference from `a` to `b` (named `name_b` in errors).
+pub fn diff(a: &Profile, b: &Profile, name_b: &str) -> Result<Diff> {
+    if a.module_hash != b.module_hash {
+        bail!("{name_b}: a profile of another module; diff compares two profiles of one module");
+    }
+    check_numbering(a, b, name_b)?;
+    let (ra, rb) = (report::hot_rows(a, None)?, report::hot_rows(b, None)?);
+    let total = |rows: &[HotPath]| rows.iter().map(|p| p.count).sum::<u64>();
+    let (ta, tb) = (total(&ra), total(&rb));
+    let share = |c: u64, t: u64| {
+        if t == 0 {
+            0.0
+        } else {
+            100.0 * c as f64 / t as f64
+        }
+    };
+    let mut all: BTreeMap<Key, (Option<&HotPath>, Option<&HotPath>)> = BTreeMap::new();
+    for p in &ra {
+        all.entry(key(p)).or_default().0 = Some(p);
+    }
+    for p in &rb {
+        all.entry(key(p)).or_default().1 = Some(p);
+    }
+    let mut overlap = 0.0;
+    let mut paths = Vec::new();
+    for (pa, pb) in all.into_values() {
+        let (ca, cb) = (pa.map_or(0, |p| p.count), pb.map_or(0, |p| p.count));
+        let (sa, sb) = (share(ca, ta), share(cb, tb));
+        overlap += sa.min(sb);
+        if sa == sb {
+            continue;
+        }
+        let p = pa.or(pb).expect("in one profile at least");
+        paths.push(PathChange {
+            status: match (ca, cb) {
+                (0, _) => "appeared",
+                (_, 0) => "disappeared",
+                _ => "changed",
+            },
+            function: p.function.clone(),
+            kind: p.kind.clone(),
+            path: p.path,
+            count_a: ca,
+            count_b: cb,
+            percent_a: sa,
+            percent_b: sb,
+            blocks: p
+                .blocks
+                .iter()
+                .map(|b| b.block.index().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+        });
+    }
+    paths.sort_by(|x, y| {
+        let d = |p: &PathChange| (p.percent_b - p.percent_a).abs();
+        d(y).total_cmp(&d(x))
+    });
+    let count = |s: &str| paths.iter().filter(|p| p.status == s).count();
+    Ok(Diff {
+        overlap,
+        executions_a: ta,
+        executions_b: tb,
+        appeared: count("appeared"),
+        disappeared: count("disappeared"),
+        changed: count("changed"),
+        paths,
+    })
+}
+
+/// Both profiles have paths, and number each function they share alike.
+fn check_numbering(a: &Profile, b: &Profile, name_b: &str) -> Result<()> {
+    let (na, nb) = (
+        numbered(a)?,
+        numbered(b).map_err(|e| e.context(name_b.to_string()))?,
+    );
+    for (i, fa) in &na {
+        let (FunctionData::Path { numbered: x, .. }, Some(FunctionData::Path { numbered: y, .. })) =
+            (fa, nb.get(i))
+        else {
+            continue;
+        };
+        if x != y {
+            bail!("{name_b}: function {i} is numbered differently (another --truncate-above?)");
+        }
+    }
+    Ok(())
+}
+
+/// Each function's path data; an error if a function has none.
+fn numbered(p: &Profile) -> Result<BTreeMap<u32, &FunctionData>> {
+    let mut out = BTreeMap::new();
+    for f in &p.functions {
+        if !matches!(f.data, FunctionData::Path { .. }) {
+            bail!(
+                "a {} profile has no paths; diff compares path or PPP profiles",
+                p.mode
+            );
+        }
+        out.insert(f.func_index, &f.data);
+    }
+    Ok(out)
+}
+
+impl Diff {
+    pub fn render(&self, top: usize) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "overlap {:.2}%: {} paths appeared, {} disappeared, {} changed share ({} path executions in A, {} in B)",
+            self.overlap, self.appeared, self.disappeared, self.changed, self.executions_a, self.executions_b
+        );
+        if !self.paths.is_empty() {
+            let _ = writeln!(
+                s,
+                "{:<12} {:>8} {:>8}  function path: blocks",
+                "", "A %", "B %"
+            );
+        }
+        for p in self.paths.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "{:<12} {:>7.2}% {:>7.2}%  {} {}{}: {}",
+                p.status,
+                p.percent_a,
+                p.percent_b,
+                p.function,
+                p.path,
+                if p.kind == report::SELF_LOOP {
+                    " (self loop)"
+                } else {
+                    ""
+                },
+                p.blocks
+            );
+        }
+        if self.paths.len() > top {
+            let _ = writeln!(s, "({} more; --top N shows more)", self.paths.len() - top);
+        }
+        s
+    }
+}
