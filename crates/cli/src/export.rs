@@ -74,8 +74,15 @@ pub fn coverage(profile: &Profile) -> Result<Vec<FileCoverage>> {
             profile.mode
         );
     }
+    coverage_of(profile.functions.iter())
+}
+
+/// The records of some functions of a profile whose mode has edge counts.
+pub fn coverage_of<'a>(
+    functions: impl Iterator<Item = &'a FunctionProfile>,
+) -> Result<Vec<FileCoverage>> {
     let mut files: BTreeMap<String, FileCoverage> = BTreeMap::new();
-    for f in &profile.functions {
+    for f in functions {
         function_coverage(f, &mut files);
     }
     if files.is_empty() {
@@ -91,21 +98,29 @@ pub fn coverage(profile: &Profile) -> Result<Vec<FileCoverage>> {
 }
 
 /// `file:line` of a block, if it has one (line 0 is no line).
-fn source_line(f: &FunctionProfile, block: usize) -> Option<(String, u32)> {
+pub fn source_line(f: &FunctionProfile, block: usize) -> Option<(String, u32)> {
     let src = f.blocks.get(block)?.as_ref()?.source.as_deref()?;
     let (file, line) = src.rsplit_once(':')?;
     let line: u32 = line.parse().ok()?;
     (line > 0).then(|| (file.to_string(), line))
 }
 
-fn function_coverage(f: &FunctionProfile, files: &mut BTreeMap<String, FileCoverage>) {
-    let counts = report::edge_counts(f);
-    let mut block_count = vec![0u64; f.blocks.len()];
-    let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
+/// Per block, how often it ran: the sum of its in-edges' `counts`.
+pub fn block_counts(f: &FunctionProfile, counts: &[u64]) -> Vec<u64> {
+    let mut out = vec![0u64; f.blocks.len()];
     for (e, edge) in f.edges.iter().enumerate() {
-        if let Some(c) = block_count.get_mut(edge.dst.index()) {
+        if let Some(c) = out.get_mut(edge.dst.index()) {
             *c += counts.get(e).copied().unwrap_or(0);
         }
+    }
+    out
+}
+
+fn function_coverage(f: &FunctionProfile, files: &mut BTreeMap<String, FileCoverage>) {
+    let counts = report::edge_counts(f);
+    let block_count = block_counts(f, &counts);
+    let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); f.blocks.len()];
+    for (e, edge) in f.edges.iter().enumerate() {
         if let Some(o) = out_edges.get_mut(edge.src.index()) {
             o.push(e);
         }

@@ -20,6 +20,7 @@ pub mod residual_segments;
 pub mod run_cmd;
 pub mod segments;
 pub mod segments_report;
+pub mod show;
 pub mod simulate;
 pub mod source;
 pub mod stats;

@@ -49,6 +49,8 @@ enum Command {
     Conformance(ConformanceArgs),
     /// Simulate the hardware path profiler (Vaswani, ch. 5) on the program's branch stream.
     Simulate(SimulateArgs),
+    /// The source annotated line by line with counts; --path N marks the lines one path runs.
+    Show(ShowArgs),
     /// Write a profile as an LCOV tracefile (genhtml, Codecov) or as JSON.
     Export(ExportArgs),
     /// Paths that appear, disappear or change share between two profiles of one module.
@@ -71,6 +73,20 @@ struct ExportArgs {
     /// Write here instead of standard output.
     #[arg(short, long)]
     output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ShowArgs {
+    profile: PathBuf,
+    /// Only the lines of this function (its name or index).
+    #[arg(long)]
+    function: Option<String>,
+    /// Mark the lines path N of --function runs, numbered in the order it runs them.
+    #[arg(long, value_name = "N")]
+    path: Option<u64>,
+    /// Where to look for source files the DWARF line table names. Repeatable.
+    #[arg(long, value_name = "DIR")]
+    source_dir: Vec<PathBuf>,
 }
 
 #[derive(Args)]
@@ -443,6 +459,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Collect(a) => collect(a).map(|_| ExitCode::SUCCESS),
         Command::Report(a) => report_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Export(a) => export_cmd(a).map(|_| ExitCode::SUCCESS),
+        Command::Show(a) => show_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Diff(a) => diff_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Stats(a) => stats_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Merge(a) => merge(a).map(|_| ExitCode::SUCCESS),
@@ -839,6 +856,19 @@ fn collect(a: CollectArgs) -> Result<()> {
     let profile = driver::collect(&meta, &counters, None)
         .with_context(|| a.counters.display().to_string())?;
     profile.write(&a.output)?;
+    Ok(())
+}
+
+fn show_cmd(a: ShowArgs) -> Result<()> {
+    let profile = Profile::read(&a.profile)?;
+    let opts = pathprof::show::ShowOptions {
+        function: a.function,
+        path: a.path,
+        source_dirs: a.source_dir,
+    };
+    let text =
+        pathprof::show::show(&profile, &opts).with_context(|| a.profile.display().to_string())?;
+    print!("{text}");
     Ok(())
 }
 

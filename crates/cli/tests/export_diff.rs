@@ -148,17 +148,25 @@ fn lcov_records_equal_the_counts_of_a_trace() {
     );
 }
 
-/// `lcov --summary` and `genhtml` read the export and count what the trace
-/// says.
-#[test]
-fn lcov_and_genhtml_read_the_export() {
+/// A path profile of `sort.O0 -q 5 3 9 -1 7`, and the trace of the run.
+fn sort_run() -> (Profile, Vec<(u32, u32)>) {
     let engine = pathprof_runner::engine().unwrap();
     let module = fixture("sort.O0");
     let inv = Invocation::command(&["sort", "-q", "5", "3", "9", "-1", "7"]);
     let (_, profile) =
         programs::profiled_run(&engine, &module, Technique::Path, &Default::default(), &inv);
     let traced = driver::instrument(&module, Technique::Trace, &Default::default()).unwrap();
-    let trace = programs::run(&engine, &traced.bytes, &inv, true).trace;
+    (
+        profile,
+        programs::run(&engine, &traced.bytes, &inv, true).trace,
+    )
+}
+
+/// `lcov --summary` and `genhtml` read the export and count what the trace
+/// says.
+#[test]
+fn lcov_and_genhtml_read_the_export() {
+    let (profile, trace) = sort_run();
     let (lines, branches) = from_trace(&profile, &trace);
     let dir = tempfile::tempdir().unwrap();
     let info = dir.path().join("sort.info");
@@ -301,4 +309,71 @@ fn export_refuses_what_has_no_lines() {
         err.starts_with("a context profile counts interprocedural paths"),
         "{err}"
     );
+}
+
+/// `show`: each listed line's count equals the trace's, `--path` marks the
+/// lines of the path's blocks in order, files not found are named, and a
+/// module without DWARF gets its blocks.
+#[test]
+fn show_annotates_the_source_with_the_counts_of_a_trace() {
+    let engine = pathprof_runner::engine().unwrap();
+    let (profile, trace) = sort_run();
+    // The oracle of main's lines: the trace's counts of main's blocks.
+    let mut main_only = profile.clone();
+    main_only.functions.retain(|f| f.display_name() == "main");
+    let (lines, _) = from_trace(&main_only, &trace);
+    let top = pathprof::report::hot_rows(&profile, Some("main")).unwrap()[0].clone();
+    let opts = pathprof::show::ShowOptions {
+        function: Some("main".into()),
+        path: Some(top.path),
+        source_dirs: vec![programs::root().join("tests/fixtures/c")],
+    };
+    let text = pathprof::show::show(&profile, &opts).unwrap();
+    let (mut counted, mut marked) = (0, BTreeMap::new());
+    for l in text.lines().skip(1).take_while(|l| !l.is_empty()) {
+        let (left, _) = l.split_once('|').unwrap();
+        let cols: Vec<&str> = left.split_whitespace().collect();
+        let n: u32 = cols.last().unwrap().parse().unwrap();
+        let want = lines.get(&("sort.c".to_string(), n));
+        match cols.len() {
+            1 => assert_eq!(want, None, "line {n} has a block but no count"),
+            _ => {
+                assert_eq!(Some(&cols[0].parse::<u64>().unwrap()), want, "line {n}");
+                counted += 1;
+            }
+        }
+        if cols.len() == 3 {
+            for at in cols[1].split(',') {
+                marked.insert(at.parse::<usize>().unwrap(), n);
+            }
+        }
+    }
+    assert!(counted >= 25, "{counted} lines counted");
+    let want_marks: BTreeMap<usize, u32> = top
+        .blocks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| {
+            let src = b.source.as_ref()?;
+            Some((i + 1, src.rsplit_once(':')?.1.parse().ok()?))
+        })
+        .collect();
+    assert_eq!(marked, want_marks);
+    let all = pathprof::show::ShowOptions {
+        function: None,
+        path: None,
+        source_dirs: vec![],
+    };
+    let text = pathprof::show::show(&profile, &all).unwrap();
+    assert!(
+        text.starts_with("note: 55 source file(s) not found (give --source-dir DIR): "),
+        "{text}"
+    );
+    let wat = programs::root().join("tests/fixtures/interproc/figure4.wat");
+    let module = pathprof::input::read_module(&wat).unwrap();
+    let inv = programs::export_calls(&engine, &module).remove(0);
+    let (_, p) =
+        programs::profiled_run(&engine, &module, Technique::Path, &Default::default(), &inv);
+    let text = pathprof::show::show(&p, &all).unwrap();
+    assert!(text.starts_with("(the module has no DWARF lines: blocks with their byte offsets)\n"));
 }
