@@ -7,6 +7,7 @@ pub mod diff;
 pub mod driver;
 pub mod edge_report;
 pub mod export;
+pub mod fleet;
 pub mod heap;
 pub mod input;
 pub mod interesting;

@@ -425,6 +425,7 @@ struct ConformanceArgs {
 
 #[derive(Args)]
 struct MergeArgs {
+    /// Profiles of one module: files, directories (their .json files), or `-` for a list of paths on standard input.
     #[arg(required = true)]
     profiles: Vec<PathBuf>,
     #[arg(short, long)]
@@ -1011,25 +1012,24 @@ fn stats_cmd(a: StatsArgs) -> Result<()> {
 }
 
 fn merge(a: MergeArgs) -> Result<()> {
-    let profiles = a
-        .profiles
-        .iter()
-        .map(|p| Profile::read(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    for (p, path) in profiles.iter().zip(&a.profiles).skip(1) {
-        let short = |h: &str| h[..h.len().min(12)].to_string();
-        if p.module_hash != profiles[0].module_hash {
-            bail!(
-                "cannot merge: {} is a profile of module {}, {} of module {}",
-                path.display(),
-                short(&p.module_hash),
-                a.profiles[0].display(),
-                short(&profiles[0].module_hash)
-            );
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use std::io::IsTerminal;
+    let paths = pathprof::fleet::inputs(&a.profiles, std::io::stdin().lock())?;
+    // Created first: an output that cannot be written fails before the work.
+    let file = pathprof_profile::AtomicFile::create(&a.output)?;
+    let bar = ProgressBar::hidden();
+    if std::io::stderr().is_terminal() && paths.len() > 1 {
+        bar.set_length(paths.len() as u64);
+        if let Ok(style) =
+            ProgressStyle::with_template("merging {pos}/{len} profiles {bar:30} {elapsed}")
+        {
+            bar.set_style(style);
         }
+        bar.set_draw_target(ProgressDrawTarget::stderr());
     }
-    let merged = pathprof_profile::merge(&profiles)?;
-    merged.write(&a.output)?;
+    let merged = pathprof::fleet::merge_files(&paths, || bar.inc(1))?;
+    bar.finish_and_clear();
+    merged.write_to(file)?;
     Ok(())
 }
 

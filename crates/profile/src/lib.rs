@@ -21,7 +21,7 @@ use pathprof_techniques::edge::Chords;
 use pathprof_techniques::ppp::PppInfo;
 use serde::{Deserialize, Serialize};
 
-pub use merge::merge;
+pub use merge::{merge, merge_into};
 
 /// The `format` field of every profile.
 pub const FORMAT_NAME: &str = "pathprof-profile";

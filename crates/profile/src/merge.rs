@@ -12,50 +12,57 @@ pub fn merge(profiles: &[Profile]) -> Result<Profile, ProfileError> {
         .ok_or_else(|| ProfileError::Merge("no profiles".into()))?;
     let mut out = first.clone();
     for p in rest {
-        if p.module_hash != out.module_hash {
-            return Err(ProfileError::Merge(
-                "the profiles are of different modules".into(),
-            ));
-        }
-        if p.mode != out.mode {
-            return Err(ProfileError::Merge(format!(
-                "profiles of different modes ({} and {})",
-                out.mode, p.mode
-            )));
-        }
-        if p.functions.len() != out.functions.len() {
-            return Err(ProfileError::Merge(
-                "the profiles instrument different functions".into(),
-            ));
-        }
-        for (a, b) in out.functions.iter_mut().zip(&p.functions) {
-            merge_function(a, b)?;
-        }
-        match (&mut out.interproc, &p.interproc) {
-            (None, None) => {}
-            (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
-            _ => {
-                return Err(ProfileError::Merge(
-                    "one profile has interprocedural paths, the other not".into(),
-                ))
-            }
-        }
-        match (&mut out.segments, &p.segments) {
-            (None, None) => {}
-            (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
-            _ => {
-                return Err(ProfileError::Merge(
-                    "one profile has path segments, the other not".into(),
-                ))
-            }
-        }
-        out.runs = out
-            .runs
-            .checked_add(p.runs)
-            .ok_or_else(|| ProfileError::Merge("too many runs".into()))?;
-        out.abrupt_runs += p.abrupt_runs.min(p.runs);
+        merge_into(&mut out, p)?;
     }
     Ok(out)
+}
+
+/// Adds `p` into `out`, in place (merging many profiles then takes the
+/// memory of one, whatever their number).
+pub fn merge_into(out: &mut Profile, p: &Profile) -> Result<(), ProfileError> {
+    if p.module_hash != out.module_hash {
+        return Err(ProfileError::Merge(
+            "the profiles are of different modules".into(),
+        ));
+    }
+    if p.mode != out.mode {
+        return Err(ProfileError::Merge(format!(
+            "profiles of different modes ({} and {})",
+            out.mode, p.mode
+        )));
+    }
+    if p.functions.len() != out.functions.len() {
+        return Err(ProfileError::Merge(
+            "the profiles instrument different functions".into(),
+        ));
+    }
+    for (a, b) in out.functions.iter_mut().zip(&p.functions) {
+        merge_function(a, b)?;
+    }
+    match (&mut out.interproc, &p.interproc) {
+        (None, None) => {}
+        (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
+        _ => {
+            return Err(ProfileError::Merge(
+                "one profile has interprocedural paths, the other not".into(),
+            ))
+        }
+    }
+    match (&mut out.segments, &p.segments) {
+        (None, None) => {}
+        (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
+        _ => {
+            return Err(ProfileError::Merge(
+                "one profile has path segments, the other not".into(),
+            ))
+        }
+    }
+    out.runs = out
+        .runs
+        .checked_add(p.runs)
+        .ok_or_else(|| ProfileError::Merge("too many runs".into()))?;
+    out.abrupt_runs += p.abrupt_runs.min(p.runs);
+    Ok(())
 }
 
 fn merge_function(a: &mut FunctionProfile, b: &FunctionProfile) -> Result<(), ProfileError> {
