@@ -135,8 +135,10 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     if let (Some(inst), Some(file)) = (&instrumented, profile_file) {
         let counters = counters.context("the instrumented module exported no counter memory")?;
         let abrupt = exit.is_abrupt();
+        let meta = inst.meta()?;
+        meta.check_counters(&counters, "the counter memory of this run", &name)?;
         let profile = driver::collect(
-            &inst.meta()?,
+            &meta,
             &counters,
             abrupt.then_some(exit.unfinished_frames(&stack)),
         )?;
