@@ -616,6 +616,18 @@ fn collect_refuses_counters_of_another_mode_or_other_options() {
         &["--truncate-above", "2"],
         &args,
     );
+    // A counter memory of the previous layout version (16-byte header).
+    let mut old = std::fs::read(&truncated).unwrap();
+    old[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let old_file = dir.path().join("old.counters").display().to_string();
+    std::fs::write(&old_file, old).unwrap();
+    assert_eq!(
+        collect_error(dir.path(), &path, &old_file),
+        format!(
+            "pathprof: error: {old_file}: a counter memory of layout version 2, this \
+             pathprof reads version 3; instrument the module again and rerun it"
+        )
+    );
     let e = collect_error(dir.path(), &path, &truncated);
     let expected = format!(
         "pathprof: error: {truncated}: these counters were written by another instrumentation \
