@@ -279,6 +279,7 @@ fn instrument_to(
         Ok(())
     })?;
     rec.planned_all();
+    inst.set_identity(rec.identity(&[])?);
     match out {
         Some((out, holes)) => rec.finish_into(inst.finish_into(&[], out, holes)?, out),
         None => Ok(Done::Memory(rec.finish(inst.finish(&[])?))),
@@ -343,6 +344,14 @@ impl Recorder {
                 .function(cfg, PlanRecord::Trace, self.sources.as_ref())?),
             Err(u) => self.record(Err(u)),
         }
+    }
+
+    /// What the header of the counter memory says, once every function is
+    /// recorded; `extra` is what else decoding depends on.
+    pub(crate) fn identity(&self, extra: &[u8]) -> Result<pathprof_wasm::CounterIdentity> {
+        self.meta
+            .identity(extra)
+            .context("internal error: the module hash is not 64 hex digits")
     }
 
     /// Frees the debug information before the module is assembled.

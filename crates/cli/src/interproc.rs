@@ -172,6 +172,13 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
         }
     }
     let section = serde_json::to_vec(&meta)?;
+    // Recorded first: the header of the counter memory covers the records
+    // and the supergraph section.
+    let mut rec = Recorder::new(&info.module_hash, module, technique, opts)?;
+    for f in &info.functions {
+        rec.record_cfg(f.as_ref())?;
+    }
+    rec.planned_all();
     let out = pathprof_wasm::instrument_module(
         module,
         &info,
@@ -179,12 +186,8 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
         &plans,
         &[(INTERPROC_SECTION, &section)],
         opts.output_check(),
+        rec.identity(&section)?,
     )?;
-    let mut rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
-    for f in &info.functions {
-        rec.record_cfg(f.as_ref())?;
-    }
-    rec.planned_all();
     Ok(rec.finish(out))
 }
 

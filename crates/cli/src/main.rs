@@ -854,6 +854,13 @@ fn collect(a: CollectArgs) -> Result<()> {
     let module = read(&a.instrumented)?;
     let meta = driver::read_meta(&module).with_context(|| a.instrumented.display().to_string())?;
     let counters = read(&a.counters)?;
+    // Before decoding: counters of another module would decode into
+    // garbage, or fail with a reason that names neither file.
+    meta.check_counters(
+        &counters,
+        &a.counters.display().to_string(),
+        &a.instrumented.display().to_string(),
+    )?;
     let profile = driver::collect(&meta, &counters, None)
         .with_context(|| a.counters.display().to_string())?;
     profile.write(&a.output)?;

@@ -65,14 +65,16 @@ pub struct Timings {
     pub instrument_s: f64,
     /// Compiling the (instrumented) module with wasmtime.
     pub compile_s: f64,
-    /// Instantiating and running it, to its return, `proc_exit` or trap.
+    /// Instantiating and running it, to its return, `proc_exit` or trap
+    /// (not reading its counters).
     pub execute_s: f64,
     /// The CPU time of the thread that ran it over the same span: wasmtime
     /// runs the guest (and its WASI calls) on the calling thread, so this is
     /// the program's own time, barely touched by other load on the machine,
     /// where `execute_s` grows with every process competing for the cores.
     pub execute_cpu_s: f64,
-    /// Turning the counters into a profile and writing it.
+    /// Reading the counters where they are, turning them into a profile and
+    /// writing it.
     pub collect_s: f64,
     /// Size of the input module and of its code section.
     pub module_bytes: usize,
@@ -118,35 +120,35 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     let opts = req.run_options(program);
     let clock = Instant::now();
     let cpu = thread_cpu_s();
-    let (exit, counters, stack) = match &req.invoke {
-        Some(export) => {
-            let out = pathprof_runner::invoke_compiled(&compiled, export, &req.args, &opts)
-                .with_context(|| name.clone())?;
-            // On stderr: stdout is the program's.
-            if !out.results.is_empty() {
-                let values: Vec<String> = out.results.iter().map(|v| v.to_string()).collect();
-                eprintln!("pathprof: {export} returned {}", values.join(" "));
-            }
-            (out.exit, out.counters, out.abrupt_stack)
-        }
-        None => {
-            let out =
-                pathprof_runner::run_compiled(&compiled, &opts).with_context(|| name.clone())?;
-            (out.exit, out.counters, out.abrupt_stack)
-        }
-    };
+    let mut ended = match &req.invoke {
+        Some(export) => pathprof_runner::invoke_ended(&compiled, export, &req.args, &opts),
+        None => pathprof_runner::run_ended(&compiled, &opts),
+    }
+    .with_context(|| name.clone())?;
+    // The program has ended: the clock stops before its counters are read
+    // (where they are, not copied: gigabytes for a large module).
     timings.execute_s = clock.elapsed().as_secs_f64();
     timings.execute_cpu_s = thread_cpu_s() - cpu;
     let clock = Instant::now();
+    if let (Some(export), false) = (&req.invoke, ended.results.is_empty()) {
+        // On stderr: stdout is the program's.
+        let values: Vec<String> = ended.results.iter().map(|v| v.to_string()).collect();
+        eprintln!("pathprof: {export} returned {}", values.join(" "));
+    }
+    let (exit, stack) = (ended.exit.clone(), std::mem::take(&mut ended.abrupt_stack));
     if let Exit::Trap(msg) = &exit {
         eprintln!("pathprof: warning: {name} trapped: {msg}");
     }
     if let (Some(inst), Some(file)) = (&instrumented, profile_file) {
-        let counters = counters.context("the instrumented module exported no counter memory")?;
+        let counters = ended
+            .counters()
+            .context("the instrumented module exported no counter memory")?;
         let abrupt = exit.is_abrupt();
+        let meta = inst.meta()?;
+        meta.check_counters(counters, "the counter memory of this run", &name)?;
         let profile = driver::collect(
-            &inst.meta()?,
-            &counters,
+            &meta,
+            counters,
             abrupt.then_some(exit.unfinished_frames(&stack)),
         )?;
         profile.write_to(file)?;

@@ -464,6 +464,179 @@ fn the_python_host_example_round_trips() {
     assert_eq!(a, b);
 }
 
+/// `fixture` (a C fixture) instrumented with `options` into `dir`, run on
+/// the embedded engine with `args`, and its counter memory saved as a host
+/// would: the module's path and the counters' path.
+fn instrumented_run(
+    dir: &Path,
+    fixture: &str,
+    options: &[&str],
+    args: &[&str],
+) -> (String, String) {
+    let tag = options.join("").replace('-', "");
+    let inst = dir
+        .join(format!("{fixture}{tag}.inst.wasm"))
+        .display()
+        .to_string();
+    let mut cmd = vec!["instrument"];
+    cmd.extend(options);
+    let input = c_fixture(fixture).display().to_string();
+    cmd.extend([input.as_str(), "-o", &inst]);
+    let o = pathprof(&cmd);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let engine = pathprof_runner::engine().unwrap();
+    let argv = std::iter::once(fixture).chain(args.iter().copied());
+    let opts = pathprof_runner::RunOptions::captured(argv);
+    let run = pathprof_runner::run_command(&engine, &std::fs::read(&inst).unwrap(), &opts).unwrap();
+    assert_eq!(run.exit, pathprof_runner::Exit::Returned);
+    let counters = dir
+        .join(format!("{fixture}{tag}.counters"))
+        .display()
+        .to_string();
+    std::fs::write(&counters, run.counters.unwrap()).unwrap();
+    (inst, counters)
+}
+
+/// The first 12 hex digits of the SHA-256 of a C fixture.
+fn short_hash(fixture: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(std::fs::read(c_fixture(fixture)).unwrap());
+    digest[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `collect MODULE COUNTERS` fails with one line, exit 1 and no output.
+fn collect_error(dir: &Path, module: &str, counters: &str) -> String {
+    let out = dir.join("refused.json");
+    let o = pathprof(&[
+        "collect",
+        module,
+        counters,
+        "-o",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(!out.exists());
+    assert!(o.stdout.is_empty());
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    e.trim_end().to_string()
+}
+
+/// The counters of one C program given with another's module were decoded
+/// into a wrong profile (exit 0) when the memory was large enough: the
+/// header the modules write tells them apart. The program's own counters
+/// still give the profile `pathprof run` gives.
+#[test]
+fn collect_refuses_the_counters_of_another_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sort, sort_counters) =
+        instrumented_run(dir.path(), "sort.O2.wasm", &[], &["-q", "5", "3", "9"]);
+    let strproc = instrumented_run(dir.path(), "strproc.O2.wasm", &["--mode", "edge"], &[]);
+    let sort_of = (
+        "sort.O2.wasm",
+        "path",
+        (sort.clone(), sort_counters.clone()),
+    );
+    let strproc_of = ("strproc.O2.wasm", "edge", strproc);
+    for (module, counters) in [(&sort_of, &strproc_of), (&strproc_of, &sort_of)] {
+        let (inst, file) = (&module.2 .0, &counters.2 .1);
+        assert_eq!(
+            collect_error(dir.path(), inst, file),
+            format!(
+                "pathprof: error: {file}: these counters were written by another \
+                 instrumented module (mode {}, module hash {}), not by {inst} (mode {}, \
+                 module hash {})",
+                counters.1,
+                short_hash(counters.0),
+                module.1,
+                short_hash(module.0)
+            )
+        );
+    }
+    let not_counters = dir.path().join("notes.txt").display().to_string();
+    std::fs::write(&not_counters, "PATH PROFILE\n").unwrap();
+    assert_eq!(
+        collect_error(dir.path(), &sort, &not_counters),
+        format!(
+            "pathprof: error: {not_counters}: not a pathprof counter memory (it does not \
+             begin with PATHPROF)"
+        )
+    );
+    let (collected, ran) = (dir.path().join("c.json"), dir.path().join("r.json"));
+    let o = pathprof(&[
+        "collect",
+        &sort,
+        &sort_counters,
+        "-o",
+        &collected.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let input = c_fixture("sort.O2.wasm").display().to_string();
+    let o = pathprof(&[
+        "run",
+        &input,
+        "-o",
+        &ran.display().to_string(),
+        "--",
+        "-q",
+        "5",
+        "3",
+        "9",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let collected = pathprof_profile::Profile::read(&collected).unwrap();
+    assert_eq!(collected, pathprof_profile::Profile::read(&ran).unwrap());
+    assert!(!pathprof::report::hot_paths(&collected, None)
+        .unwrap()
+        .is_empty());
+}
+
+/// Edge counters given to a path-mode module of the same program failed
+/// with "flow is not conserved" and no file named; counters of the same
+/// module and mode but other options are told apart too.
+#[test]
+fn collect_refuses_counters_of_another_mode_or_other_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["-b", "4", "2", "8"];
+    let (path, _) = instrumented_run(dir.path(), "sort.O2.wasm", &[], &args);
+    let (_, edge_counters) =
+        instrumented_run(dir.path(), "sort.O2.wasm", &["--mode", "edge"], &args);
+    let hash = short_hash("sort.O2.wasm");
+    assert_eq!(
+        collect_error(dir.path(), &path, &edge_counters),
+        format!(
+            "pathprof: error: {edge_counters}: these are edge-mode counters, but {path} was \
+             instrumented in path mode (both of module hash {hash}): collect them with the \
+             module instrumented in edge mode"
+        )
+    );
+    let (_, truncated) = instrumented_run(
+        dir.path(),
+        "sort.O2.wasm",
+        &["--truncate-above", "2"],
+        &args,
+    );
+    // A counter memory of the previous layout version (16-byte header).
+    let mut old = std::fs::read(&truncated).unwrap();
+    old[8..12].copy_from_slice(&2u32.to_le_bytes());
+    let old_file = dir.path().join("old.counters").display().to_string();
+    std::fs::write(&old_file, old).unwrap();
+    assert_eq!(
+        collect_error(dir.path(), &path, &old_file),
+        format!(
+            "pathprof: error: {old_file}: a counter memory of layout version 2, this \
+             pathprof reads version 3; instrument the module again and rerun it"
+        )
+    );
+    let e = collect_error(dir.path(), &path, &truncated);
+    let expected = format!(
+        "pathprof: error: {truncated}: these counters were written by another instrumentation \
+         of the same module in path mode, with other options (--truncate-above, --array-max, \
+         --weights, --interesting, --hybrid ...), not by {path} (instrumentation hash "
+    );
+    assert!(e.starts_with(&expected), "{e}");
+}
+
 /// The first export of type (i32) -> i32.
 fn first_i32_export(module: &wasmtime::Module) -> String {
     module

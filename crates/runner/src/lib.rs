@@ -7,7 +7,9 @@
 //! * [`invoke`] calls one export of a library module with arguments given as
 //!   strings.
 //! * [`compile`], [`run_compiled`] and [`invoke_compiled`] do the same in two
-//!   steps, to compile a module once and run it many times.
+//!   steps, to compile a module once and run it many times; [`run_ended`]
+//!   and [`invoke_ended`] keep the instance, so that its counters are read
+//!   where they are ([`Ended::counters`]) instead of copied.
 //!
 //! Both report how the run ended ([`Exit`]) and, whatever the ending, the
 //! data an instrumented module leaves behind:
@@ -416,9 +418,14 @@ pub fn compile(engine: &Engine, module_bytes: &[u8]) -> Result<Module, RunError>
 
 /// [`run_command`] for a module already compiled (by [`compile`]).
 pub fn run_compiled(module: &Module, opts: &RunOptions) -> Result<RunOutcome, RunError> {
+    run_ended(module, opts).map(Ended::into_outcome)
+}
+
+/// [`run_compiled`], the instance kept: see [`Ended`].
+pub fn run_ended(module: &Module, opts: &RunOptions) -> Result<Ended, RunError> {
     let mut prepared = match prepare(module, opts)? {
         Setup::Ready(p) => p,
-        Setup::Ended(outcome) => return Ok(outcome),
+        Setup::Ended(outcome) => return Ok(Ended::instantiating(outcome)),
     };
     let start = prepared
         .instance
@@ -428,7 +435,7 @@ pub fn run_compiled(module: &Module, opts: &RunOptions) -> Result<RunOutcome, Ru
         Ok(()) => (Exit::Returned, Vec::new()),
         Err(e) => classify(&e),
     };
-    prepared.finish(exit, abrupt_stack)
+    prepared.end(exit, abrupt_stack, Vec::new())
 }
 
 /// Calls the export `export` of a library module with `args` parsed
@@ -459,6 +466,16 @@ pub fn invoke_compiled(
     args: &[String],
     opts: &RunOptions,
 ) -> Result<InvokeOutcome, RunError> {
+    invoke_ended(module, export, args, opts).map(Ended::into_invoke_outcome)
+}
+
+/// [`invoke_compiled`], the instance kept: see [`Ended`].
+pub fn invoke_ended(
+    module: &Module,
+    export: &str,
+    args: &[String],
+    opts: &RunOptions,
+) -> Result<Ended, RunError> {
     // Check the export and the arguments before running anything.
     let func_ty = match module.get_export(export) {
         None => return Err(RunError::MissingExport(export.to_string())),
@@ -506,7 +523,7 @@ pub fn invoke_compiled(
 
     let mut prepared = match prepare(module, opts)? {
         Setup::Ready(p) => p,
-        Setup::Ended(run) => return Ok(InvokeOutcome::new(Vec::new(), run)),
+        Setup::Ended(run) => return Ok(Ended::instantiating(run)),
     };
 
     // A WASI reactor initialises itself in `_initialize`.
@@ -517,10 +534,7 @@ pub fn invoke_compiled(
         {
             if let Err(e) = init.call(&mut prepared.store, ()) {
                 let (exit, stack) = classify(&e);
-                return Ok(InvokeOutcome::new(
-                    Vec::new(),
-                    prepared.finish(exit, stack)?,
-                ));
+                return prepared.end(exit, stack, Vec::new());
             }
         }
     }
@@ -541,7 +555,7 @@ pub fn invoke_compiled(
             (exit, stack, Vec::new())
         }
     };
-    Ok(InvokeOutcome::new(results, prepared.finish(exit, stack)?))
+    prepared.end(exit, stack, results)
 }
 
 /// Store data.
@@ -725,30 +739,92 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
 }
 
 impl Prepared {
-    /// The outcome of the run, once the trace events left are handed over.
-    fn finish(mut self, exit: Exit, abrupt_stack: Vec<(u32, u32)>) -> Result<RunOutcome, RunError> {
-        let counters = match self.instance.get_export(&mut self.store, COUNTERS_EXPORT) {
-            Some(Extern::Memory(m)) => Some(m.data(&self.store).to_vec()),
-            _ => None,
-        };
+    /// The run has ended: the trace events left are handed over, and the
+    /// instance is kept for its counters.
+    fn end(
+        mut self,
+        exit: Exit,
+        abrupt_stack: Vec<(u32, u32)>,
+        results: Vec<Value>,
+    ) -> Result<Ended, RunError> {
         if let Some(buffer) = trace::buffer_of(&self.instance, &mut self.store) {
             trace::drain(&mut self.store, buffer)
                 .map_err(|e| RunError::Host(error::describe(&e)))?;
         }
         self.store.data_mut().tracer.finish();
-        Ok(RunOutcome {
+        Ok(Ended {
             exit,
-            stdout: self
-                .stdout
-                .map(|p| p.contents().to_vec())
-                .unwrap_or_default(),
-            stderr: self
-                .stderr
-                .map(|p| p.contents().to_vec())
-                .unwrap_or_default(),
-            counters,
             abrupt_stack,
+            results,
+            end: End::Live(self),
         })
+    }
+}
+
+/// A run that has ended (its trace events handed over), its instance kept
+/// so that the counter memory is read where it is ([`Ended::counters`]):
+/// copying it took seconds for a large module's counters (gigabytes in
+/// path mode), which a caller timing the run counted as the program's.
+pub struct Ended {
+    /// How the run ended.
+    pub exit: Exit,
+    /// As [`RunOutcome::abrupt_stack`].
+    pub abrupt_stack: Vec<(u32, u32)>,
+    /// As [`InvokeOutcome::results`] (empty for a command).
+    pub results: Vec<Value>,
+    end: End,
+}
+
+enum End {
+    Live(Prepared),
+    /// Ended while instantiating: there is no instance.
+    Instantiating(RunOutcome),
+}
+
+impl Ended {
+    fn instantiating(run: RunOutcome) -> Self {
+        Ended {
+            exit: run.exit.clone(),
+            abrupt_stack: run.abrupt_stack.clone(),
+            results: Vec::new(),
+            end: End::Instantiating(run),
+        }
+    }
+
+    /// The exported memory `__pathprof_counters` where it is, if the
+    /// module exports it and was instantiated.
+    pub fn counters(&mut self) -> Option<&[u8]> {
+        let End::Live(p) = &mut self.end else {
+            return None;
+        };
+        match p.instance.get_export(&mut p.store, COUNTERS_EXPORT) {
+            Some(Extern::Memory(m)) => Some(m.data(&p.store)),
+            _ => None,
+        }
+    }
+
+    /// Everything the run left, the counters and the output copied.
+    pub fn into_outcome(mut self) -> RunOutcome {
+        let counters = self.counters().map(<[u8]>::to_vec);
+        let p = match self.end {
+            End::Live(p) => p,
+            End::Instantiating(run) => return run,
+        };
+        let contents = |pipe: Option<MemoryOutputPipe>| {
+            pipe.map(|p| p.contents().to_vec()).unwrap_or_default()
+        };
+        RunOutcome {
+            exit: self.exit,
+            stdout: contents(p.stdout),
+            stderr: contents(p.stderr),
+            counters,
+            abrupt_stack: self.abrupt_stack,
+        }
+    }
+
+    fn into_invoke_outcome(mut self) -> InvokeOutcome {
+        let results = std::mem::take(&mut self.results);
+        InvokeOutcome::new(results, self.into_outcome())
     }
 }
 

@@ -51,6 +51,15 @@ pub enum WasmError {
     /// A counter-memory image is too short or does not hold what the layout says.
     #[error("corrupt counter memory: {reason}")]
     CorruptCounters { reason: String },
+    /// The image does not begin with the counter memory's magic.
+    #[error("not a pathprof counter memory (it does not begin with PATHPROF)")]
+    NotCounters,
+    /// A counter memory of another layout version.
+    #[error(
+        "a counter memory of layout version {found}, this pathprof reads version {expected}; \
+         instrument the module again and rerun it"
+    )]
+    CounterVersion { found: u32, expected: u32 },
     /// The rewriter produced an invalid module: a bug in this crate. The
     /// output is never returned.
     #[error("internal error: the instrumented module does not validate at offset {offset:#x}: {message}")]

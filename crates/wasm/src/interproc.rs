@@ -60,6 +60,7 @@ pub fn instrument_with(
         &plans,
         custom_sections,
         check,
+        crate::CounterIdentity::default(),
     )?;
     Ok(Interprocedural {
         instrumented,

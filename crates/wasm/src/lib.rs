@@ -39,10 +39,12 @@ pub use cfg::{
     analyze, BlockInfo, CallSite, Callee, EdgeKind, FunctionCfg, ModuleInfo, Unsupported,
 };
 pub use error::{Result, WasmError};
-pub use module::{code_section_size, custom_section, module_hash, RESERVED_PREFIX};
+pub use module::{
+    code_section_size, custom_section, digest_from_hex, module_hash, RESERVED_PREFIX,
+};
 pub use rewrite::{
     counter_layout, hollow, instrument, instrument_checked, instrument_into, instrument_module,
-    read_counters, BodyValidators, CodeMap, CounterLayout, FunctionLayout, Holes, Hollowed,
-    Instrumented, Instrumenter, OutputCheck, Scanned, TraceMode, Written, COUNTERS_EXPORT,
-    LAYOUT_VERSION, PEEL_MAX_BYTES,
+    read_counters, read_header, BodyValidators, CodeMap, CounterHeader, CounterIdentity,
+    CounterLayout, FunctionLayout, Holes, Hollowed, Instrumented, Instrumenter, OutputCheck,
+    Scanned, TraceMode, Written, COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
 };

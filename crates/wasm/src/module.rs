@@ -120,6 +120,19 @@ pub fn module_hash(bytes: &[u8]) -> String {
     s
 }
 
+/// The 32 bytes of a SHA-256 digest written as [`module_hash`] writes it
+/// (64 lowercase or uppercase hex digits), or `None`.
+pub fn digest_from_hex(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut digest = [0u8; 32];
+    for (byte, i) in digest.iter_mut().zip((0..64).step_by(2)) {
+        *byte = u8::from_str_radix(&hex[i..i + 2], 16).ok()?;
+    }
+    Some(digest)
+}
+
 /// The contents of the first custom section called `name`, if any. Only the
 /// section structure is read, not validated.
 pub fn custom_section(bytes: &[u8], name: &str) -> Result<Option<Vec<u8>>> {

@@ -300,7 +300,7 @@ fn read_counters_rejects_short_or_foreign_memory() {
     let raw = read_counters(&layout, &memory).unwrap();
     assert_eq!(raw.paths, vec![(1, 5)]);
     assert_eq!(raw.slots, vec![0, 9]);
-    for len in [0, 8, 40, 63] {
+    for len in [8, 40, 63] {
         assert!(
             matches!(
                 read_counters(&layout, &memory[..len]),
@@ -309,17 +309,24 @@ fn read_counters_rejects_short_or_foreign_memory() {
             "{len}"
         );
     }
+    assert!(matches!(
+        read_counters(&layout, &[]),
+        Err(WasmError::NotCounters)
+    ));
     let mut foreign = memory.clone();
     foreign[0] = b'X';
     assert!(matches!(
         read_counters(&layout, &foreign),
-        Err(WasmError::CorruptCounters { .. })
+        Err(WasmError::NotCounters)
     ));
     let mut version = memory.clone();
     version[8] = 9;
     assert!(matches!(
         read_counters(&layout, &version),
-        Err(WasmError::CorruptCounters { .. })
+        Err(WasmError::CounterVersion {
+            found: 9,
+            expected: LAYOUT_VERSION
+        })
     ));
     let hash = FunctionLayout {
         paths: PathTable::Hash { capacity: 4 },
@@ -440,6 +447,7 @@ fn misfitting_interprocedural_plans_are_refused() {
             &plans,
             &[],
             OutputCheck::Validate,
+            Default::default(),
         )
         .unwrap_err();
         assert_eq!(

@@ -3,8 +3,10 @@
 mod common;
 
 use common::*;
-use pathprof_techniques::PathTable;
-use pathprof_wasm::{analyze, instrument, CounterLayout, COUNTERS_EXPORT};
+use pathprof_techniques::{FunctionPlan, ModulePlan, PathTable};
+use pathprof_wasm::{
+    analyze, instrument, read_header, CounterIdentity, CounterLayout, OutputCheck, COUNTERS_EXPORT,
+};
 use wasmparser::{ExternalKind, Parser, Payload, TypeRef};
 
 #[derive(Debug, Default)]
@@ -187,7 +189,9 @@ fn layout_is_disjoint_aligned_and_serialisable() {
         &pathprof_wasm::counter_layout(&info, &plans).unwrap(),
         layout
     );
-    let mut spans = vec![(0u64, 16u64)];
+    // The header: magic, version, function count, technique, a reserved
+    // word and two SHA-256 digests.
+    let mut spans = vec![(0u64, 8 + 4 * 4 + 2 * 32)];
     for f in &layout.functions {
         let table = match f.paths {
             PathTable::None => 0,
@@ -230,5 +234,62 @@ fn a_module_without_sections_gets_memory_export_and_data() {
         vec![(COUNTERS_EXPORT.to_string(), ExternalKind::Memory, 0)]
     );
     assert_eq!(s.data_segments, 1);
-    assert_eq!(out.layout.total_bytes, 16);
+    assert_eq!(out.layout.total_bytes, 88);
+}
+
+/// The header the module's data segment writes, read back from the memory
+/// of a run: the identity given, at the offsets docs/profile-format.md
+/// states, and an instrumentation hash that changes with the plan hash
+/// and with the layout alone.
+#[test]
+fn the_counter_memory_header_is_the_identity_given() {
+    let bytes = wat::parse_str(
+        r#"(module (func (export "f") (param i32) (result i32)
+             local.get 0 if (result i32) i32.const 1 else i32.const 2 end))"#,
+    )
+    .unwrap();
+    let info = analyze(&bytes).unwrap();
+    let identity = |plan: u8| CounterIdentity {
+        technique: 7,
+        module_hash: std::array::from_fn(|i| i as u8),
+        plan_hash: [plan; 32],
+    };
+    let with = |plans: &[Option<FunctionPlan>], plan: u8| {
+        pathprof_wasm::instrument_module(
+            &bytes,
+            &info,
+            &ModulePlan::default(),
+            plans,
+            &[],
+            OutputCheck::Validate,
+            identity(plan),
+        )
+        .unwrap()
+    };
+    let slots = plans_with(&info, slot_plan);
+    let out = with(&slots, 1);
+    let run = run(&out.bytes, &[]);
+    let memory = run.counters.unwrap();
+    assert_eq!(&memory[..8], b"PATHPROF");
+    assert_eq!(memory[8..12], 3u32.to_le_bytes());
+    assert_eq!(memory[12..16], 1u32.to_le_bytes());
+    assert_eq!(memory[16..20], 7u32.to_le_bytes());
+    assert_eq!(memory[20..24], [0; 4]);
+    assert_eq!(memory[24..56], identity(1).module_hash);
+    let header = read_header(&memory).unwrap();
+    assert_eq!(header, out.layout.header());
+    assert_eq!(header.module_hash, identity(1).module_hash);
+    assert_eq!(memory[56..88], header.instrumentation_hash);
+    // Another plan hash, or the same one with another layout (no counters
+    // at all), gives another instrumentation hash.
+    let other_plan = with(&slots, 2).layout.header();
+    let none: Vec<Option<FunctionPlan>> = vec![None];
+    let other_layout = with(&none, 1).layout.header();
+    let hashes = [
+        header.instrumentation_hash,
+        other_plan.instrumentation_hash,
+        other_layout.instrumentation_hash,
+    ];
+    assert!(hashes[0] != hashes[1] && hashes[0] != hashes[2] && hashes[1] != hashes[2]);
+    assert_eq!(with(&slots, 1).layout.header(), header);
 }

@@ -10,7 +10,7 @@ use pathprof_techniques::ball_larus::{self, PathCounts};
 use pathprof_techniques::edge::Chords;
 use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
 use pathprof_techniques::PathTable;
-use pathprof_wasm::{CodeMap, CounterLayout, FunctionLayout};
+use pathprof_wasm::{CodeMap, CounterIdentity, CounterLayout, FunctionLayout};
 
 use super::codec::Reader;
 use super::encode::policy_code;
@@ -61,7 +61,10 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
             reason: r.str()?.to_string(),
         });
     }
-    let layout = layout(&mut r)?;
+    let mut layout = layout(&mut r)?;
+    layout.identity.technique = u32::from(kind as u8);
+    layout.identity.module_hash = pathprof_wasm::digest_from_hex(&template.module_hash)
+        .ok_or_else(|| r.corrupt("the module hash is not 64 hex digits"))?;
     let code_map = code_map(&mut r)?;
     r.finish()?;
     check_parts(&r, &template, &layout, &code_map)?;
@@ -282,6 +285,7 @@ fn ppp_info(r: &mut Reader<'_>) -> Result<PppInfo, MetaError> {
 
 fn layout(r: &mut Reader<'_>) -> Result<CounterLayout, MetaError> {
     let version = r.u32()?;
+    let plan_hash = r.bytes(32)?.try_into().unwrap_or_default();
     let memory_export = r.str()?.to_string();
     let total_bytes = r.u64()?;
     let n = r.count(7)?;
@@ -309,6 +313,10 @@ fn layout(r: &mut Reader<'_>) -> Result<CounterLayout, MetaError> {
         memory_export,
         total_bytes,
         functions,
+        identity: CounterIdentity {
+            plan_hash,
+            ..CounterIdentity::default()
+        },
     })
 }
 

@@ -9,7 +9,8 @@ use std::io::Write;
 use pathprof_techniques::edge::Chords;
 use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
 use pathprof_techniques::PathTable;
-use pathprof_wasm::{CodeMap, CounterLayout, EdgeKind, FunctionCfg, Unsupported};
+use pathprof_wasm::{CodeMap, CounterIdentity, CounterLayout, EdgeKind, FunctionCfg, Unsupported};
+use sha2::{Digest, Sha256};
 
 use super::codec::Writer;
 use super::{Kind, MAGIC, META_VERSION};
@@ -31,6 +32,10 @@ pub struct Encoder {
     kind: Kind,
     module_hash: String,
     truncate_above: u64,
+    /// The plan hash of the counter memory's header, so far: the technique,
+    /// the truncation threshold and every function's record, which hold
+    /// all that decoding depends on beyond the counter layout.
+    plan_hash: Sha256,
     /// Edge kinds in order of first use; an edge stores its index here.
     kinds: Vec<EdgeKind>,
     files: Vec<String>,
@@ -67,10 +72,14 @@ impl Encoder {
             Technique::Context => Kind::Context,
             Technique::Piecewise => Kind::Piecewise,
         };
+        let mut plan_hash = Sha256::new();
+        plan_hash.update([kind as u8]);
+        plan_hash.update(truncate_above.to_le_bytes());
         Encoder {
             kind,
             module_hash: module_hash.to_string(),
             truncate_above,
+            plan_hash,
             kinds: Vec::new(),
             files: Vec::new(),
             file_ids: HashMap::new(),
@@ -112,6 +121,7 @@ impl Encoder {
         sources: Option<&SourceMap>,
     ) -> std::io::Result<()> {
         self.functions += 1;
+        let start = self.body.buf.len();
         self.body.u32(f.func_index);
         self.body.opt_str(f.name.as_deref());
         self.blocks(f, sources);
@@ -129,7 +139,21 @@ impl Encoder {
             }
             PlanRecord::Ppp(info) => write_ppp(w, info),
         }
+        self.plan_hash.update(&self.body.buf[start..]);
         self.spill_some()
+    }
+
+    /// What the header of the counter memory says once every function is
+    /// recorded; `extra` is what else decoding depends on (the
+    /// interprocedural section). `None` if the module hash is not one.
+    pub fn identity(&self, extra: &[u8]) -> Option<CounterIdentity> {
+        let mut plan_hash = self.plan_hash.clone();
+        plan_hash.update(extra);
+        Some(CounterIdentity {
+            technique: u32::from(self.kind as u8),
+            module_hash: pathprof_wasm::digest_from_hex(&self.module_hash)?,
+            plan_hash: plan_hash.finalize().into(),
+        })
     }
 
     /// Per node: 0 (ENTRY, EXIT), or 1 / 2 (a block without / with a
@@ -265,6 +289,8 @@ pub(super) fn policy_code(p: Policy) -> u8 {
 
 fn write_layout(w: &mut Writer, layout: &CounterLayout) {
     w.u32(layout.version);
+    // The rest of the identity is the section's technique and module hash.
+    w.buf.extend_from_slice(&layout.identity.plan_hash);
     w.str(&layout.memory_export);
     w.u64(layout.total_bytes);
     w.usize(layout.functions.len());

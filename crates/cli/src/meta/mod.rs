@@ -14,24 +14,27 @@
 //!
 //! Encoding: the magic `PPMETA`, a version, then LEB128 varints (zigzag
 //! deltas for offsets and ids that usually grow) and length-prefixed
-//! strings ([`codec`]). Version 1 was the JSON of earlier builds.
+//! strings ([`codec`]). Version 1 was the JSON of earlier builds; version 2
+//! had no plan hash (the identity of the counter memory, [`identity`]).
 
 mod codec;
 mod decode;
 mod encode;
+mod identity;
 
 use pathprof_profile::Profile;
 use pathprof_wasm::{CodeMap, CounterLayout};
 
 pub use decode::decode;
 pub use encode::{Encoder, PlanRecord, Spilled};
+pub use identity::CountersError;
 
 /// The name of the custom section with the decoding metadata.
 pub const META_SECTION: &str = "__pathprof.meta";
 /// First bytes of the section.
 const MAGIC: &[u8; 6] = b"PPMETA";
 /// The version this build writes and reads.
-pub const META_VERSION: u32 = 2;
+pub const META_VERSION: u32 = 3;
 
 /// The decoded metadata of an instrumented module.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,12 +5,25 @@
 //! offset 0   "PATHPROF"            magic
 //!        8   u32 layout version    (LAYOUT_VERSION)
 //!       12   u32 number of functions in the layout
-//!       16   per function, in plan order, each part 8-aligned:
+//!       16   u32 technique         the caller's code for what it instrumented for
+//!       20   u32 0                 (reserved)
+//!       24   32 bytes              SHA-256 of the original module
+//!       56   32 bytes              instrumentation hash (CounterLayout::instrumentation_hash)
+//!       88   per function, in plan order, each part 8-aligned:
 //!              path table   Array: len x u64 counters, indexed by path number
 //!                           Hash:  a 32-byte header then capacity x 16-byte entries
 //!              slots        slots x u64 counters
 //!              PPP table    ppp_len x { u64 Ball-Larus id, u64 count }
 //! ```
+//!
+//! The header (88 bytes, [`CounterHeader`]) is written by the module's own
+//! data segments, so a host that saves the memory saves it with the
+//! counters: a reader compares it with what it expects ([`read_header`])
+//! and can refuse the counters of another module, of another technique or
+//! of other options instead of decoding garbage. What the module and the
+//! technique are is the caller's to say ([`CounterIdentity`]); the
+//! instrumentation hash covers the caller's digest of its plans and this
+//! layout.
 //!
 //! A PPP table (preferential path profiling, Vaswani thesis 3.2.3) is indexed
 //! by PPP id - min; its Ball-Larus ids are set by the module's data segments
@@ -42,14 +55,16 @@
 use crate::error::{Result, WasmError};
 use pathprof_techniques::{PathTable, RawCounters};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// Name of the exported counter memory.
 pub const COUNTERS_EXPORT: &str = "__pathprof_counters";
 /// First bytes of the counter memory.
 pub const MAGIC: [u8; 8] = *b"PATHPROF";
 /// Version of the memory layout described in this module.
-pub const LAYOUT_VERSION: u32 = 2;
-pub(crate) const HEADER_BYTES: u64 = 16;
+pub const LAYOUT_VERSION: u32 = 3;
+/// Bytes of the header, before the first function's counters.
+pub const HEADER_BYTES: u64 = 88;
 pub(crate) const HASH_HEADER_BYTES: u64 = 32;
 pub(crate) const HASH_ENTRY_BYTES: u64 = 16;
 /// Longest probe sequence of the hash helper: a key not found within this
@@ -77,6 +92,36 @@ pub struct CounterLayout {
     pub total_bytes: u64,
     /// One entry per function that had a plan, in function order.
     pub functions: Vec<FunctionLayout>,
+    /// Whose counters these are, as the caller said
+    /// ([`crate::Instrumenter::set_identity`]); all zero if it did not.
+    #[serde(default)]
+    pub identity: CounterIdentity,
+}
+
+/// What instrumented a module, as its caller says: written into the
+/// header of the counter memory so that the counters can be told apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterIdentity {
+    /// What the module was instrumented for, in the caller's numbering
+    /// (pathprof's: that of its metadata section).
+    pub technique: u32,
+    /// SHA-256 of the original, uninstrumented module.
+    pub module_hash: [u8; 32],
+    /// The caller's digest of what decoding the counters depends on beyond
+    /// the layout (the plans' choices, such as an edge plan's chords).
+    pub plan_hash: [u8; 32],
+}
+
+/// The header of a counter memory, as written or read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterHeader {
+    /// Functions in the layout.
+    pub functions: u32,
+    pub technique: u32,
+    /// SHA-256 of the original module.
+    pub module_hash: [u8; 32],
+    /// [`CounterLayout::instrumentation_hash`].
+    pub instrumentation_hash: [u8; 32],
 }
 
 /// Where one function's counters live.
@@ -121,6 +166,42 @@ impl CounterLayout {
         builder.finish()
     }
 
+    /// SHA-256 of the identity's plan hash and of where every function's
+    /// counters are: two instrumentations of one module for one technique
+    /// differ here when their options did (truncation, table sizes,
+    /// interesting paths, an edge plan's chords).
+    pub fn instrumentation_hash(&self) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(self.identity.plan_hash);
+        h.update(self.version.to_le_bytes());
+        h.update(self.total_bytes.to_le_bytes());
+        for f in &self.functions {
+            let (kind, size) = match f.paths {
+                PathTable::None => (0u8, 0),
+                PathTable::Array { len } => (1, len),
+                PathTable::Hash { capacity } => (2, u64::from(capacity)),
+            };
+            h.update(f.func_index.to_le_bytes());
+            h.update([kind]);
+            h.update(size.to_le_bytes());
+            for v in [f.paths_offset, f.slots, f.slots_offset, f.ppp_offset] {
+                h.update(v.to_le_bytes());
+            }
+            h.update(f.ppp_len.to_le_bytes());
+        }
+        h.finalize().into()
+    }
+
+    /// The header a module with this layout writes.
+    pub fn header(&self) -> CounterHeader {
+        CounterHeader {
+            functions: self.functions.len() as u32,
+            technique: self.identity.technique,
+            module_hash: self.identity.module_hash,
+            instrumentation_hash: self.instrumentation_hash(),
+        }
+    }
+
     /// Pages of 64 KiB the counter memory needs (at least one).
     pub(crate) fn pages(&self) -> u64 {
         self.total_bytes.div_ceil(65536).max(1)
@@ -129,10 +210,16 @@ impl CounterLayout {
     /// Initial contents: `(offset, bytes)` for the header and each hash
     /// table's mask and probe limit. Everything else starts at zero.
     pub(crate) fn init_segments(&self) -> Vec<(u32, Vec<u8>)> {
+        let h = self.header();
         let mut header = Vec::with_capacity(HEADER_BYTES as usize);
         header.extend_from_slice(&MAGIC);
         header.extend_from_slice(&self.version.to_le_bytes());
-        header.extend_from_slice(&(self.functions.len() as u32).to_le_bytes());
+        header.extend_from_slice(&h.functions.to_le_bytes());
+        header.extend_from_slice(&h.technique.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        header.extend_from_slice(&h.module_hash);
+        header.extend_from_slice(&h.instrumentation_hash);
+        debug_assert_eq!(header.len() as u64, HEADER_BYTES);
         let mut segments = vec![(0, header)];
         for f in &self.functions {
             if let PathTable::Hash { capacity } = f.paths {
@@ -153,6 +240,7 @@ impl CounterLayout {
 pub(crate) struct LayoutBuilder {
     at: u128,
     functions: Vec<FunctionLayout>,
+    pub(crate) identity: CounterIdentity,
     /// Bytes of path arrays and of hash tables so far: an error names the
     /// larger, so that a user knows which setting to lower.
     array_bytes: u128,
@@ -164,6 +252,7 @@ impl LayoutBuilder {
         LayoutBuilder {
             at: u128::from(HEADER_BYTES),
             functions: Vec::new(),
+            identity: CounterIdentity::default(),
             array_bytes: 0,
             hash_bytes: 0,
         }
@@ -220,6 +309,7 @@ impl LayoutBuilder {
             memory_export: COUNTERS_EXPORT.to_string(),
             total_bytes: self.at as u64,
             functions: self.functions,
+            identity: self.identity,
         })
     }
 }
@@ -264,18 +354,28 @@ fn u32_at(memory: &[u8], at: u64) -> Result<u32> {
     bytes_at::<4>(memory, at).map(u32::from_le_bytes)
 }
 
-/// Checks the memory header.
+/// Reads the header of a counter memory, its magic and version checked.
+pub fn read_header(memory: &[u8]) -> Result<CounterHeader> {
+    check_header(memory)?;
+    Ok(CounterHeader {
+        functions: u32_at(memory, 12)?,
+        technique: u32_at(memory, 16)?,
+        module_hash: bytes_at::<32>(memory, 24)?,
+        instrumentation_hash: bytes_at::<32>(memory, 56)?,
+    })
+}
+
+/// Checks the memory header's magic and version.
 pub fn check_header(memory: &[u8]) -> Result<()> {
-    if bytes_at::<8>(memory, 0)? != MAGIC {
-        return Err(corrupt(
-            "no PATHPROF magic at the start of the counter memory",
-        ));
+    if !memory.starts_with(&MAGIC) {
+        return Err(WasmError::NotCounters);
     }
     let version = u32_at(memory, 8)?;
     if version != LAYOUT_VERSION {
-        return Err(corrupt(format!(
-            "layout version {version}, expected {LAYOUT_VERSION}"
-        )));
+        return Err(WasmError::CounterVersion {
+            found: version,
+            expected: LAYOUT_VERSION,
+        });
     }
     Ok(())
 }

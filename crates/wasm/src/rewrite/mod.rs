@@ -46,8 +46,8 @@ pub mod trace;
 mod types;
 
 pub use layout::{
-    read_counters, CounterLayout, FunctionLayout, COUNTERS_EXPORT, LAYOUT_VERSION, MAGIC,
-    MAX_PROBES,
+    read_counters, read_header, CounterHeader, CounterIdentity, CounterLayout, FunctionLayout,
+    COUNTERS_EXPORT, HEADER_BYTES, LAYOUT_VERSION, MAGIC, MAX_PROBES,
 };
 
 pub use hollow::{hollow, Holes, Hollowed};
@@ -127,14 +127,23 @@ pub fn instrument_checked(
     check: OutputCheck,
 ) -> Result<Instrumented> {
     let none = ModulePlan::default();
-    instrument_module(bytes, info, &none, plans, custom_sections, check)
+    instrument_module(
+        bytes,
+        info,
+        &none,
+        plans,
+        custom_sections,
+        check,
+        CounterIdentity::default(),
+    )
 }
 
 /// [`instrument_checked`] for a technique with a module-level part: the
 /// plans may use the module registers `module.globals`, which become
 /// mutable globals appended after the module's own (so no index moves),
 /// initially 0 and exported as `__pathprof_g<i>`
-/// ([`pathprof_techniques::global_export_name`]).
+/// ([`pathprof_techniques::global_export_name`]). `identity` goes into the
+/// header of the counter memory.
 pub fn instrument_module(
     bytes: &[u8],
     info: &ModuleInfo,
@@ -142,10 +151,13 @@ pub fn instrument_module(
     plans: &[Option<FunctionPlan>],
     custom_sections: &[(&str, &[u8])],
     check: OutputCheck,
+    identity: CounterIdentity,
 ) -> Result<Instrumented> {
     check_info(bytes, info)?;
     let module = Scanned::new(bytes)?;
-    rewrite_all(&module, info, module_plan, plans, check, None)?.finish(custom_sections)
+    let mut inst = rewrite_all(&module, info, module_plan, plans, check, None)?;
+    inst.set_identity(identity);
+    inst.finish(custom_sections)
 }
 
 /// [`instrument_checked`], with the module written to `out` and the new

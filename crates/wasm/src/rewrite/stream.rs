@@ -232,6 +232,13 @@ impl<'a> Instrumenter<'a> {
         self.peel_max_bytes = max_bytes;
     }
 
+    /// Whose counters the counter memory holds, written into its header
+    /// when the module is assembled (by default all zero): set it before
+    /// [`Instrumenter::finish`].
+    pub fn set_identity(&mut self, identity: super::CounterIdentity) {
+        self.layout.identity = identity;
+    }
+
     /// Whether [`Instrumenter::finish`] validates its output (by default it does).
     pub fn set_output_check(&mut self, check: OutputCheck) {
         self.check = check;
