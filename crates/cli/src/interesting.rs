@@ -139,10 +139,7 @@ fn from_profile(
             numbered, counts, ..
         } = &f.data
         else {
-            bail!(
-                "{}: an edge profile has no paths; give a path or PPP profile",
-                spec.display()
-            );
+            return Err(crate::report::no_paths(profile.mode, spec));
         };
         let cfg = numberings.function(f.func_index).with_context(|| {
             format!(

@@ -516,3 +516,15 @@ mod tests {
         assert_eq!(got, [(4, false), (1, false), (0, false), (5, false)]);
     }
 }
+
+/// Why a profile of `mode` (read from `file`) cannot give intraprocedural
+/// paths where a command needs them.
+pub fn no_paths(mode: pathprof_profile::Mode, file: &std::path::Path) -> anyhow::Error {
+    use pathprof_profile::Mode;
+    let why = match mode {
+        Mode::Segments => "a segments profile holds interprocedural path segments, not paths of one function; give a path or PPP profile (segment profiles are compared by residual-report; interprocedural PPP is not built yet)".to_string(),
+        Mode::Context | Mode::Piecewise => format!("a {mode} profile holds interprocedural paths, not paths of one function; give a path or PPP profile"),
+        _ => "an edge profile has no paths; give a path or PPP profile".to_string(),
+    };
+    anyhow::anyhow!("{}: {why}", file.display())
+}

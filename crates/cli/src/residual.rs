@@ -90,7 +90,7 @@ pub fn residual(
             ppp,
         } = &f.data
         else {
-            bail!("{name}: an edge profile has no paths; give a path or PPP profile");
+            return Err(report::no_paths(field.mode, field_path));
         };
         let set = match (tested.is_empty(), ppp) {
             (false, _) => tested_in(f, tested, tested_paths)?,
@@ -172,10 +172,7 @@ fn tested_in(
             FunctionData::Path { numbered: fnum, .. },
         ) = (&tf.data, &f.data)
         else {
-            bail!(
-                "{}: an edge profile has no paths; give a path or PPP profile",
-                p.as_ref().display()
-            );
+            return Err(report::no_paths(t.mode, p.as_ref()));
         };
         if tn != fnum {
             bail!(

@@ -264,6 +264,19 @@ fn segment_residuals_refuse_what_they_cannot_compare() {
         "t.json: segments of depth 2, the field profile's are of depth 1"
     );
     assert!(err(vec![]).starts_with("f.json: a segment profile needs --tested PROFILE"));
+    let dir = tempfile::tempdir().unwrap();
+    let seg = dir.path().join("seg.json");
+    one.write(&seg).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathprof"))
+        .args(["run", "--mode", "ppp", "--interesting"])
+        .arg(&seg)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("pathprof: error: {}: a segments profile holds interprocedural path segments, not paths of one function; give a path or PPP profile (segment profiles are compared by residual-report; interprocedural PPP is not built yet)\n", seg.display())
+    );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathprof"))
         .args(["run", "--mode", "edge", "--segments", "2"])
         .arg(&path)
