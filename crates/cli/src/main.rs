@@ -251,7 +251,7 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
     /// Record the run's interprocedural path segments of depth K (Vaswani's IPS: from a subpath ending in a call, across calls nested at most K deep, to a backedge or a return out of the function it began in) from a trace of the run, exactly; with --mode path only.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", conflicts_with_all = ["timings", "interesting"])]
     segments: Option<usize>,
     /// Arguments passed to the program (after `--`); with --invoke, the export's parameters.
     #[arg(last = true)]
@@ -655,6 +655,15 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     check_not_input(&a.program, &a.output, false)?;
     if let Some(t) = &a.timings {
         check_not_input(&a.program, t, false)?;
+    }
+    if let Some(k) = a
+        .segments
+        .filter(|k| !(1..=pathprof::segments::MAX_K).contains(k))
+    {
+        bail!(
+            "--segments {k}: the depth must be 1 to {}",
+            pathprof::segments::MAX_K
+        );
     }
     if a.segments.is_some() && a.mode != RunMode::Path {
         let mode = a.mode.to_possible_value().map(|v| v.get_name().to_string());

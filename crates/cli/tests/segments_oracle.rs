@@ -287,6 +287,21 @@ fn segment_residuals_refuse_what_they_cannot_compare() {
         String::from_utf8_lossy(&out.stderr),
         "pathprof: error: --segments records segments from a trace of the run: it goes with --mode path, not --mode edge\n"
     );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathprof"))
+        .args(["run", "--segments", "0"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "pathprof: error: --segments 0: the depth must be 1 to 16\n"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathprof"))
+        .args(["run", "--segments", "1", "--timings", "t.json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "clap refuses the pair");
 }
 
 /// `merge` of two segment profiles: every segment of either run, with the
