@@ -23,7 +23,7 @@
 //!   trap, `proc_exit`) is not counted, as a Ball-Larus path in flight is
 //!   not.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 
@@ -163,25 +163,16 @@ impl Prepared {
         let mut profile = self.template.clone();
         profile.runs = 1;
         profile.abrupt_runs = u64::from(exit.is_abrupt());
-        let at: HashMap<u32, usize> = profile
-            .functions
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.func_index, i))
-            .collect();
-        for ((func, edge), c) in r.edges {
-            let f = at
-                .get(&func)
-                .and_then(|&i| profile.functions.get_mut(i))
-                .ok_or_else(|| anyhow!("the trace names function {func}, not traced"))?;
-            if let FunctionData::Edge { edge_counts, .. } = &mut f.data {
-                *edge_counts
-                    .get_mut(edge as usize)
-                    .ok_or_else(|| anyhow!("the trace names edge {edge} of function {func}"))? += c;
+        for f in &mut profile.functions {
+            let counted = r.edges.get(f.func_index as usize);
+            if let (FunctionData::Edge { edge_counts, .. }, Some(c)) = (&mut f.data, counted) {
+                edge_counts.clone_from(c);
             }
         }
-        let segments = r
-            .segments
+        // In the order of their subpaths, as the format says.
+        let mut closed: Vec<(Ips, u64)> = r.segments.into_iter().collect();
+        closed.sort_unstable();
+        let segments = closed
             .into_iter()
             .map(|(ips, count)| self.spell(&ips, count))
             .collect::<Result<_>>()?;
@@ -226,9 +217,10 @@ impl TraceSink for Channel {
 
 /// What the recorder counted.
 struct Finished {
-    segments: BTreeMap<Ips, u64>,
-    /// Per (module function index, edge): how often it was taken.
-    edges: BTreeMap<(u32, u32), u64>,
+    /// Hashed, not ordered: a long run closes billions of segments.
+    segments: HashMap<Ips, u64>,
+    /// Per module function index, per edge: how often it was taken.
+    edges: Vec<Vec<u64>>,
     subpaths: u64,
 }
 
@@ -245,8 +237,8 @@ impl<'a> Recorder<'a> {
             stream: EventStream::new(&p.msg),
             segmenter: Segmenter::new(&p.numbering, k),
             done: Finished {
-                segments: BTreeMap::new(),
-                edges: BTreeMap::new(),
+                segments: HashMap::new(),
+                edges: edge_counters(&p.template),
                 subpaths: 0,
             },
             error: None,
@@ -258,7 +250,17 @@ impl<'a> Recorder<'a> {
             return;
         }
         for e in batch {
-            *self.done.edges.entry((e.func, e.edge)).or_insert(0) += 1;
+            let counter = self.done.edges.get_mut(e.func as usize);
+            match counter.and_then(|f| f.get_mut(e.edge as usize)) {
+                Some(c) => *c += 1,
+                None => {
+                    let (f, edge) = (e.func, e.edge);
+                    self.error = Some(anyhow!(
+                        "the trace names edge {edge} of function {f}, not traced"
+                    ));
+                    return;
+                }
+            }
             if let Err(err) = self.stream.edge(e.func, e.edge) {
                 self.error = Some(err.into());
                 return;
@@ -296,6 +298,21 @@ impl<'a> Recorder<'a> {
             None => Ok(self.done),
         }
     }
+}
+
+/// Zeroed edge counters for every traced function, by module index.
+fn edge_counters(template: &Profile) -> Vec<Vec<u64>> {
+    let n = template
+        .functions
+        .iter()
+        .map(|f| f.func_index as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut out = vec![Vec::new(); n];
+    for f in &template.functions {
+        out[f.func_index as usize] = vec![0; f.edges.len()];
+    }
+    out
 }
 
 /// `pathprof run --segments K`: records, writes the profile to `output`,
