@@ -358,7 +358,11 @@ fn instrument_then_collect_equals_run_invoke() {
 
     // The "host": wasmtime used directly, as a user's own embedding would.
     let bytes = std::fs::read(&inst).unwrap();
-    let engine = wasmtime::Engine::new(wasmtime::Config::new().wasm_multi_memory(true)).unwrap();
+    // Copy-on-write images off, as in the runner: other test threads fork
+    // (docs/decisions.md#no-memory-cow).
+    let mut config = wasmtime::Config::new();
+    config.wasm_multi_memory(true).memory_init_cow(false);
+    let engine = wasmtime::Engine::new(&config).unwrap();
     let module = wasmtime::Module::new(&engine, &bytes).unwrap();
     let mut store = wasmtime::Store::new(&engine, ());
     let instance = wasmtime::Instance::new(&mut store, &module, &[]).unwrap();

@@ -100,6 +100,13 @@ fn config_aligned(align_log2: u32) -> Config {
         .wasm_backtrace_max_frames(NonZeroUsize::new(MAX_BACKTRACE_FRAMES))
         .consume_fuel(true)
         .cranelift_opt_level(OptLevel::Speed)
+        // Linear memories are initialised by copying their data segments,
+        // not mapped copy-on-write from a sealed memfd: sealing fails with
+        // EBUSY when another thread of the process forks while the memfd
+        // is mapped writable, which a host that spawns processes (our test
+        // harness, a build tool embedding the runner) does at any time
+        // (docs/decisions.md#no-memory-cow).
+        .memory_init_cow(false)
         .profiler(jit_profiler());
     // SAFETY: wasmtime lists this flag among those that do not change the
     // semantics of compiled code; it only pads between functions.
