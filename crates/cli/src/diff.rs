@@ -7,7 +7,8 @@
 //!
 //! A path is (function, kind, Ball-Larus number), self loops included; the
 //! two profiles must number every function alike (same truncation), or
-//! their numbers would name different paths.
+//! their numbers would name different paths. Two segment profiles
+//! (`run --segments K`, of one depth) are compared segment by segment.
 
 use std::collections::BTreeMap;
 
@@ -26,6 +27,8 @@ pub struct Diff {
     pub appeared: usize,
     pub disappeared: usize,
     pub changed: usize,
+    /// What was compared: `paths` or `segments`.
+    pub of: &'static str,
     /// Every path whose share differs, largest change first.
     pub paths: Vec<PathChange>,
 }
@@ -36,19 +39,72 @@ pub struct PathChange {
     pub status: &'static str,
     pub function: String,
     pub kind: String,
-    pub path: u64,
+    /// The path number (none for a segment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<u64>,
     pub count_a: u64,
     pub count_b: u64,
     /// Shares of each profile's path executions, in percent.
     pub percent_a: f64,
     pub percent_b: f64,
+    /// Its blocks (a segment: its subpaths, as `report` prints them).
     pub blocks: String,
 }
 
-type Key = (u32, bool, u64);
+/// A path or segment of one profile, as the diff compares it.
+struct Item {
+    key: Key,
+    function: String,
+    kind: String,
+    path: Option<u64>,
+    blocks: String,
+    count: u64,
+}
 
-fn key(p: &HotPath) -> Key {
-    (p.func_index, p.kind == report::SELF_LOOP, p.path)
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    /// (function, self loop, number).
+    Path(u32, bool, u64),
+    Segment(pathprof_profile::segments::SegmentKey),
+}
+
+fn path_items(p: &Profile) -> Result<Vec<Item>> {
+    Ok(report::hot_rows(p, None)?
+        .into_iter()
+        .map(|r: HotPath| Item {
+            key: Key::Path(r.func_index, r.kind == report::SELF_LOOP, r.path),
+            blocks: r
+                .blocks
+                .iter()
+                .map(|b| b.block.index().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            function: r.function,
+            kind: r.kind,
+            path: Some(r.path),
+            count: r.count,
+        })
+        .collect())
+}
+
+fn segment_items(p: &Profile) -> Vec<Item> {
+    let Some(sp) = p.segments.as_deref() else {
+        return Vec::new();
+    };
+    sp.segments
+        .iter()
+        .filter_map(|s| {
+            let row = crate::segments_report::row(p, s, 0)?;
+            Some(Item {
+                key: Key::Segment(s.key()),
+                function: row.segment.split(':').next().unwrap_or("").to_string(),
+                kind: "segment".into(),
+                path: None,
+                blocks: row.segment,
+                count: s.count,
+            })
+        })
+        .collect()
 }
 
 /// The difference from `a` to `b` (named `name_b` in errors).
@@ -56,9 +112,22 @@ pub fn diff(a: &Profile, b: &Profile, name_b: &str) -> Result<Diff> {
     if a.module_hash != b.module_hash {
         bail!("{name_b}: a profile of another module; diff compares two profiles of one module");
     }
-    check_numbering(a, b, name_b)?;
-    let (ra, rb) = (report::hot_rows(a, None)?, report::hot_rows(b, None)?);
-    let total = |rows: &[HotPath]| rows.iter().map(|p| p.count).sum::<u64>();
+    let (ra, rb) = match (&a.segments, &b.segments) {
+        (Some(x), Some(y)) if x.k == y.k => (segment_items(a), segment_items(b)),
+        (Some(x), Some(y)) => bail!(
+            "{name_b}: segments of depth {}, the first profile's are of depth {}",
+            y.k,
+            x.k
+        ),
+        (None, None) => {
+            check_numbering(a, b, name_b)?;
+            (path_items(a)?, path_items(b)?)
+        }
+        _ => bail!(
+            "{name_b}: diff compares two path profiles or two segment profiles, not one of each"
+        ),
+    };
+    let total = |items: &[Item]| items.iter().map(|p| p.count).sum::<u64>();
     let (ta, tb) = (total(&ra), total(&rb));
     let share = |c: u64, t: u64| {
         if t == 0 {
@@ -67,12 +136,12 @@ pub fn diff(a: &Profile, b: &Profile, name_b: &str) -> Result<Diff> {
             100.0 * c as f64 / t as f64
         }
     };
-    let mut all: BTreeMap<Key, (Option<&HotPath>, Option<&HotPath>)> = BTreeMap::new();
+    let mut all: BTreeMap<Key, (Option<&Item>, Option<&Item>)> = BTreeMap::new();
     for p in &ra {
-        all.entry(key(p)).or_default().0 = Some(p);
+        all.entry(p.key.clone()).or_default().0 = Some(p);
     }
     for p in &rb {
-        all.entry(key(p)).or_default().1 = Some(p);
+        all.entry(p.key.clone()).or_default().1 = Some(p);
     }
     let mut overlap = 0.0;
     let mut paths = Vec::new();
@@ -97,12 +166,7 @@ pub fn diff(a: &Profile, b: &Profile, name_b: &str) -> Result<Diff> {
             count_b: cb,
             percent_a: sa,
             percent_b: sb,
-            blocks: p
-                .blocks
-                .iter()
-                .map(|b| b.block.index().to_string())
-                .collect::<Vec<_>>()
-                .join(" "),
+            blocks: p.blocks.clone(),
         });
     }
     paths.sort_by(|x, y| {
@@ -117,6 +181,11 @@ pub fn diff(a: &Profile, b: &Profile, name_b: &str) -> Result<Diff> {
         appeared: count("appeared"),
         disappeared: count("disappeared"),
         changed: count("changed"),
+        of: if a.segments.is_some() {
+            "segments"
+        } else {
+            "paths"
+        },
         paths,
     })
 }
@@ -161,31 +230,46 @@ impl Diff {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "overlap {:.2}%: {} paths appeared, {} disappeared, {} changed share ({} path executions in A, {} in B)",
-            self.overlap, self.appeared, self.disappeared, self.changed, self.executions_a, self.executions_b
+            "overlap {:.2}%: {} {of} appeared, {} disappeared, {} changed share ({} executions in A, {} in B)",
+            self.overlap,
+            self.appeared,
+            self.disappeared,
+            self.changed,
+            self.executions_a,
+            self.executions_b,
+            of = self.of
         );
         if !self.paths.is_empty() {
             let _ = writeln!(
                 s,
-                "{:<12} {:>8} {:>8}  function path: blocks",
-                "", "A %", "B %"
+                "{:<12} {:>8} {:>8}  {}",
+                "",
+                "A %",
+                "B %",
+                if self.of == "paths" {
+                    "function path: blocks"
+                } else {
+                    "segment"
+                }
             );
         }
         for p in self.paths.iter().take(top) {
+            // A path: `function number: blocks`; a segment: its subpaths.
+            let what = match p.path {
+                Some(n) => {
+                    let self_loop = if p.kind == report::SELF_LOOP {
+                        " (self loop)"
+                    } else {
+                        ""
+                    };
+                    format!("{} {n}{self_loop}: {}", p.function, p.blocks)
+                }
+                None => p.blocks.clone(),
+            };
             let _ = writeln!(
                 s,
-                "{:<12} {:>7.2}% {:>7.2}%  {} {}{}: {}",
-                p.status,
-                p.percent_a,
-                p.percent_b,
-                p.function,
-                p.path,
-                if p.kind == report::SELF_LOOP {
-                    " (self loop)"
-                } else {
-                    ""
-                },
-                p.blocks
+                "{:<12} {:>7.2}% {:>7.2}%  {what}",
+                p.status, p.percent_a, p.percent_b
             );
         }
         if self.paths.len() > top {

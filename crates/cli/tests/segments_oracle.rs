@@ -229,6 +229,32 @@ fn residual_of_segments_is_the_oracles_set_difference() {
             .collect();
         assert!(!untested.is_empty() && untested.len() < fielded.len());
         let (t, f) = (record(&m, &train, k), record(&m, &field, k));
+        // diff: segments that appeared and disappeared, and the overlap of
+        // the two distributions, from the oracle's counts.
+        let d = pathprof::diff::diff(&t, &f, "field").unwrap();
+        let (ta, tb) = (
+            tested.values().sum::<u64>() as f64,
+            fielded.values().sum::<u64>() as f64,
+        );
+        let overlap: f64 = tested
+            .iter()
+            .filter_map(|(s, &a)| {
+                fielded
+                    .get(s)
+                    .map(|&b| (100.0 * a as f64 / ta).min(100.0 * b as f64 / tb))
+            })
+            .sum();
+        let gone = tested.keys().filter(|s| !fielded.contains_key(*s)).count();
+        assert_eq!((d.appeared, d.disappeared), (untested.len(), gone), "k={k}");
+        assert!(
+            (d.overlap - overlap).abs() < 1e-9,
+            "k={k}: {} against {overlap}",
+            d.overlap
+        );
+        assert!(d
+            .paths
+            .iter()
+            .all(|p| p.kind == "segment" && p.path.is_none()));
         let r =
             pathprof::residual_segments::residual(&f, "field".as_ref(), &[t], &["test"]).unwrap();
         let s = &r.summary;
