@@ -3,6 +3,7 @@
 #
 #   OUTDIR/NAME.O0.wasm   clang --target=wasm32-wasi -O0 -g
 #   OUTDIR/NAME.O2.wasm   clang --target=wasm32-wasi -O2 -g
+#                         (plus the flags of a first line `// wasm-cflags: ...`)
 #   OUTDIR/NAME.native    gcc -O2 for the host: the tests' independent oracle
 #
 # Usage: scripts/build-c-fixtures.sh [OUTDIR]   (default tests/fixtures/c/build)
@@ -62,10 +63,12 @@ sources=("$src_dir"/*.c)
 
 for src in "${sources[@]}"; do
     name=$(basename "$src" .c)
+    # A source's own wasm flags: a first line `// wasm-cflags: FLAGS`.
+    extra=$(sed -n '1s|^// wasm-cflags: ||p' "$src")
     for opt in O0 O2; do
-        # shellcheck disable=SC2086 # WASI_CFLAGS is a list of flags
+        # shellcheck disable=SC2086 # WASI_CFLAGS and extra are lists of flags
         build "$out_dir/$name.$opt.wasm" "$src" \
-            "$WASI_CC" $WASI_CFLAGS "-$opt" -g \
+            "$WASI_CC" $WASI_CFLAGS $extra "-$opt" -g \
             "${WARN[@]}" "$src"
     done
     build "$out_dir/$name.native" "$src" "$HOST_CC" -O2 "${WARN[@]}" "$src"

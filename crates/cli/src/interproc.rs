@@ -12,11 +12,12 @@
 
 use anyhow::{Context, Result};
 use pathprof_graph::interproc::{hybrid, CallSiteId, Callee, FuncId, Interproc, Mode, Supergraph};
-use pathprof_graph::GraphError;
+use pathprof_graph::{EdgeId, GraphError};
 use pathprof_profile::interproc::{InterprocPath, InterprocProfile, SiteInfo};
 use pathprof_profile::Profile;
 use pathprof_techniques::{interproc as technique, FunctionPlan, PathTable, RawCounters};
 use pathprof_wasm::supergraph::ModuleSupergraph;
+use pathprof_wasm::EdgeKind;
 use serde::{Deserialize, Serialize};
 
 use crate::driver::{Instrumented, Options, Recorder, Technique};
@@ -144,6 +145,8 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
     let Numbered {
         info,
         call_index,
+        tail_index,
+        exceptions,
         ip,
         meta,
     } = numbered(module, mode, opts, true)?;
@@ -156,7 +159,13 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
         .enumerate()
         .map(|(i, f)| {
             f.as_ref().ok().map(|fcfg| {
-                technique::plan(&ip, FuncId::new(i), &call_index[i], array)
+                let sites = technique::WasmSites {
+                    calls: &call_index[i],
+                    tails: &tail_index[i],
+                    throws: &exceptions[i].0,
+                    catches: &exceptions[i].1,
+                };
+                technique::plan(&ip, FuncId::new(i), &sites, array)
                     .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))
             })
         })
@@ -196,6 +205,11 @@ struct Numbered {
     info: pathprof_wasm::ModuleInfo,
     /// Per defined function, per supergraph call: its wasm call-site index.
     call_index: Vec<Vec<u32>>,
+    /// Per defined function, per supergraph tail call: its wasm call-site
+    /// index.
+    tail_index: Vec<Vec<u32>>,
+    /// Per defined function: its throw edges and its catch edges.
+    exceptions: Vec<(Vec<EdgeId>, Vec<EdgeId>)>,
     ip: Interproc,
     meta: InterprocMeta,
 }
@@ -206,8 +220,9 @@ fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> R
     let info = pathprof_wasm::analyze(module)?;
     let mut msg = ModuleSupergraph::new(module, &info)?;
     if instrumenting {
-        technique::check(&msg.supergraph)?;
+        refuse_unsupported(&msg, &info)?;
     }
+    let exceptions = msg.edge_kinds.iter().map(|k| exception_edges(k)).collect();
     let truncate_above = opts.ball_larus.truncate_above;
     let sites = site_offsets(&msg, &info);
     let policy = match &opts.hybrid {
@@ -225,9 +240,61 @@ fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> R
     Ok(Numbered {
         info,
         call_index: msg.call_index,
+        tail_index: msg.tail_index,
+        exceptions,
         ip,
         meta,
     })
+}
+
+/// The throw edges and the catch edges (not into EXIT) of a function whose
+/// edges are of `kinds`.
+fn exception_edges(kinds: &[EdgeKind]) -> (Vec<EdgeId>, Vec<EdgeId>) {
+    let of = |want: &dyn Fn(EdgeKind) -> bool| {
+        (0..kinds.len())
+            .filter(|&e| want(kinds[e]))
+            .map(EdgeId::new)
+            .collect()
+    };
+    (
+        of(&|k| matches!(k, EdgeKind::Throw | EdgeKind::ThrowRef)),
+        of(&|k| k == EdgeKind::Catch),
+    )
+}
+
+/// Refuses what the instrumentation does not handle
+/// ([`technique::Unsupported`]): a tail call that may enter a profiled
+/// function or an opaque one (a profiled callee starts a path afresh, an
+/// opaque one returns for the caller: the call must know which), and a
+/// catch clause into the function's own label.
+fn refuse_unsupported(msg: &ModuleSupergraph, info: &pathprof_wasm::ModuleInfo) -> Result<()> {
+    let described = |f: usize| {
+        let fcfg = info.functions[f].as_ref().expect("a modelled function");
+        let name = fcfg.name.clone().unwrap_or_else(|| "?".into());
+        (fcfg, info.num_imported_funcs + f as u32, name)
+    };
+    if let Some(&(f, k)) = msg.mixed_tail_calls.first() {
+        let (fcfg, function, name) = described(f.index());
+        let offset = fcfg.calls[k as usize].offset;
+        return Err(technique::Unsupported::MixedTailCall {
+            function,
+            name,
+            offset,
+        }
+        .into());
+    }
+    for (f, fcfg) in info.functions.iter().enumerate() {
+        let Ok(fcfg) = fcfg else { continue };
+        let into_exit = fcfg.cfg.edge_ids().any(|e| {
+            fcfg.edge_kinds[e.index()] == EdgeKind::Catch
+                && fcfg.cfg.dst(e) == pathprof_graph::Cfg::EXIT
+        });
+        if into_exit {
+            let (_, function, name) = described(f);
+            return Err(technique::Unsupported::CatchIntoExit { function, name }.into());
+        }
+    }
+    Ok(())
 }
 
 /// Numbers `sg` under the hybrid policy; returns the numbering and the

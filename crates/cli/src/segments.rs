@@ -77,8 +77,15 @@ impl Prepared {
     ) -> Result<Prepared> {
         let info = pathprof_wasm::analyze(module)?;
         let mut msg = ModuleSupergraph::new(module, &info)?;
-        pathprof_techniques::interproc::check(&msg.supergraph)
-            .map_err(|e| anyhow!("{e}").context("segments cannot be recorded"))?;
+        for (f, func) in msg.supergraph.functions.iter().enumerate() {
+            let f = msg.num_imported_funcs as usize + f;
+            if !func.tail_calls.is_empty() {
+                bail!("segments cannot be recorded: function {f} makes a tail call (return_call*), which the segmenter does not handle yet");
+            }
+            if !func.throws.is_empty() || !func.handlers.is_empty() {
+                bail!("segments cannot be recorded: function {f} throws or catches exceptions, which the segmenter does not handle yet");
+            }
+        }
         let numbering = match SubpathNumbering::new(&msg.supergraph) {
             Ok(n) if !force => n,
             _ => {

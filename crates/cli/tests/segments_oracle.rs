@@ -151,7 +151,7 @@ fn check(m: &Module, inv: &Invocation) -> [usize; 3] {
 fn c_programs_record_exactly_the_segments_of_their_runs() {
     let engine = pathprof_runner::engine().unwrap();
     let build = programs::root().join("tests/fixtures/c/build");
-    let mut modules: BTreeMap<String, Module> = BTreeMap::new();
+    let mut modules: BTreeMap<String, Option<Module>> = BTreeMap::new();
     let mut runs = 0;
     let mut deeper = 0;
     for (name, inv) in programs::c_cases() {
@@ -160,8 +160,13 @@ fn c_programs_record_exactly_the_segments_of_their_runs() {
             let m = modules.entry(build_name.clone()).or_insert_with(|| {
                 let bytes = std::fs::read(build.join(format!("{build_name}.wasm")))
                     .expect("run scripts/build-c-fixtures.sh first");
-                module(&engine, &build_name, &bytes).expect("C fixtures have no tail call")
+                module(&engine, &build_name, &bytes)
             });
+            // The segmenter refuses tail calls; only this fixture has them.
+            let Some(m) = m else {
+                assert_eq!(name, "tailcall", "{build_name} refused");
+                continue;
+            };
             let distinct = check(m, &inv);
             assert!(distinct[0] > 0, "{build_name} {inv:?}: no segment");
             deeper += usize::from(distinct[2] > distinct[0]);

@@ -96,7 +96,16 @@ fn the_fixture_builds_are_the_same_with_wasm_opt_installed() {
         let src = sources.join(format!("{name}.c")).display().to_string();
         let obj = dir.path().join(format!("{name}.o")).display().to_string();
         let reference = dir.path().join(format!("{name}.ref.wasm"));
-        clang(&["-O2", "-g", "-c", &src, "-o", &obj]);
+        // A source's own flags, as the script reads them.
+        let text = std::fs::read_to_string(&src).unwrap();
+        let extra = text
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("// wasm-cflags: "))
+            .unwrap_or("");
+        let mut args: Vec<&str> = extra.split_whitespace().collect();
+        args.extend(["-O2", "-g", "-c", &src, "-o", &obj]);
+        clang(&args);
         clang(&[&obj, "-o", &reference.display().to_string()]);
         let built = std::fs::read(out.join(format!("{name}.O2.wasm"))).unwrap();
         let reference = std::fs::read(&reference).unwrap();

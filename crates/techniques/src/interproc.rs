@@ -17,7 +17,10 @@
 //!   [`SAVED_CNT`] by an activation entered afresh;
 //! - whether an activation was entered through an uncut call site, in
 //!   [`UNCUT`]: the caller sets [`G_UNCUT`] right before the call and the
-//!   callee clears it. Only functions entered both ways read it.
+//!   callee clears it. Only functions entered both ways read it;
+//! - whether the activation an uncut call site entered ended in a tail
+//!   call, in module register [`G_TAILED`] (section 9's tail calls, below),
+//!   saved around the call in [`TAILED`].
 //!
 //! Where the rules run:
 //! - entry (`entry` actions): through an uncut site, take `pathNum` and
@@ -35,7 +38,27 @@
 //!   registers), the summary edge's rho after;
 //! - exit: through an uncut site, `pathNum` back to the caller; afresh,
 //!   count the path (piecewise: plus `Exit_P -> Exit_global`'s value with no
-//!   parenthesis open) and restore the caller's parenthesis count.
+//!   parenthesis open) and restore the caller's parenthesis count;
+//! - a tail call into a profiled function (instead of the exit actions):
+//!   count `pathNum + rho(u -> GExit)` at the tail-calling vertex `u`; the
+//!   callee is entered afresh (it is an entry function). Entered through an
+//!   uncut site, set [`G_TAILED`]: the call site reads it when control comes
+//!   back and restarts along its return site's surrogate entry instead of
+//!   taking `pathNum` back. Entered afresh, leave [`G_TAILED`] alone (the
+//!   callee inherits what the activation would have returned to) and,
+//!   piecewise, restore the caller's parenthesis count first, so the callee
+//!   saves that one;
+//! - an uncut call to a function that may tail-call: clear [`G_TAILED`]
+//!   before (keeping its value in [`TAILED`]: this activation may itself be
+//!   in a tail-call chain that has not returned yet) and restore it after;
+//! - a `throw`/`throw_ref` (9.2.2): the path ends at the throwing vertex
+//!   `u` along `u -> GExit`; its number plus one goes to module register
+//!   [`G_THROWN`] (zero: nothing thrown);
+//! - a catch edge into handler `h`: count what [`G_THROWN`] holds and clear
+//!   it, then start a path along the surrogate `Entry_P -> h` (as after a
+//!   backedge). [`G_TAILED`] gets back the value it had when the catching
+//!   activation was entered, kept in [`TAILED_AT_ENTRY`]: the exception may
+//!   have left a tail-call chain that was under way in a callee.
 //!
 //! Departures from the paper (beyond those of the walk):
 //! - The paper's callee reads how it was entered from its parameters; a
@@ -44,12 +67,19 @@
 //!   (docs/decisions.md#interproc-state).
 //! - Paths are counted in the table of the function where they end; the
 //!   collector adds the tables up (a path number is module-wide).
-//! - Tail calls and exceptions (9.2) are not instrumented yet: [`plan`]
-//!   refuses a supergraph that has them ([`Unsupported`]).
+//! - The thrown path is counted where it is caught, not at the throw (the
+//!   paper's Fig. 8 place): the walk counts it only when a profiled
+//!   function catches it, and an exception that ends the run is like a
+//!   trap, whose path in flight is not counted.
+//! - Not instrumented ([`Unsupported`], refused by the caller of this
+//!   module, which sees the wasm): a tail call that may enter an opaque
+//!   function as well as a profiled one (which one, only the run knows),
+//!   and a catch clause into the function's own label (the walk gives no
+//!   path that starts at EXIT).
 
 use pathprof_graph::interproc::numbering::PiecewiseValues;
 use pathprof_graph::interproc::{
-    Callee, EdgeRole, FuncId, Interproc, Linear, LocalEdgeId, Mode, Supergraph,
+    Callee, EdgeRole, FuncId, Interproc, Linear, LocalEdgeId, Mode, TailCall,
 };
 use pathprof_graph::EdgeId;
 
@@ -65,41 +95,50 @@ pub const ON_ENTRY: Reg = 2;
 pub const SAVED_CNT: Reg = 3;
 pub const TMP: Reg = 4;
 pub const UNCUT: Reg = 5;
-const REGISTERS: usize = 6;
+pub const TAILED: Reg = 6;
+pub const TAILED_AT_ENTRY: Reg = 7;
+const REGISTERS: usize = 8;
 
 /// Module registers.
 pub const G_PATH: GlobalReg = 0;
 pub const G_NVC: GlobalReg = 1;
 pub const G_CNT: GlobalReg = 2;
 pub const G_UNCUT: GlobalReg = 3;
+pub const G_TAILED: GlobalReg = 4;
+pub const G_THROWN: GlobalReg = 5;
 
 /// The module registers every plan uses.
 pub fn module_plan() -> ModulePlan {
     ModulePlan {
-        globals: vec![Width::I64; 4],
+        globals: vec![Width::I64; 6],
     }
 }
 
-/// What the supergraph has that the instrumentation does not handle yet.
+/// What a module has that the instrumentation does not handle.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Unsupported {
-    #[error("function {0} makes a tail call (return_call*); interprocedural modes do not handle tail calls yet")]
-    TailCall(usize),
-    #[error("function {0} throws or catches exceptions; interprocedural modes do not handle exceptions yet")]
-    Exceptions(usize),
+    #[error("function {function} ({name}): the tail call at 0x{offset:x} may enter a profiled function or an imported or unmodelled one, which interprocedural modes cannot tell apart before the call")]
+    MixedTailCall {
+        function: u32,
+        name: String,
+        offset: u32,
+    },
+    #[error("function {function} ({name}): a catch clause branches to the function's own label; interprocedural modes do not handle that yet")]
+    CatchIntoExit { function: u32, name: String },
 }
 
-/// Refuses what [`plan`] cannot instrument.
-pub fn check(sg: &Supergraph) -> Result<(), Unsupported> {
-    for (f, func) in sg.functions.iter().enumerate() {
-        if !func.tail_calls.is_empty() {
-            return Err(Unsupported::TailCall(f));
-        }
-        if !func.throws.is_empty() || !func.handlers.is_empty() {
-            return Err(Unsupported::Exceptions(f));
-        }
-    }
-    Ok(())
+/// Where a function's calls and exception edges are in the wasm function
+/// (the supergraph does not say which edges throw or catch).
+#[derive(Clone, Copy, Debug)]
+pub struct WasmSites<'a> {
+    /// Per supergraph call: its index among the wasm function's call sites.
+    pub calls: &'a [u32],
+    /// Per supergraph tail call: likewise.
+    pub tails: &'a [u32],
+    /// Original edges that `throw`/`throw_ref` to EXIT.
+    pub throws: &'a [EdgeId],
+    /// Original edges ENTRY -> handler of catch clauses (not into EXIT).
+    pub catches: &'a [EdgeId],
 }
 
 /// How a function may be entered.
@@ -122,25 +161,37 @@ fn entry_kind(ip: &Interproc, f: FuncId) -> Option<Entry> {
 }
 
 /// The plan of supergraph function `f` (`None`: never entered, left
-/// alone). `call_index[k]` is the index among the wasm function's call
-/// sites of the supergraph's local call `k`; `table` is where its paths are
-/// counted if any end in it.
+/// alone), whose calls and exception edges are `sites`; `table` is where
+/// its paths are counted if any end in it.
 pub fn plan(
     ip: &Interproc,
     f: FuncId,
-    call_index: &[u32],
+    sites: &WasmSites<'_>,
     table: PathTable,
 ) -> Option<FunctionPlan> {
     let entry = entry_kind(ip, f)?;
-    let p = Planner { ip, f, entry };
-    let mut counts = entry != Entry::Uncut;
+    let p = Planner {
+        ip,
+        f,
+        entry,
+        sites: *sites,
+    };
+    let tails = &ip.tail_calls[f.index()];
+    let mut counts = entry != Entry::Uncut || !tails.is_empty();
     let split = &ip.splits[f.index()];
     let edges = EdgeActions::from_fn(split.original_edges, |e, out| {
         counts |= p.edge(EdgeId::new(e), out);
     });
-    let calls = (0..split.call_vertex.len())
-        .map(|k| p.call(k, call_index[k]))
+    let mut calls: Vec<CallActions> = (0..split.call_vertex.len())
+        .map(|k| p.call(k, sites.calls[k]))
+        .chain(
+            tails
+                .iter()
+                .zip(sites.tails)
+                .map(|(t, &i)| p.tail_call(t, i)),
+        )
         .collect();
+    calls.sort_by_key(|c| c.site);
     Some(FunctionPlan {
         registers: vec![Width::I64; REGISTERS],
         paths: if counts { table } else { PathTable::None },
@@ -159,6 +210,7 @@ struct Planner<'a> {
     ip: &'a Interproc,
     f: FuncId,
     entry: Entry,
+    sites: WasmSites<'a>,
 }
 
 /// `reg += rho(src)`, nothing for a zero function.
@@ -214,6 +266,17 @@ impl Planner<'_> {
 
     /// The actions of original edge `e`; whether a path is counted there.
     fn edge(&self, e: EdgeId, out: &mut Vec<Action>) -> bool {
+        if self.is_tail_edge(e) {
+            return false; // the tail call's actions end the path instead
+        }
+        if self.sites.throws.contains(&e) {
+            self.throw(e, out);
+            return false;
+        }
+        if self.sites.catches.contains(&e) {
+            self.catch(e, out);
+            return true;
+        }
         match self.ip.locals[self.f.index()].roles[e.index()] {
             EdgeRole::Kept(d) => {
                 apply(out, PATH, self.rho(d), NVC);
@@ -229,6 +292,94 @@ impl Planner<'_> {
                 true
             }
             EdgeRole::Unreachable => false,
+        }
+    }
+
+    /// Throw edge `e`: `pathNum + rho(u -> GExit) + 1` to [`G_THROWN`].
+    fn throw(&self, e: EdgeId, out: &mut Vec<Action>) {
+        let u = self.ip.splits[self.f.index()].cfg.src(e);
+        // No surrogate exit: ENTRY does not reach the block.
+        if let Some(exit) = self.ip.locals[self.f.index()].exit_of[u.index()] {
+            apply(out, PATH, self.rho(exit), NVC);
+            out.push(Action::Add {
+                reg: PATH,
+                value: 1,
+            });
+            out.push(Action::LocalToGlobal {
+                global: G_THROWN,
+                reg: PATH,
+            });
+        }
+    }
+
+    /// Catch edge `e` into handler `h`: count the thrown path, restart at
+    /// `h`.
+    fn catch(&self, e: EdgeId, out: &mut Vec<Action>) {
+        let h = self.ip.splits[self.f.index()].cfg.dst(e);
+        out.push(Action::GlobalToLocal {
+            reg: TMP,
+            global: G_THROWN,
+        });
+        let mut count = vec![Action::CountPath {
+            reg: TMP,
+            offset: -1,
+        }];
+        set_global(&mut count, G_THROWN, 0);
+        out.push(if_nonzero(TMP, count, vec![]));
+        out.push(Action::LocalToGlobal {
+            global: G_TAILED,
+            reg: TAILED_AT_ENTRY,
+        });
+        if let Some(entry) = self.ip.locals[self.f.index()].entry_of[h.index()] {
+            self.restart(entry, out);
+        }
+    }
+
+    /// Whether `e` is the edge to EXIT of a block ending in a tail call into
+    /// a profiled function (the walk never takes it: the path ends along
+    /// the tail-calling vertex's surrogate exit).
+    fn is_tail_edge(&self, e: EdgeId) -> bool {
+        let split = &self.ip.splits[self.f.index()];
+        let (u, w) = split.cfg.edge(e);
+        w == pathprof_graph::Cfg::EXIT
+            && self.ip.tail_calls[self.f.index()]
+                .iter()
+                .any(|t| split.last[t.block.index()] == u)
+    }
+
+    /// The actions of tail call `t`, wasm call site `site`: they replace
+    /// the exit actions there.
+    fn tail_call(&self, t: &TailCall, site: u32) -> CallActions {
+        let u = self.ip.splits[self.f.index()].last[t.block.index()];
+        let mut before = vec![];
+        // No surrogate exit: ENTRY does not reach the block.
+        if let Some(exit) = self.ip.locals[self.f.index()].exit_of[u.index()] {
+            apply(&mut before, PATH, self.rho(exit), NVC);
+            before.push(Action::CountPath {
+                reg: PATH,
+                offset: 0,
+            });
+        }
+        let mut uncut = vec![];
+        set_global(&mut uncut, G_TAILED, 1);
+        let fresh = if self.piecewise() {
+            vec![Action::LocalToGlobal {
+                global: G_CNT,
+                reg: SAVED_CNT,
+            }]
+        } else {
+            vec![]
+        };
+        match self.entry {
+            Entry::Uncut => before.extend(uncut),
+            Entry::Fresh => before.extend(fresh),
+            Entry::Both => before.push(if_nonzero(UNCUT, uncut, fresh)),
+        }
+        CallActions {
+            site,
+            before,
+            after: vec![],
+            instead_of_exit: true,
         }
     }
 
@@ -263,6 +414,18 @@ impl Planner<'_> {
     }
 
     fn entry(&self) -> Vec<Action> {
+        let mut out = vec![];
+        if !self.sites.catches.is_empty() {
+            out.push(Action::GlobalToLocal {
+                reg: TAILED_AT_ENTRY,
+                global: G_TAILED,
+            });
+        }
+        out.extend(self.entry_by_kind());
+        out
+    }
+
+    fn entry_by_kind(&self) -> Vec<Action> {
         match self.entry {
             Entry::Uncut => self.entry_uncut(),
             Entry::Fresh => self.entry_fresh(),
@@ -399,6 +562,9 @@ impl Planner<'_> {
             if self.piecewise() {
                 self.piecewise_call(s, &mut before, &mut after);
             }
+            if !ip.tail_calls[q.index()].is_empty() {
+                self.tail_callee(k, &mut before, &mut after);
+            }
         }
         if let Some(link) = split.link_after[k] {
             self.kept(link, &mut after);
@@ -407,7 +573,38 @@ impl Planner<'_> {
             site,
             before,
             after,
+            instead_of_exit: false,
         }
+    }
+
+    /// Around an uncut call `k` to a function that may tail-call: if the
+    /// callee's activation ended in a tail call, the path in flight was
+    /// counted there, and a new one starts at the return site `r` along
+    /// its surrogate entry (`Entry_S -> r`) instead of `after`.
+    fn tail_callee(&self, k: usize, before: &mut Vec<Action>, after: &mut Vec<Action>) {
+        let r = self.ip.splits[self.f.index()].return_site[k];
+        let entry = self.ip.locals[self.f.index()].entry_of[r.index()];
+        let mut save = vec![Action::GlobalToLocal {
+            reg: TAILED,
+            global: G_TAILED,
+        }];
+        set_global(&mut save, G_TAILED, 0);
+        before.splice(0..0, save);
+        let mut restart = vec![];
+        // No surrogate entry: ENTRY does not reach the return site.
+        if let Some(entry) = entry {
+            self.restart(entry, &mut restart);
+        }
+        let returned = std::mem::take(after);
+        after.push(Action::GlobalToLocal {
+            reg: TMP,
+            global: G_TAILED,
+        });
+        after.push(Action::LocalToGlobal {
+            global: G_TAILED,
+            reg: TAILED,
+        });
+        after.push(if_nonzero(TMP, restart, returned));
     }
 
     /// One more open parenthesis before the call; on return, close it, or

@@ -181,7 +181,8 @@ pub struct FunctionPlan {
 ///   instruction, after the edge actions placed at the same instruction (a
 ///   tail call's edge to EXIT, the entry edge); `after` runs when the call
 ///   returns normally, not when it throws or traps, and a tail call may
-///   have none.
+///   have none. A tail call's `before` may replace the function's `exit`
+///   there ([`CallActions::instead_of_exit`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Interproc {
     pub entry: Vec<Action>,
@@ -197,6 +198,12 @@ pub struct CallActions {
     pub site: u32,
     pub before: Vec<Action>,
     pub after: Vec<Action>,
+    /// Only for a tail call: the function's `exit` actions do not run
+    /// before it, `before` does what the technique wants there instead
+    /// (an interprocedural path ends at a tail call into a profiled
+    /// function rather than returning through EXIT).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub instead_of_exit: bool,
 }
 
 /// What a technique decides for the whole module before it plans any

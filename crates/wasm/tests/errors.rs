@@ -397,6 +397,7 @@ fn misfitting_interprocedural_plans_are_refused() {
         site,
         before: Vec::new(),
         after,
+        instead_of_exit: false,
     };
     let count = || vec![Action::CountSlot { index: 0 }];
     let to_global = |global| vec![Action::LocalToGlobal { global, reg: 0 }];
@@ -416,6 +417,17 @@ fn misfitting_interprocedural_plans_are_refused() {
                 ..Interproc::default()
             },
             "call site 1 is outside 0..1",
+        ),
+        (
+            1,
+            Interproc {
+                calls: vec![CallActions {
+                    instead_of_exit: true,
+                    ..site(0, Vec::new())
+                }],
+                ..Interproc::default()
+            },
+            "call site 0 is not a tail call: it cannot replace the exit actions",
         ),
         (
             1,

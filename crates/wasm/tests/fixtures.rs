@@ -348,7 +348,7 @@ const HAND: &[Expect] = &[
     // catch_to_func: B2 = [try_table get call end const add end] -> EXIT;
     // the catch to the function's label is ENTRY -Catch-> EXIT.
     Expect {
-        fixture: "exceptions",
+        fixture: "exceptions_to_label",
         export: "catch_to_func",
         nodes: 3,
         edges: 3,

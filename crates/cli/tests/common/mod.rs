@@ -4,5 +4,6 @@
 #![allow(dead_code)] // each test binary uses its own part of this module
 
 pub mod bin;
+pub mod callgen;
 pub mod oracle;
 pub mod programs;

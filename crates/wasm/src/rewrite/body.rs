@@ -41,7 +41,7 @@ use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::ModuleScan;
 use pathprof_graph::{Cfg, EdgeId, NodeId};
-use pathprof_techniques::{Action, CallActions, FunctionPlan, PathTable};
+use pathprof_techniques::{Action, CallActions, FunctionPlan, Interproc, PathTable};
 use std::ops::Range;
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{BlockType, Encode, InstructionSink};
@@ -470,9 +470,24 @@ impl<'a> Rewriter<'a, '_> {
         };
         match self.fcfg.edge_kinds[e.index()] {
             EdgeKind::Entry => (&inter.entry, &[]),
+            EdgeKind::TailCall if self.tail_replaces_exit(inter, e) => (&[], &[]),
             _ if returns(self.fcfg, e) => (&[], &inter.exit),
             _ => (&[], &[]),
         }
+    }
+
+    /// Whether the tail call that tail-call edge `e` leaves by has
+    /// actions that run instead of the exit actions.
+    fn tail_replaces_exit(&self, inter: &Interproc, e: EdgeId) -> bool {
+        let block = self.fcfg.cfg.src(e);
+        inter.calls.iter().any(|c| {
+            c.instead_of_exit
+                && self
+                    .fcfg
+                    .calls
+                    .get(c.site as usize)
+                    .is_some_and(|site| site.tail && site.block == block)
+        })
     }
 
     fn code(&mut self, e: EdgeId) {

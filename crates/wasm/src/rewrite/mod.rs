@@ -366,6 +366,12 @@ fn check_interproc(
             return Some(format!("call site {} is not in increasing order", c.site));
         }
         last = Some(c.site);
+        if c.instead_of_exit && !site.tail {
+            return Some(format!(
+                "call site {} is not a tail call: it cannot replace the exit actions",
+                c.site
+            ));
+        }
         if site.tail && !c.after.is_empty() {
             return Some(format!(
                 "call site {} is a tail call: nothing runs after it",

@@ -133,6 +133,12 @@ impl<'a> EventStream<'a> {
         Ok(going)
     }
 
+    /// Whether an exception left the profiled code (or was caught where
+    /// no path can start): the events stop there.
+    pub fn is_over(&self) -> bool {
+        self.over
+    }
+
     /// The events made so far and not yet taken.
     pub fn drain(&mut self) -> std::vec::Drain<'_, Event> {
         self.c.out.drain(..)

@@ -53,6 +53,14 @@ pub struct ModuleSupergraph {
     /// function's [`FunctionCfg::calls`] (for the instrumentation, which
     /// keys call-site actions by it).
     pub call_index: Vec<Vec<u32>>,
+    /// Per supergraph function, per supergraph tail call: its index in the
+    /// function's [`FunctionCfg::calls`].
+    pub tail_index: Vec<Vec<u32>>,
+    /// Tail calls that may enter a profiled function or an opaque one
+    /// (an import, an unmodelled function), as (supergraph function, index
+    /// in its [`FunctionCfg::calls`]): which one a run takes is only known
+    /// at run time.
+    pub mixed_tail_calls: Vec<(FuncId, u32)>,
     /// Per supergraph function, per block: the range of its supergraph calls
     /// (a block's calls are contiguous in code order).
     pub block_calls: Vec<Vec<(u32, u32)>>,
@@ -75,17 +83,23 @@ impl ModuleSupergraph {
                 .and_then(|i| info.functions.get(i as usize))
                 .is_some_and(|r| r.is_ok())
         };
-        let targets = |callee: &crate::Callee| -> Vec<FuncId> {
-            cg.targets(callee)
+        // The profiled targets, and whether an opaque one is possible too.
+        let targets = |callee: &crate::Callee| -> (Vec<FuncId>, bool) {
+            let all = cg.targets(callee);
+            let to: Vec<FuncId> = all
                 .iter()
                 .filter(|&&f| profiled(f))
                 .map(|&f| FuncId::new((f - imported) as usize))
-                .collect()
+                .collect();
+            let opaque = to.len() < all.len();
+            (to, opaque)
         };
         let mut sg = ModuleSupergraph {
             supergraph: Supergraph::default(),
             num_imported_funcs: imported,
             call_index: Vec::new(),
+            tail_index: Vec::new(),
+            mixed_tail_calls: Vec::new(),
             block_calls: Vec::new(),
             edge_kinds: Vec::new(),
             modelled: Vec::new(),
@@ -123,13 +137,14 @@ impl ModuleSupergraph {
     fn add_modelled(
         &mut self,
         fcfg: &FunctionCfg,
-        targets: &dyn Fn(&crate::Callee) -> Vec<FuncId>,
+        targets: &dyn Fn(&crate::Callee) -> (Vec<FuncId>, bool),
     ) {
+        let f = FuncId::new(self.supergraph.functions.len());
         let mut func = Function::new(fcfg.cfg.clone(), Vec::new());
-        let mut call_index = Vec::new();
+        let (mut call_index, mut tail_index) = (Vec::new(), Vec::new());
         let mut block_calls = vec![(0, 0); fcfg.cfg.num_nodes()];
         for (k, call) in fcfg.calls.iter().enumerate() {
-            let to = targets(&call.callee);
+            let (to, opaque) = targets(&call.callee);
             if to.is_empty() {
                 continue; // opaque: an import or an unmodelled function
             }
@@ -142,6 +157,10 @@ impl ModuleSupergraph {
                     block: call.block,
                     callee,
                 });
+                tail_index.push(k as u32);
+                if opaque {
+                    self.mixed_tail_calls.push((f, k as u32));
+                }
                 continue;
             }
             let range = &mut block_calls[call.block.index()];
@@ -169,6 +188,7 @@ impl ModuleSupergraph {
         func.handlers.dedup();
         self.supergraph.functions.push(func);
         self.call_index.push(call_index);
+        self.tail_index.push(tail_index);
         self.block_calls.push(block_calls);
         self.edge_kinds.push(fcfg.edge_kinds.clone());
         self.modelled.push(true);
@@ -182,6 +202,7 @@ impl ModuleSupergraph {
             .functions
             .push(Function::new(cfg, Vec::new()));
         self.call_index.push(Vec::new());
+        self.tail_index.push(Vec::new());
         self.block_calls.push(vec![(0, 0); 2]);
         self.edge_kinds.push(Vec::new());
         self.modelled.push(false);
