@@ -42,12 +42,13 @@ use pathprof_techniques::interproc;
 const UNSUPPORTED: &str = "unsupported: ";
 
 /// The instrumented modes compared with the original.
-pub const MODES: [(&str, Technique); 5] = [
+pub const MODES: [(&str, Technique); 6] = [
     ("path", Technique::Path),
     ("edge", Technique::Edge),
     ("ppp", Technique::Ppp),
     ("context", Technique::Context),
     ("piecewise", Technique::Piecewise),
+    ("intra-context", Technique::IntraContext),
 ];
 const WORLDS: usize = 1 + MODES.len();
 /// Time limit of each instantiation or call, in epoch ticks of [`TICK`]:
@@ -233,7 +234,7 @@ impl Summary {
             if n > 0 {
                 let _ = writeln!(
                     out,
-                    "{mode}: {n} modules not instrumented (tail calls or exceptions; their assertions not counted)"
+                    "{mode}: {n} modules not instrumented (a catch into the function's own label, or a tail call that may reach an import; their assertions not counted)"
                 );
             }
         }

@@ -129,13 +129,7 @@ pub fn diff(a: &Profile, b: &Profile, name_b: &str) -> Result<Diff> {
     };
     let total = |items: &[Item]| items.iter().map(|p| p.count).sum::<u64>();
     let (ta, tb) = (total(&ra), total(&rb));
-    let share = |c: u64, t: u64| {
-        if t == 0 {
-            0.0
-        } else {
-            100.0 * c as f64 / t as f64
-        }
-    };
+    let share = crate::report::percent;
     let mut all: BTreeMap<Key, (Option<&Item>, Option<&Item>)> = BTreeMap::new();
     for p in &ra {
         all.entry(p.key.clone()).or_default().0 = Some(p);

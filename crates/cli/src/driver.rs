@@ -7,7 +7,7 @@
 
 use anyhow::{bail, Context, Result};
 use pathprof_graph::NodeId;
-use pathprof_profile::{Edge, FunctionData, Profile};
+use pathprof_profile::{Edge, FunctionData, Mode, Profile};
 use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
 use pathprof_wasm::{FunctionCfg, Unsupported};
 use std::fs::File;
@@ -31,6 +31,29 @@ pub enum Technique {
     Context,
     /// Melski & Reps' interprocedural piecewise paths.
     Piecewise,
+    /// Melski & Reps' intraprocedural context paths, section 7
+    /// ([`crate::intra_context`]).
+    IntraContext,
+}
+
+impl Technique {
+    /// Whether the module is planned whole rather than one function at a
+    /// time (the interprocedural modes, and the intra-context mode, whose
+    /// functions are recorded as bare CFGs).
+    fn planned_whole(self) -> bool {
+        matches!(
+            self,
+            Technique::Context | Technique::Piecewise | Technique::IntraContext
+        )
+    }
+}
+
+/// [`instrument`] for the techniques planned whole.
+fn instrument_whole(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
+    match technique {
+        Technique::IntraContext => crate::intra_context::instrument(module, opts),
+        _ => crate::interproc::instrument(module, technique, opts),
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -125,8 +148,8 @@ impl Instrumented {
 /// function of the module throws or catches, and trace plans add an import
 /// before the defined functions: both want every CFG first.
 pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
-    if crate::interproc::mode_of(technique).is_some() {
-        return crate::interproc::instrument(module, technique, opts);
+    if technique.planned_whole() {
+        return instrument_whole(module, technique, opts);
     }
     let (scanned, rec) = validated(module, technique, opts)?;
     match instrument_to(&scanned, rec, technique, opts, None)? {
@@ -146,9 +169,9 @@ pub fn instrument_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
-    if crate::interproc::mode_of(technique).is_some() {
+    if technique.planned_whole() {
         // Planned and rewritten whole: the module is in memory already.
-        let done = crate::interproc::instrument(module, technique, opts)?;
+        let done = instrument_whole(module, technique, opts)?;
         out.file().write_all(&done.bytes)?;
         return Ok(done.warnings);
     }
@@ -181,7 +204,7 @@ pub fn instrument_file_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
-    if crate::interproc::mode_of(technique).is_some() {
+    if technique.planned_whole() {
         drop(file);
         return instrument_to_file(&module, technique, opts, out);
     }
@@ -335,6 +358,12 @@ impl Recorder {
         Ok(())
     }
 
+    /// Adds a warning (a function the technique leaves uninstrumented
+    /// although the CFG builder models it).
+    pub(crate) fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
+
     /// Records a function of a module every function of which has a plan
     /// of no technique-specific data (trace, the interprocedural modes).
     pub(crate) fn record_cfg(&mut self, f: Result<&FunctionCfg, &Unsupported>) -> Result<()> {
@@ -432,7 +461,7 @@ fn custom_section_head(name: &str, content: usize) -> Vec<u8> {
     head
 }
 
-fn display_name(func_index: u32, name: &Option<String>) -> String {
+pub(crate) fn display_name(func_index: u32, name: &Option<String>) -> String {
     name.clone()
         .unwrap_or_else(|| format!("func[{func_index}]"))
 }
@@ -519,8 +548,8 @@ fn plan_function(
             plan: trace::plan(&f.cfg),
             chosen: Chosen::Trace,
         },
-        Technique::Context | Technique::Piecewise => {
-            bail!("interprocedural modes plan the module whole (crate::interproc)")
+        Technique::Context | Technique::Piecewise | Technique::IntraContext => {
+            bail!("this mode plans the module whole (crate::interproc, crate::intra_context)")
         }
     })
 }
@@ -553,7 +582,7 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
     profile.runs = 1;
     profile.abrupt_runs = u64::from(abrupt.is_some());
     let abrupt = abrupt.map(|frames| abrupt_blocks(meta, frames));
-    let mut raws = Vec::new();
+    let (mut raws, mut contexts) = (Vec::new(), Vec::new());
     for (f, fl) in profile.functions.iter_mut().zip(&meta.layout.functions) {
         if f.func_index != fl.func_index {
             bail!("corrupt __pathprof.meta section: layout and functions disagree");
@@ -584,9 +613,12 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
             } => {
                 if chords.chords.is_empty() && chord_counts.is_empty() {
                     // Trace plan: nothing counted in memory; interprocedural
-                    // plans: paths decoded below, for the module whole.
+                    // and intra-context plans: paths decoded below.
                     if meta.interproc.is_some() {
                         raws.push(raw);
+                    } else if profile.mode == Mode::IntraContext {
+                        let cfg = cfg_of(&f.edges, f.blocks.len());
+                        contexts.push((f.func_index, cfg, raw));
                     }
                     continue;
                 }
@@ -609,6 +641,9 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
     }
     if let Some(ipm) = &meta.interproc {
         crate::interproc::collect(ipm, &raws, &mut profile)?;
+    }
+    if profile.mode == Mode::IntraContext {
+        crate::intra_context::collect(&contexts, &mut profile)?;
     }
     Ok(profile)
 }

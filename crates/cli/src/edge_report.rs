@@ -2,6 +2,7 @@
 //! branches (blocks with more than one successor) with the share each
 //! direction took. An edge profile has no paths; these are what it says.
 
+use crate::report::percent;
 use anyhow::Result;
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::{FunctionData, FunctionProfile, Profile};
@@ -132,14 +133,6 @@ fn function_branches(f: &FunctionProfile, counts: &[u64]) -> Vec<HotBranch> {
         });
     }
     out
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
 }
 
 fn source_of(f: &FunctionProfile, b: NodeId) -> Option<&str> {

@@ -68,9 +68,12 @@ pub struct BranchCount {
 
 /// The line, function and branch records of `profile`, by file.
 pub fn coverage(profile: &Profile) -> Result<Vec<FileCoverage>> {
-    if matches!(profile.mode, Mode::Context | Mode::Piecewise) {
+    if matches!(
+        profile.mode,
+        Mode::Context | Mode::Piecewise | Mode::IntraContext
+    ) {
         bail!(
-            "a {} profile counts interprocedural paths, not edges: export a path, edge, PPP or segments profile",
+            "a {} profile counts context paths, whose prefixes repeat edges, not edges: export a path, edge, PPP or segments profile",
             profile.mode
         );
     }

@@ -167,11 +167,7 @@ impl<'a> Names<'a> {
         InterprocRow {
             number: p.number,
             count: p.count,
-            percent: if total == 0 {
-                0.0
-            } else {
-                100.0 * p.count as f64 / total as f64
-            },
+            percent: crate::report::percent(p.count, total),
             context: self.text(prefix),
             active: self.text(active),
             calls: p

@@ -13,6 +13,7 @@ pub mod input;
 pub mod interesting;
 pub mod interproc;
 pub mod interproc_report;
+pub mod intra_context;
 pub mod meta;
 pub mod ppp_stats;
 pub mod report;

@@ -115,6 +115,8 @@ enum RunMode {
     Context,
     /// Interprocedural piecewise paths (Melski & Reps): paths across calls and returns that partition the run.
     Piecewise,
+    /// Intraprocedural context paths (Melski & Reps section 7): a loop iteration's path with the path that entered the loop.
+    IntraContext,
     /// No instrumentation: the baseline for overhead measurements.
     None,
 }
@@ -135,6 +137,7 @@ enum InstrumentMode {
     Ppp,
     Context,
     Piecewise,
+    IntraContext,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -679,6 +682,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         RunMode::Ppp => Some(Technique::Ppp),
         RunMode::Context => Some(Technique::Context),
         RunMode::Piecewise => Some(Technique::Piecewise),
+        RunMode::IntraContext => Some(Technique::IntraContext),
         RunMode::None => None,
     };
     let mut options = options(&a.tuning, Some(&module))?;
@@ -725,6 +729,7 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
         InstrumentMode::Ppp => Technique::Ppp,
         InstrumentMode::Context => Technique::Context,
         InstrumentMode::Piecewise => Technique::Piecewise,
+        InstrumentMode::IntraContext => Technique::IntraContext,
     };
     ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
     opts.validate_output = a.validate_output;
@@ -955,6 +960,12 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
         let rows =
             pathprof::segments_report::rows(&profile, a.function.as_deref()).with_context(name)?;
         let text = |rows: &[_]| pathprof::segments_report::render(&profile, rows, a.top);
+        return print_rows(rows, a.json, a.top, text);
+    }
+    if profile.intra_context.is_some() {
+        let rows =
+            pathprof::intra_context::rows(&profile, a.function.as_deref()).with_context(name)?;
+        let text = |rows: &[_]| pathprof::intra_context::render(&profile, rows, a.top);
         return print_rows(rows, a.json, a.top, text);
     }
     if profile.interproc.is_some() {

@@ -100,16 +100,19 @@ fn close_matches(name: &str, names: impl Iterator<Item = String>) -> Vec<String>
     scored.into_iter().take(5).map(|(_, n)| n).collect()
 }
 
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
 fn rows(profile: &Profile, function: Option<&str>, self_loops: bool) -> Result<Vec<HotPath>> {
     let chosen = select(profile, function)?;
     let total: u64 = chosen.iter().map(|f| path_executions(f)).sum();
-    let percent = |count: u64| {
-        if total == 0 {
-            0.0
-        } else {
-            100.0 * count as f64 / total as f64
-        }
-    };
+    let percent = |count: u64| percent(count, total);
     let mut out = Vec::new();
     for f in chosen {
         let FunctionData::Path {
@@ -524,6 +527,7 @@ pub fn no_paths(mode: pathprof_profile::Mode, file: &std::path::Path) -> anyhow:
     let why = match mode {
         Mode::Segments => "a segments profile holds interprocedural path segments, not paths of one function; give a path or PPP profile (segment profiles are compared by residual-report; interprocedural PPP is not built yet)".to_string(),
         Mode::Context | Mode::Piecewise => format!("a {mode} profile holds interprocedural paths, not paths of one function; give a path or PPP profile"),
+        Mode::IntraContext => "an intra-context profile holds paths with loop contexts, not Ball-Larus paths; give a path or PPP profile".to_string(),
         _ => "an edge profile has no paths; give a path or PPP profile".to_string(),
     };
     anyhow::anyhow!("{}: {why}", file.display())

@@ -12,6 +12,7 @@
 //! paths that end at its source ([`crate::report::edge_counts`]), exact when
 //! that block has one backedge, which is the common case in wasm.
 
+use crate::report::percent;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -142,14 +143,6 @@ pub fn residual(
         paths,
         self_loops,
     })
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / whole as f64
-    }
 }
 
 /// The union of what the `tested` profiles ran in function `f`.

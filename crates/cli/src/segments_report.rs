@@ -130,11 +130,7 @@ impl<'a> Names<'a> {
         let text: Vec<String> = seg.steps.iter().map(|s| self.step(s)).collect();
         SegmentRow {
             count: seg.count,
-            percent: if total == 0 {
-                0.0
-            } else {
-                100.0 * seg.count as f64 / total as f64
-            },
+            percent: crate::report::percent(seg.count, total),
             segment: text.join(" | "),
             calls: seg
                 .steps

@@ -271,11 +271,7 @@ pub fn render(r: &SimResult, places: &Places, top: usize) -> String {
 }
 
 fn row(p: &HotPath, exact: u64, total: u64, places: &Places) -> String {
-    let share = if total == 0 {
-        0.0
-    } else {
-        100.0 * p.weight as f64 / total as f64
-    };
+    let share = crate::report::percent(p.weight, total);
     let bits = if p.path.nbits == 0 {
         "-".to_string()
     } else {

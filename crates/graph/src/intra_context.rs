@@ -47,6 +47,23 @@ enum Stands {
     End(NodeId),
 }
 
+/// What runs on an original edge ([`IntraContext::step`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Not a backedge: `pathNum += val` (set, out of ENTRY); into loop head
+    /// `v` (`head: Some((v, link))`), then `pathNumOnEntryToV = pathNum;
+    /// pathNum += link`; into EXIT, count `pathNum`.
+    Forward {
+        val: u64,
+        from_entry: bool,
+        head: Option<(NodeId, u64)>,
+        exit: bool,
+    },
+    /// A backedge into `head`: count `pathNum + end`, then `pathNum =
+    /// pathNumOnEntryToV + resume`.
+    Back { end: u64, head: NodeId, resume: u64 },
+}
+
 /// One step of a path, in the original CFG's terms.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum ContextStep {
@@ -170,6 +187,43 @@ impl IntraContext {
         }
     }
 
+    /// The loop heads (backedge targets), in node order: the
+    /// instrumentation keeps one `pathNumOnEntryToV` register per head.
+    pub fn loop_heads(&self) -> Vec<NodeId> {
+        (0..self.head_b.len())
+            .filter(|&v| self.head_b[v].is_some())
+            .map(NodeId::new)
+            .collect()
+    }
+
+    /// The number of edges of the original CFG.
+    pub fn num_original_edges(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// What the instrumentation does on original edge `e` (the rules of
+    /// [`IntraContext::walk`], as data for a plan).
+    pub fn step(&self, e: EdgeId) -> Step {
+        let (w, v) = self.original[e.index()];
+        match self.kept[e.index()] {
+            Some(t) => Step::Forward {
+                val: self.val(t),
+                from_entry: w == Cfg::ENTRY,
+                head: self.links[v.index()].map(|(real, _)| (v, self.val(real))),
+                exit: v == Cfg::EXIT,
+            },
+            None => {
+                let end = self.end_of[w.index()].expect("a backedge source has an end");
+                let (_, surrogate) = self.links[v.index()].expect("a backedge target is a head");
+                Step::Back {
+                    end: self.val(end),
+                    head: v,
+                    resume: self.val(surrogate),
+                }
+            }
+        }
+    }
+
     /// The instrumentation run along one activation's `edges` (from
     /// ENTRY): path number to count. Counts at backedges and at EXIT; a
     /// path in flight when the edges end is not counted.
@@ -179,6 +233,7 @@ impl IntraContext {
         let mut on_entry = vec![0u64; self.head_b.len()];
         let (mut path, mut at) = (0u64, Cfg::ENTRY);
         let overflow = GraphError::PathCountOverflow { function: None };
+        let add = |a: u64, b: u64| a.checked_add(b).ok_or(overflow.clone());
         for (index, &e) in edges.iter().enumerate() {
             let bad = |reason| GraphError::BadExecution { index, reason };
             if e.index() >= self.kept.len() {
@@ -188,22 +243,17 @@ impl IntraContext {
             if w != at {
                 return Err(bad("the edge does not leave where control is"));
             }
-            match self.kept[e.index()] {
-                Some(t) => {
-                    path = path.checked_add(self.val(t)).ok_or(overflow.clone())?;
-                    if let Some((real, _)) = self.links[v.index()] {
+            match self.step(e) {
+                Step::Forward { val, head, .. } => {
+                    path = add(path, val)?;
+                    if let Some((v, link)) = head {
                         on_entry[v.index()] = path;
-                        path = path.checked_add(self.val(real)).ok_or(overflow.clone())?;
+                        path = add(path, link)?;
                     }
                 }
-                None => {
-                    let end = self.end_of[w.index()].expect("a backedge source has an end");
-                    count(path.checked_add(self.val(end)).ok_or(overflow.clone())?);
-                    let (_, surrogate) =
-                        self.links[v.index()].expect("a backedge target is a head");
-                    path = on_entry[v.index()]
-                        .checked_add(self.val(surrogate))
-                        .ok_or(overflow.clone())?;
+                Step::Back { end, head, resume } => {
+                    count(add(path, end)?);
+                    path = add(on_entry[head.index()], resume)?;
                 }
             }
             at = v;

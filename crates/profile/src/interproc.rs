@@ -59,22 +59,13 @@ impl InterprocProfile {
         if self.potential != other.potential || self.sites != other.sites {
             return Err("the interprocedural numberings differ".into());
         }
-        let mut counts: std::collections::BTreeMap<u64, InterprocPath> =
-            std::mem::take(&mut self.paths)
-                .into_iter()
-                .map(|p| (p.number, p))
-                .collect();
-        for p in &other.paths {
-            let e = counts.entry(p.number).or_insert_with(|| InterprocPath {
-                count: 0,
-                ..p.clone()
-            });
-            e.count = e
-                .count
-                .checked_add(p.count)
-                .ok_or("a path count overflows")?;
-        }
-        self.paths = counts.into_values().collect();
+        crate::merge::add_counted(
+            &mut self.paths,
+            &other.paths,
+            |p| p.number,
+            |p| &mut p.count,
+            "path",
+        )?;
         self.lost = self.lost.saturating_add(other.lost);
         Ok(())
     }

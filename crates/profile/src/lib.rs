@@ -10,6 +10,7 @@
 //! folder, then renamed, so a failed write never leaves half a file.
 
 pub mod interproc;
+pub mod intra_context;
 mod merge;
 pub mod segments;
 
@@ -71,6 +72,10 @@ pub enum Mode {
     /// Vaswani's depth-k interprocedural path segments
     /// ([`Profile::segments`]), recorded from a trace of the run.
     Segments,
+    /// Melski & Reps' intraprocedural context paths (section 7,
+    /// [`Profile::intra_context`]).
+    #[serde(rename = "intra-context")]
+    IntraContext,
 }
 
 impl std::fmt::Display for Mode {
@@ -82,6 +87,7 @@ impl std::fmt::Display for Mode {
             Mode::Context => "context",
             Mode::Piecewise => "piecewise",
             Mode::Segments => "segments",
+            Mode::IntraContext => "intra-context",
         })
     }
 }
@@ -109,6 +115,10 @@ pub struct Profile {
     /// functions then carry the run's edge counts, from the same trace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segments: Option<Box<segments::SegmentProfile>>,
+    /// The intraprocedural context paths of the `intra-context` mode (the
+    /// functions then carry no counts of their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intra_context: Option<Box<intra_context::IntraContextProfile>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,6 +201,7 @@ impl Profile {
             abrupt_runs: 0,
             interproc: None,
             segments: None,
+            intra_context: None,
         }
     }
 

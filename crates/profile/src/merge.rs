@@ -48,6 +48,15 @@ pub fn merge_into(out: &mut Profile, p: &Profile) -> Result<(), ProfileError> {
             ))
         }
     }
+    match (&mut out.intra_context, &p.intra_context) {
+        (None, None) => {}
+        (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
+        _ => {
+            return Err(ProfileError::Merge(
+                "one profile has intra-context paths, the other not".into(),
+            ))
+        }
+    }
     match (&mut out.segments, &p.segments) {
         (None, None) => {}
         (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
@@ -151,4 +160,34 @@ fn add(a: &mut Vec<u64>, b: &[u64]) -> Option<()> {
         *x = x.checked_add(*y)?;
     }
     Some(())
+}
+
+/// Adds the counted items `theirs` to `mine`: items of equal `key` add
+/// their counts (`what` names them when a sum overflows), the others are
+/// kept; the result is in key order.
+pub(crate) fn add_counted<T: Clone, K: Ord>(
+    mine: &mut Vec<T>,
+    theirs: &[T],
+    key: impl Fn(&T) -> K,
+    count: impl Fn(&mut T) -> &mut u64,
+    what: &str,
+) -> Result<(), String> {
+    let mut all: BTreeMap<K, T> = std::mem::take(mine)
+        .into_iter()
+        .map(|t| (key(&t), t))
+        .collect();
+    for t in theirs {
+        let mut add = t.clone();
+        let n = *count(&mut add);
+        let e = all.entry(key(t)).or_insert_with(|| {
+            *count(&mut add) = 0;
+            add
+        });
+        let c = count(e);
+        *c = c
+            .checked_add(n)
+            .ok_or_else(|| format!("a {what} count overflows"))?;
+    }
+    *mine = all.into_values().collect();
+    Ok(())
 }

@@ -9,8 +9,6 @@
 //! in that function's call-cut DAG, and is spelt out (start, CFG edges,
 //! end) so the profile reads without the module.
 
-use std::collections::BTreeMap;
-
 use pathprof_graph::interproc::FuncId;
 use pathprof_graph::ippp::Subpath;
 use serde::{Deserialize, Serialize};
@@ -70,21 +68,13 @@ impl SegmentProfile {
                 self.k, other.k
             ));
         }
-        let mut all: BTreeMap<SegmentKey, SegmentCount> = std::mem::take(&mut self.segments)
-            .into_iter()
-            .map(|s| (s.key(), s))
-            .collect();
-        for s in &other.segments {
-            let e = all.entry(s.key()).or_insert_with(|| SegmentCount {
-                count: 0,
-                ..s.clone()
-            });
-            e.count = e
-                .count
-                .checked_add(s.count)
-                .ok_or("a segment count overflows")?;
-        }
-        self.segments = all.into_values().collect();
+        crate::merge::add_counted(
+            &mut self.segments,
+            &other.segments,
+            SegmentCount::key,
+            |s| &mut s.count,
+            "segment",
+        )?;
         self.subpaths = self.subpaths.saturating_add(other.subpaths);
         Ok(())
     }

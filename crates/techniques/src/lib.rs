@@ -12,6 +12,7 @@
 pub mod ball_larus;
 pub mod edge;
 pub mod interproc;
+pub mod intra_context;
 pub mod peel;
 pub mod plan;
 pub mod ppp;

@@ -41,6 +41,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
         Kind::Path | Kind::Trace => Mode::Path,
         Kind::Context => Mode::Context,
         Kind::Piecewise => Mode::Piecewise,
+        Kind::IntraContext => Mode::IntraContext,
     };
     let mut template = Profile::new(module_hash, mode);
     let tables = Tables {
@@ -111,11 +112,13 @@ fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaE
                 chords,
             })
         }
-        Kind::Trace | Kind::Context | Kind::Piecewise => Ok(FunctionData::Edge {
-            chords: Chords { chords: Vec::new() },
-            chord_counts: Vec::new(),
-            edge_counts: vec![0; edges.len()],
-        }),
+        Kind::Trace | Kind::Context | Kind::Piecewise | Kind::IntraContext => {
+            Ok(FunctionData::Edge {
+                chords: Chords { chords: Vec::new() },
+                chord_counts: Vec::new(),
+                edge_counts: vec![0; edges.len()],
+            })
+        }
     }
     .map_err(|reason| r.corrupt(format!("function {func_index}: {reason}")))?;
     Ok(FunctionProfile {

@@ -71,6 +71,7 @@ impl Encoder {
             Technique::Trace => Kind::Trace,
             Technique::Context => Kind::Context,
             Technique::Piecewise => Kind::Piecewise,
+            Technique::IntraContext => Kind::IntraContext,
         };
         let mut plan_hash = Sha256::new();
         plan_hash.update([kind as u8]);

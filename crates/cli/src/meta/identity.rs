@@ -72,6 +72,7 @@ fn mode_name(code: u32) -> String {
         Some(Kind::Trace) => "trace".into(),
         Some(Kind::Context) => "context".into(),
         Some(Kind::Piecewise) => "piecewise".into(),
+        Some(Kind::IntraContext) => "intra-context".into(),
         None => format!("unknown ({code})"),
     }
 }

@@ -73,6 +73,7 @@ pub(crate) enum Kind {
     Trace = 3,
     Context = 4,
     Piecewise = 5,
+    IntraContext = 6,
 }
 
 impl Kind {
@@ -84,6 +85,7 @@ impl Kind {
             Kind::Trace,
             Kind::Context,
             Kind::Piecewise,
+            Kind::IntraContext,
         ]
         .into_iter()
         .find(|k| *k as u8 == b)

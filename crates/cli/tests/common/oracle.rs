@@ -60,6 +60,11 @@ impl FuncGraph {
 }
 
 impl FuncGraph {
+    /// The backedges of a DFS from ENTRY (self loops included).
+    pub fn backedges(&self) -> &HashSet<EdgeId> {
+        &self.backedges
+    }
+
     /// Whether `n` is the target of a backedge other than a self loop.
     pub fn is_loop_head(&self, n: NodeId) -> bool {
         self.loop_heads.contains(&n)

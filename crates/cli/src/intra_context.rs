@@ -1,0 +1,266 @@
+//! The `intra-context` mode: Melski & Reps' intraprocedural context path
+//! profiling (TR 1382, section 7). Each function's paths are Ball-Larus
+//! paths of its CFG transformed so that a path that starts after a
+//! backedge carries, as its context-prefix, the path that entered the
+//! loop ([`pathprof_graph::intra_context`]); the plan is
+//! [`pathprof_techniques::intra_context`].
+//!
+//! The module is planned whole, like the interprocedural modes, because
+//! every function's CFG is recorded with no technique data: `collect`
+//! transforms and numbers each recorded CFG again (deterministically) to
+//! decode the path numbers its table counted. A function whose CFG is
+//! irreducible (a backedge whose target does not dominate its source, which
+//! section 7 needs) is left uninstrumented with a warning.
+
+use anyhow::{bail, Context, Result};
+use pathprof_graph::intra_context::{ContextPath, ContextStep, IntraContext};
+use pathprof_graph::{Cfg, NodeId};
+use pathprof_profile::intra_context::{
+    ContextPathCount, FunctionContextPaths, IntraContextProfile,
+};
+use pathprof_profile::{FunctionProfile, Profile};
+use pathprof_techniques::{intra_context as technique, FunctionPlan, PathTable, RawCounters};
+use serde::Serialize;
+
+use crate::driver::{Instrumented, Options, Recorder, Technique};
+
+/// Instruments `module` for intraprocedural context profiling.
+pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
+    pathprof_wasm::Scanned::validated(module)?;
+    let info = pathprof_wasm::analyze(module)?;
+    let mut rec = Recorder::new(&info.module_hash, module, Technique::IntraContext, opts)?;
+    let mut plans: Vec<Option<FunctionPlan>> = Vec::new();
+    for f in &info.functions {
+        rec.record_cfg(f.as_ref())?;
+        let Ok(fcfg) = f else {
+            plans.push(None);
+            continue;
+        };
+        plans.push(Some(match IntraContext::new(&fcfg.cfg) {
+            Ok(ic) => technique::plan(&ic, table_for(ic.total(), opts)),
+            Err(e) => {
+                let name = crate::driver::display_name(fcfg.func_index, &fcfg.name);
+                rec.warn(format!("{name} left uninstrumented: {e}"));
+                FunctionPlan::empty(fcfg.cfg.num_edges())
+            }
+        }));
+    }
+    rec.planned_all();
+    let out = pathprof_wasm::instrument_module(
+        module,
+        &info,
+        &Default::default(),
+        &plans,
+        &[],
+        opts.output_check(),
+        rec.identity(&[])?,
+    )?;
+    Ok(rec.finish(out))
+}
+
+/// An array of every path number when it fits the per-function limit,
+/// else a hash table.
+fn table_for(total: u64, opts: &Options) -> PathTable {
+    let bl = &opts.ball_larus;
+    if total <= bl.array_max {
+        PathTable::Array { len: total }
+    } else {
+        PathTable::Hash {
+            capacity: bl.hash_capacity.max(2).next_power_of_two(),
+        }
+    }
+}
+
+/// Decodes the path counters of each function (its recorded CFG, its
+/// counters) into `profile`'s intra-context paths.
+pub fn collect(functions: &[(u32, Cfg, RawCounters)], profile: &mut Profile) -> Result<()> {
+    let mut icp = IntraContextProfile::default();
+    for (func_index, cfg, raw) in functions {
+        let Ok(ic) = IntraContext::new(cfg) else {
+            continue; // irreducible: left uninstrumented
+        };
+        icp.lost = icp.lost.saturating_add(raw.lost);
+        let mut paths = Vec::new();
+        let mut counts = std::collections::BTreeMap::<u64, u64>::new();
+        for &(n, c) in &raw.paths {
+            let e = counts.entry(n).or_insert(0);
+            *e = e.checked_add(c).context("a path count overflows")?;
+        }
+        for (number, count) in counts.into_iter().filter(|&(_, c)| c > 0) {
+            let path = ic.decode(number).with_context(|| {
+                format!("corrupt counters: path number {number} of function {func_index}")
+            })?;
+            paths.push(ContextPathCount {
+                number,
+                count,
+                path,
+            });
+        }
+        icp.functions.push(FunctionContextPaths {
+            func_index: *func_index,
+            potential: ic.total(),
+            paths,
+        });
+    }
+    profile.intra_context = Some(Box::new(icp));
+    Ok(())
+}
+
+/// One counted path, rendered.
+#[derive(Clone, Debug, Serialize)]
+pub struct ContextRow {
+    pub func_index: u32,
+    pub function: String,
+    pub number: u64,
+    pub count: u64,
+    /// Share of all path executions, in percent.
+    pub percent: f64,
+    /// The context-prefix: the path that entered the loop (empty for a path
+    /// from the function's entry).
+    pub context: String,
+    /// The active-suffix: from the loop head (or the entry) to the end.
+    pub active: String,
+    /// `file:line` of the active-suffix's first and last block, if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// The profile's paths, most frequent first (ties by function, then path
+/// number); with `function`, only that function's.
+pub fn rows(profile: &Profile, function: Option<&str>) -> Result<Vec<ContextRow>> {
+    let Some(icp) = profile.intra_context.as_deref() else {
+        bail!(
+            "the profile has no intra-context paths (mode {})",
+            profile.mode
+        );
+    };
+    let wanted = match function {
+        Some(name) => Some(crate::report::select(profile, Some(name))?),
+        None => None,
+    };
+    let total: u64 = icp
+        .functions
+        .iter()
+        .flat_map(|f| &f.paths)
+        .map(|p| p.count)
+        .sum();
+    let mut out = Vec::new();
+    for fp in &icp.functions {
+        if wanted
+            .as_ref()
+            .is_some_and(|w| w.iter().all(|f| f.func_index != fp.func_index))
+        {
+            continue;
+        }
+        let Some(f) = profile.function(fp.func_index) else {
+            continue;
+        };
+        out.extend(fp.paths.iter().map(|p| row(f, p, total)));
+    }
+    out.sort_by(|a, b| (b.count, a.func_index, a.number).cmp(&(a.count, b.func_index, b.number)));
+    Ok(out)
+}
+
+fn row(f: &FunctionProfile, p: &ContextPathCount, total: u64) -> ContextRow {
+    let (prefix, active) = p.path.steps.split_at(p.path.active_start);
+    ContextRow {
+        func_index: f.func_index,
+        function: f.display_name(),
+        number: p.number,
+        count: p.count,
+        percent: crate::report::percent(p.count, total),
+        context: text(f, prefix),
+        active: text(f, active),
+        source: source(f, active),
+    }
+}
+
+/// The blocks `steps` enter, `[loop V]` where a path restarts at loop head
+/// V (after its context-prefix), `[back]` where it ends at a backedge, and
+/// `[exit]` or `[end]` (a dead end) where it leaves.
+fn text(f: &FunctionProfile, steps: &[ContextStep]) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for step in steps {
+        match *step {
+            ContextStep::Edge(e) => match f.edges.get(e.index()).map(|e| e.dst) {
+                Some(Cfg::EXIT) => words.push("[exit]".into()),
+                Some(dst) => words.push(dst.index().to_string()),
+                None => words.push("?".into()),
+            },
+            ContextStep::Resume(v) => words.push(format!("[loop {}]", v.index())),
+            ContextStep::End(w) if is_backedge_source(f, w) => words.push("[back]".into()),
+            ContextStep::End(_) => words.push("[end]".into()),
+        }
+    }
+    words.join(" ")
+}
+
+/// Whether a path that ends at `w` ends at a backedge (where section 7
+/// ends a path) rather than at a dead end, which has no edge out.
+fn is_backedge_source(f: &FunctionProfile, w: NodeId) -> bool {
+    f.edges.iter().any(|e| e.src == w)
+}
+
+/// The source lines of the first and last blocks `steps` enter.
+fn source(f: &FunctionProfile, steps: &[ContextStep]) -> Option<String> {
+    let mut lines = steps.iter().filter_map(|step| {
+        let node = match *step {
+            ContextStep::Edge(e) => f.edges.get(e.index())?.dst,
+            ContextStep::Resume(v) => v,
+            ContextStep::End(_) => return None,
+        };
+        f.blocks.get(node.index())?.as_ref()?.source.clone()
+    });
+    let first = lines.next()?;
+    match lines.last() {
+        Some(last) if last != first => Some(format!("{first} .. {last}")),
+        _ => Some(first),
+    }
+}
+
+/// Text: a header with the potential and executed paths, then the rows.
+pub fn render(profile: &Profile, rows: &[ContextRow], top: usize) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let Some(icp) = profile.intra_context.as_deref() else {
+        return s;
+    };
+    let all = || icp.functions.iter().flat_map(|f| &f.paths);
+    let executions: u64 = all().map(|p| p.count).sum();
+    let in_context = all().filter(|p| p.path.active_start > 0).count();
+    let potential = icp
+        .functions
+        .iter()
+        .fold(0u64, |a, f| a.saturating_add(f.potential));
+    let _ = writeln!(
+        s,
+        "intra-context paths: {potential} potential in {} functions, {} executed ({in_context} with a loop context), {executions} executions in {} run(s)",
+        icp.functions.len(),
+        all().count(),
+        profile.runs
+    );
+    if icp.lost > 0 {
+        let _ = writeln!(s, "warning: {} counts lost to full hash tables", icp.lost);
+    }
+    let _ = writeln!(s, "{:>10} {:>6}  path", "count", "%");
+    for r in rows.iter().take(top) {
+        let _ = write!(s, "{:>10} {:>5.1}%  {}: ", r.count, r.percent, r.function);
+        if !r.context.is_empty() {
+            let _ = write!(s, "{} || ", r.context);
+        }
+        let _ = write!(s, "{}", r.active);
+        if let Some(src) = &r.source {
+            let _ = write!(s, "  ({src})");
+        }
+        s.push('\n');
+    }
+    if rows.len() > top {
+        let _ = writeln!(s, "... {} more (--top)", rows.len() - top);
+    }
+    s
+}
+
+/// Whether `path` has a context-prefix.
+pub fn has_context(path: &ContextPath) -> bool {
+    path.active_start > 0
+}
