@@ -306,7 +306,7 @@ fn export_refuses_what_has_no_lines() {
     );
     let err = pathprof::export::coverage(&c).unwrap_err().to_string();
     assert!(
-        err.starts_with("a context profile counts interprocedural paths"),
+        err.starts_with("a context profile counts context paths"),
         "{err}"
     );
 }

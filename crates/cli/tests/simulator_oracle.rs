@@ -21,7 +21,7 @@ use common::programs::{self, Invocation};
 use pathprof::branch_trace::BranchSink;
 use pathprof::driver::{self, Technique};
 use pathprof_runner::TraceTo;
-use pathprof_simulator::{PathType, SimConfig, Simulator};
+use pathprof_simulator::{BranchEvent, BranchKind, PathType, SimConfig, Simulator};
 
 /// Start address -> sorted counts of the paths starting there.
 type ByStart = BTreeMap<u32, Vec<u64>>;
@@ -145,6 +145,118 @@ fn unbounded_hardware_profile_equals_the_ball_larus_profile() {
         }
     }
     eprintln!("{compared} runs compared, {paths} distinct paths, {skipped} functions left out over all runs, {trapped} trapped runs");
+    assert!(compared >= 40, "only {compared} runs were compared");
+    assert!(paths >= 1000, "only {paths} paths were compared");
+}
+
+/// A run's branch stream, and the simulator's exact profile of it in
+/// whole-program-path mode (Table 5.2), by start address; `None` when the
+/// run trapped or threw.
+fn wpp_run(module: &[u8], inv: &Invocation) -> Option<(Vec<BranchEvent>, ByStart)> {
+    let config = SimConfig {
+        path_type: PathType::Wpp,
+        max_path_len: 96,
+        dynamic_overlap: false,
+        ..SimConfig::default()
+    };
+    let sim = Arc::new(Mutex::new(Simulator::new(config).unwrap()));
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let (feed, record) = (sim.clone(), events.clone());
+    let sink = BranchSink::new(module, move |ev| {
+        record.lock().unwrap().push(ev);
+        feed.lock().unwrap().feed(&[ev]);
+    })
+    .unwrap();
+    let sink = Arc::new(Mutex::new(sink));
+    let engine = pathprof_runner::engine().unwrap();
+    let traced = driver::instrument(module, Technique::Trace, &driver::Options::default()).unwrap();
+    let out = programs::run_to(
+        &engine,
+        &traced.bytes,
+        inv,
+        Some(TraceTo::new(sink.clone())),
+    );
+    sink.lock().unwrap().finish().unwrap();
+    let events = std::mem::take(&mut *events.lock().unwrap());
+    let thrown = events
+        .iter()
+        .any(|e| matches!(e.kind, BranchKind::Throw { .. } | BranchKind::Catch));
+    if matches!(out.exit, pathprof_runner::Exit::Trap(_)) || thrown {
+        return None;
+    }
+    let result = sim.lock().unwrap().result();
+    assert_eq!(result.detector.splits, 0, "a path was split");
+    let mut by_start = ByStart::new();
+    for p in &result.exact_profile {
+        by_start.entry(p.path.start).or_default().push(p.weight);
+    }
+    by_start.values_mut().for_each(|v| v.sort_unstable());
+    Some((events, by_start))
+}
+
+/// The whole-program-path elements of a branch stream, cut here by Table
+/// 5.2's definition and nothing of the simulator: a path runs from a
+/// branch's target (or, when none is in flight, from the first branch's
+/// own address) through forward branches, and ends, that branch included,
+/// at a call, a return, a tail call, a backward branch or an indirect jump;
+/// the next one starts at that branch's target. A call or return with no
+/// path in flight ends nothing. Paths are told apart by their start and
+/// their branches: each one's address and, but for the call or return that
+/// ends a path, its target; the path in flight at the end is not counted.
+fn wpp_oracle(events: &[BranchEvent]) -> ByStart {
+    let mut counts: BTreeMap<(u32, Vec<(u32, u32)>), u64> = BTreeMap::new();
+    let mut current: Option<(u32, Vec<(u32, u32)>)> = None;
+    for e in events {
+        let ends = match e.kind {
+            BranchKind::Call { .. } | BranchKind::Return | BranchKind::TailCall { .. } => {
+                if current.is_none() {
+                    current = Some((e.target, Vec::new()));
+                    continue;
+                }
+                true
+            }
+            _ => e.backward,
+        };
+        let (_, branches) = current.get_or_insert_with(|| (e.address, Vec::new()));
+        // Where a call or return goes is not part of the path that ends
+        // there (a return's caller, an indirect call's callee).
+        let to = match e.kind {
+            BranchKind::Call { .. } | BranchKind::Return | BranchKind::TailCall { .. } => 0,
+            _ => e.target,
+        };
+        branches.push((e.address, to));
+        if ends {
+            let done = current.take().expect("in flight");
+            *counts.entry(done).or_insert(0) += 1;
+            current = Some((e.target, Vec::new()));
+        }
+    }
+    let mut by_start = ByStart::new();
+    for ((start, _), n) in counts {
+        by_start.entry(start).or_default().push(n);
+    }
+    by_start.values_mut().for_each(|v| v.sort_unstable());
+    by_start
+}
+
+#[test]
+fn whole_program_path_elements_equal_an_independent_segmentation() {
+    let build = programs::root().join("tests/fixtures/c/build");
+    let (mut compared, mut paths) = (0, 0);
+    for (name, inv) in programs::c_cases() {
+        for opt in ["O0", "O2"] {
+            let path = build.join(format!("{name}.{opt}.wasm"));
+            let module = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh");
+            let Some((events, got)) = wpp_run(&module, &inv) else {
+                continue;
+            };
+            let want = wpp_oracle(&events);
+            assert_eq!(got, want, "{name}.{opt} {inv:?}");
+            compared += 1;
+            paths += want.values().map(Vec::len).sum::<usize>();
+        }
+    }
+    eprintln!("{compared} runs compared, {paths} distinct whole-program-path elements");
     assert!(compared >= 40, "only {compared} runs were compared");
     assert!(paths >= 1000, "only {paths} paths were compared");
 }

@@ -1,6 +1,6 @@
 //! Events per second of the simulator on a synthetic branch stream.
 //!
-//! `cargo run --release -p pathprof-simulator --example throughput [MILLIONS] [default]`
+//! `cargo run --release -p pathprof-simulator --example sim_throughput [MILLIONS] [default]`
 //!
 //! With `default`, only the default configuration runs (for profiling).
 //!
