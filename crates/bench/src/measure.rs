@@ -43,7 +43,7 @@ pub struct Config {
 const VALIDATE_RUNS: usize = 15;
 
 /// The modes the harness knows, in display order.
-pub const MODES: [&str; 7] = [
+pub const MODES: [&str; 8] = [
     "none",
     "edge",
     "path",
@@ -51,6 +51,7 @@ pub const MODES: [&str; 7] = [
     "residual",
     "context",
     "piecewise",
+    "intra-context",
 ];
 
 /// Which optional CLI features exist (from `pathprof run --help`).

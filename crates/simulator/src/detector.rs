@@ -11,7 +11,9 @@
 //!
 //! Stack repair (5.2 "path stack consistency"): a throw of `frames` frames
 //! pops the entries standing for them, and the catch arrival pops the
-//! handler frame's path and pushes one at the handler. The paths these pops
+//! handler frame's path and pushes one at the handler. The thrower's path
+//! ends at the throw and is collected, as at a return (a trap at
+//! `unreachable` is a throw nothing catches). The other paths these pops
 //! take off were cut short by the exception; they are *discarded*, counted
 //! (paths and events) but never collected: such a path has no end, and the
 //! software profiler too counts a path only where it ends.
@@ -26,8 +28,8 @@
 //!   branch's own address: a *resync*. An update_count with an empty stack
 //!   loses its events: *orphan* events. Both are counted.
 //! - In [`PathType::Wpp`] entries do not stand for frames (the stack holds
-//!   one entry), so a throw unwinds nothing; the catch arrival still
-//!   discards the path in flight.
+//!   one entry), so a throw unwinds nothing but ends the thrower's path;
+//!   the catch arrival discards the empty entry left in its place.
 //! - Paths still on the stack when the stream ends are not collected, like
 //!   the software profiler's paths in flight at an abrupt end.
 
@@ -170,9 +172,14 @@ impl PathDetector {
             }
         }
         if let BranchKind::Throw { frames } = ev.kind {
-            if self.ppcr.path_type != PathType::Wpp {
-                self.unwind(frames, &mut c);
-            }
+            // WPP entries do not stand for frames: only the thrower's path
+            // ends.
+            let frames = if self.ppcr.path_type == PathType::Wpp {
+                0
+            } else {
+                frames
+            };
+            self.throw(ev, frames, collect, &mut c);
             return c;
         }
         let mut frames = 1;
@@ -299,6 +306,32 @@ impl PathDetector {
     fn discard(&mut self, e: StackEntry) {
         self.stats.discarded_paths += 1;
         self.stats.discarded_events += e.events;
+    }
+
+    /// A throw (or a trap at `unreachable`) that unwinds `frames` frames
+    /// above the one that catches: the thrower's path ends at the throw and
+    /// is collected, as a path ends at a return (the software profiler
+    /// counts it there too); the paths of the other frames unwound are cut
+    /// short and discarded. When the thrower's entry also stands for the
+    /// catching frame (caught where it was thrown, or a path extended across
+    /// calls), an empty entry stands in for that frame until the catch
+    /// arrival discards it.
+    fn throw(
+        &mut self,
+        ev: &BranchEvent,
+        frames: u32,
+        collect: &mut impl FnMut(PathDescriptor, u64),
+        c: &mut OpCounts,
+    ) {
+        let Some(e) = self.pop(c) else { return };
+        let covered = e.frames;
+        self.emit(e, collect, c);
+        if covered > frames {
+            self.stack
+                .push(StackEntry::new(ev.address, covered - frames));
+        } else {
+            self.unwind(frames - covered, c);
+        }
     }
 
     /// Pops the entries standing for the `frames` innermost frames.

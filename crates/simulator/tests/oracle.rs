@@ -118,6 +118,15 @@ impl Oracle {
         }
     }
 
+    /// Pops the top path into the profile; the frames it covered, if
+    /// there was one.
+    fn pop_and_end_if_any(&mut self) -> Option<u32> {
+        let p = self.stack.pop()?;
+        let frames = p.frames;
+        self.end(p);
+        Some(frames)
+    }
+
     fn count(&mut self, instrs: u32) {
         if let Some(top) = self.stack.last_mut() {
             top.instrs += u64::from(instrs);
@@ -206,7 +215,16 @@ impl Oracle {
                 let frames = self.pop_and_end();
                 self.push(e.target, frames);
             }
-            BranchKind::Throw { frames } if !self.wpp => self.unwind(frames),
+            // The thrower's path ends at the throw; in WPP nothing else.
+            BranchKind::Throw { frames } => {
+                let frames = if self.wpp { 0 } else { frames };
+                let covered = self.pop_and_end_if_any();
+                match covered {
+                    Some(c) if c > frames => self.push(e.address, c - frames),
+                    Some(c) => self.unwind(frames - c),
+                    None => {}
+                }
+            }
             BranchKind::Catch => {
                 let frames = self.stack.pop().map_or(1, |p| p.frames);
                 self.push(e.target, frames);
