@@ -10,6 +10,8 @@ use pathprof_graph::interproc::{FuncId, PathStep};
 use pathprof_graph::Cfg;
 use pathprof_profile::interproc::{InterprocPath, InterprocProfile};
 use pathprof_profile::{FunctionProfile, Profile};
+
+use crate::report::ProfileFunctions;
 use serde::Serialize;
 
 /// One counted path, rendered.
@@ -110,40 +112,31 @@ fn crosses(p: &InterprocPath) -> bool {
 /// Function names and blocks of the profile, by supergraph id.
 struct Names<'a> {
     ip: &'a InterprocProfile,
-    functions: std::collections::HashMap<u32, &'a FunctionProfile>,
+    profile: &'a Profile,
+    functions: ProfileFunctions<'a>,
 }
 
 impl<'a> Names<'a> {
     fn new(profile: &'a Profile, ip: &'a InterprocProfile) -> Self {
-        let functions = profile
-            .functions
-            .iter()
-            .map(|f| (f.func_index, f))
-            .collect();
-        Names { ip, functions }
+        let functions = ProfileFunctions::new(profile, ip.num_imported_funcs);
+        Names {
+            ip,
+            profile,
+            functions,
+        }
     }
 
     fn function(&self, f: FuncId) -> Option<&'a FunctionProfile> {
-        self.functions.get(&self.ip.func_index(f)).copied()
+        self.functions.get(f)
     }
 
     fn name(&self, f: FuncId) -> String {
-        self.function(f).map_or_else(
-            || format!("func[{}]", self.ip.func_index(f)),
-            |fp| fp.display_name(),
-        )
+        self.functions.name(f)
     }
 
     /// The module index of the function named `name` (or numbered so).
     fn find(&self, name: &str) -> Result<u32> {
-        let found = self
-            .functions
-            .values()
-            .find(|f| f.display_name() == name || f.func_index.to_string() == name);
-        match found {
-            Some(f) => Ok(f.func_index),
-            None => bail!("no function {name:?} in the profile"),
-        }
+        Ok(crate::report::select(self.profile, Some(name))?[0].func_index)
     }
 
     fn site(&self, s: pathprof_graph::interproc::CallSiteId) -> String {
@@ -221,7 +214,7 @@ impl<'a> Names<'a> {
                 PathStep::Return(site) => {
                     let caller = self.ip.site(site).map(|i| i.func_index);
                     let name = caller
-                        .and_then(|c| self.functions.get(&c))
+                        .and_then(|c| self.functions.by_module_index(c))
                         .map_or_else(|| "?".to_string(), |f| f.display_name());
                     sep(&mut s);
                     s += &format!("| ret {name}:");

@@ -532,3 +532,46 @@ pub fn no_paths(mode: pathprof_profile::Mode, file: &std::path::Path) -> anyhow:
     };
     anyhow::anyhow!("{}: {why}", file.display())
 }
+
+/// A profile's functions by module index, for the reports whose paths name
+/// functions by their index among the module's defined functions (the
+/// supergraph's ids): `num_imported_funcs` turns one into the other.
+pub(crate) struct ProfileFunctions<'a> {
+    num_imported_funcs: u32,
+    by_index: std::collections::HashMap<u32, &'a FunctionProfile>,
+}
+
+impl<'a> ProfileFunctions<'a> {
+    pub(crate) fn new(profile: &'a Profile, num_imported_funcs: u32) -> Self {
+        let by_index = profile
+            .functions
+            .iter()
+            .map(|f| (f.func_index, f))
+            .collect();
+        ProfileFunctions {
+            num_imported_funcs,
+            by_index,
+        }
+    }
+
+    /// The module index of defined function `f`.
+    pub(crate) fn index(&self, f: pathprof_graph::interproc::FuncId) -> u32 {
+        self.num_imported_funcs + f.index() as u32
+    }
+
+    pub(crate) fn get(&self, f: pathprof_graph::interproc::FuncId) -> Option<&'a FunctionProfile> {
+        self.by_module_index(self.index(f))
+    }
+
+    pub(crate) fn by_module_index(&self, index: u32) -> Option<&'a FunctionProfile> {
+        self.by_index.get(&index).copied()
+    }
+
+    /// Its name, or `func[N]`.
+    pub(crate) fn name(&self, f: pathprof_graph::interproc::FuncId) -> String {
+        self.get(f).map_or_else(
+            || format!("func[{}]", self.index(f)),
+            |fp| fp.display_name(),
+        )
+    }
+}

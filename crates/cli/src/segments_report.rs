@@ -5,7 +5,7 @@
 //! after a backedge) or `[after call I]`, runs the blocks listed, and ends
 //! in `>call I` (its function's I-th call site), `<ret` or `[back]`.
 
-use std::collections::HashMap;
+use crate::report::ProfileFunctions;
 
 use anyhow::{bail, Result};
 use pathprof_graph::interproc::FuncId;
@@ -95,28 +95,21 @@ pub fn render(profile: &Profile, rows: &[SegmentRow], top: usize) -> String {
 
 struct Names<'a> {
     sp: &'a SegmentProfile,
-    functions: HashMap<u32, &'a FunctionProfile>,
+    functions: ProfileFunctions<'a>,
 }
 
 impl<'a> Names<'a> {
     fn new(profile: &'a Profile, sp: &'a SegmentProfile) -> Self {
-        let functions = profile
-            .functions
-            .iter()
-            .map(|f| (f.func_index, f))
-            .collect();
+        let functions = ProfileFunctions::new(profile, sp.num_imported_funcs);
         Names { sp, functions }
     }
 
     fn function(&self, f: FuncId) -> Option<&'a FunctionProfile> {
-        self.functions.get(&self.sp.func_index(f)).copied()
+        self.functions.get(f)
     }
 
     fn name(&self, f: FuncId) -> String {
-        self.function(f).map_or_else(
-            || format!("func[{}]", self.sp.func_index(f)),
-            |fp| fp.display_name(),
-        )
+        self.functions.name(f)
     }
 
     fn row(&self, seg: &SegmentCount, total: u64) -> SegmentRow {
