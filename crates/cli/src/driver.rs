@@ -77,6 +77,36 @@ pub struct Options {
     pub trace_mode: pathprof_wasm::TraceMode,
     /// Which call sites the interprocedural modes profile across.
     pub hybrid: crate::interproc::Hybrid,
+    /// Told how many functions are rewritten, as they are (for a progress
+    /// bar on a large module).
+    pub progress: Progress,
+}
+
+/// A callback told `(functions done, functions in all)` as a module is
+/// instrumented one function at a time.
+#[derive(Clone, Default)]
+pub struct Progress(Option<std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>>);
+
+impl Progress {
+    pub fn new(f: impl Fn(u64, u64) + Send + Sync + 'static) -> Self {
+        Progress(Some(std::sync::Arc::new(f)))
+    }
+
+    fn report(&self, done: u64, total: u64) {
+        if let Some(f) = &self.0 {
+            f(done, total);
+        }
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Progress(callback)"
+        } else {
+            "Progress(none)"
+        })
+    }
 }
 
 impl Default for Options {
@@ -89,6 +119,7 @@ impl Default for Options {
             validate_output: false,
             trace_mode: pathprof_wasm::TraceMode::Buffered,
             hybrid: Default::default(),
+            progress: Progress::default(),
         }
     }
 }
@@ -290,7 +321,11 @@ fn instrument_to(
             Err(u) => Err(u),
         })
     };
-    pathprof_wasm::par::pipeline(&scanned.body_sizes(), build_and_plan, |slot| {
+    let sizes = scanned.body_sizes();
+    let (total, mut done) = (sizes.len() as u64, 0);
+    pathprof_wasm::par::pipeline(&sizes, build_and_plan, |slot| {
+        done += 1;
+        opts.progress.report(done, total);
         if let Ok((cfg, planned)) = slot {
             if !budget.admit(planned.plan.paths) {
                 *planned = plan_one(cfg, technique, exceptions, opts, &opts.ball_larus)?;

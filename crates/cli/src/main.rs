@@ -619,7 +619,38 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
         ppp: Default::default(),
         peel_max_bytes: t.peel_max_bytes,
         hybrid: t.hybrid.clone(),
+        progress: progress_bar(),
         ..driver::Options::default()
+    })
+}
+
+/// A bar of the functions instrumented, on stderr when it is a terminal
+/// and the module is large enough for it to matter (a second or more: a
+/// thousand functions), cleared when the last one is done.
+fn progress_bar() -> driver::Progress {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return driver::Progress::default();
+    }
+    let bar = ProgressBar::hidden();
+    driver::Progress::new(move |done, total| {
+        if total < 1000 {
+            return;
+        }
+        if done == 1 {
+            bar.set_length(total);
+            if let Ok(style) = ProgressStyle::with_template(
+                "instrumenting {pos}/{len} functions {bar:30} {elapsed}",
+            ) {
+                bar.set_style(style);
+            }
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        bar.set_position(done);
+        if done == total {
+            bar.finish_and_clear();
+        }
     })
 }
 
