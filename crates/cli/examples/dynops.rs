@@ -35,7 +35,7 @@ fn main() -> Result<()> {
             .as_ref()
             .and_then(|w| w.function(f.func_index))
             .map(pathprof::report::edge_counts);
-        let plan = ball_larus::plan_only(&f.cfg, w.as_deref(), &opts)?;
+        let (plan, _) = ball_larus::plan_only(&f.cfg, w.as_deref(), &opts)?;
         for (e, actions) in plan.edges.iter().enumerate() {
             let c = u128::from(freq[e]);
             if !actions.is_empty() && matches!(f.edge_kinds[e], EdgeKind::BrIf | EdgeKind::BrTable)

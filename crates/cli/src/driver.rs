@@ -295,8 +295,9 @@ fn instrument_to(
     opts: &Options,
     to: Option<FileOutput>,
 ) -> Result<Done> {
-    // Edge profiling counts every edge where an activation may be unwound
-    // (see `edge::plan`), which must be known before the first function.
+    // Edge profiling gives the blocks where an activation may be unwound a
+    // virtual edge to EXIT (see `edge::plan`), in a module that may throw,
+    // which must be known before the first function.
     let exceptions = technique == Technique::Edge && scanned.may_throw_or_catch();
     let trace = (technique == Technique::Trace).then_some(opts.trace_mode);
     let mut inst = pathprof_wasm::Instrumenter::new(scanned, trace)?;
@@ -503,7 +504,9 @@ pub(crate) fn display_name(func_index: u32, name: &Option<String>) -> String {
 
 /// What a function's metadata record needs of its planning, by technique.
 enum Chosen {
-    Path,
+    /// The cut vertices of the truncated DAG (the cuts may depend on the
+    /// weights, which decoding does not have).
+    Path(Vec<NodeId>),
     Ppp(ppp::PppInfo),
     Edge(edge::Chords),
     Trace,
@@ -518,7 +521,7 @@ struct Planned {
 impl Planned {
     fn record(&self) -> PlanRecord<'_> {
         match &self.chosen {
-            Chosen::Path => PlanRecord::Path,
+            Chosen::Path(cuts) => PlanRecord::Path(cuts),
             Chosen::Ppp(info) => PlanRecord::Ppp(info),
             Chosen::Edge(chords) => PlanRecord::Edge(chords),
             Chosen::Trace => PlanRecord::Trace,
@@ -549,10 +552,13 @@ fn plan_function(
     bl: &ball_larus::Options,
 ) -> Result<Planned> {
     Ok(match technique {
-        Technique::Path => Planned {
-            plan: ball_larus::plan_only(&f.cfg, weights, bl)?,
-            chosen: Chosen::Path,
-        },
+        Technique::Path => {
+            let (plan, cuts) = ball_larus::plan_only(&f.cfg, weights, bl)?;
+            Planned {
+                plan,
+                chosen: Chosen::Path(cuts),
+            }
+        }
         Technique::Ppp => {
             let chosen = &opts.ppp.interesting;
             let interesting = chosen.paths.get(&f.func_index).map_or(&[][..], |v| &v[..]);
@@ -573,7 +579,7 @@ fn plan_function(
             }
         }
         Technique::Edge => {
-            let (plan, chords) = edge::plan(&f.cfg, weights, exceptions);
+            let (plan, chords) = edge::plan(&f.cfg, weights, &unwinding(f, exceptions));
             Planned {
                 plan,
                 chosen: Chosen::Edge(chords),
@@ -587,6 +593,19 @@ fn plan_function(
             bail!("this mode plans the module whole (crate::interproc, crate::intra_context)")
         }
     })
+}
+
+/// The blocks of `f` an exception may unwind from, in a module that may
+/// throw: those with a call that returns to them (`edge::plan`).
+pub fn unwinding(f: &FunctionCfg, exceptions: bool) -> Vec<NodeId> {
+    if !exceptions {
+        return Vec::new();
+    }
+    f.calls
+        .iter()
+        .filter(|c| !c.tail)
+        .map(|c| c.block)
+        .collect()
 }
 
 /// Per-CFG-edge weights for `f` from a prior profile, if it has the function.

@@ -252,7 +252,48 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
             "warning: {lost} path executions were lost: a hash table was full and the counter memory could not grow"
         );
     }
-    s + &render_rows(paths, top)
+    s + &truncation_lines(paths) + &render_rows(paths, top)
+}
+
+/// The functions whose paths ran through truncation cuts (5.3), the most
+/// cut executions first: how many of each one's path executions start or
+/// end at a cut, where the relation between the parts before and after the
+/// cut is lost. Empty when no path ran through one.
+fn truncation_lines(paths: &[HotPath]) -> String {
+    use std::fmt::Write;
+    let mut by_function: std::collections::BTreeMap<u32, (&str, u64, u64)> = Default::default();
+    for p in paths {
+        let f = by_function
+            .entry(p.func_index)
+            .or_insert((&p.function, 0, 0));
+        f.2 += p.count;
+        if p.kind.contains("cut") {
+            f.1 += p.count;
+        }
+    }
+    let mut cut: Vec<_> = by_function.into_values().filter(|f| f.1 > 0).collect();
+    if cut.is_empty() {
+        return String::new();
+    }
+    cut.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "paths cut by truncation in {} function(s) (path executions that start or end at a cut; \
+         `instrument --weights` with a profile of a like run keeps the paths that ran whole where it can):",
+        cut.len()
+    );
+    for (name, cut, total) in cut.iter().take(10) {
+        let _ = writeln!(
+            s,
+            "  {cut:>12} of {total:>12} ({:>6.2}%)  {name}",
+            percent(*cut, *total)
+        );
+    }
+    if cut.len() > 10 {
+        let _ = writeln!(s, "  ... and {} more", cut.len() - 10);
+    }
+    s
 }
 
 /// For a PPP profile: how many interesting paths there are and, under the

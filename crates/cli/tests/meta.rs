@@ -136,7 +136,8 @@ fn expected_data(
             }
         }
         _ => {
-            let (_, chords) = edge::plan(&f.cfg, None, exceptions);
+            let unwinding = pathprof::driver::unwinding(f, exceptions);
+            let (_, chords) = edge::plan(&f.cfg, None, &unwinding);
             FunctionData::Edge {
                 chord_counts: vec![0; chords.chords.len()],
                 edge_counts: vec![0; f.cfg.num_edges()],

@@ -350,6 +350,86 @@ fn weights_from_a_prior_profile_keep_counts_exact() {
     }
 }
 
+/// Of a profile's path executions, those that start or end at a truncation
+/// cut, all of them, and the functions with such executions.
+fn cut_executions(profile: &pathprof_profile::Profile) -> (u64, u64, usize) {
+    let paths = pathprof::report::hot_paths(profile, None).unwrap();
+    let cut: Vec<_> = paths.iter().filter(|p| p.kind.contains("cut")).collect();
+    let functions: std::collections::BTreeSet<u32> = cut.iter().map(|p| p.func_index).collect();
+    (
+        cut.iter().map(|p| p.count).sum(),
+        paths.iter().map(|p| p.count).sum(),
+        functions.len(),
+    )
+}
+
+/// `--weights` also guides truncation (5.3): the cuts go to blocks that did
+/// not run in the prior profile where that fits, else to the coldest tier
+/// that fits (docs/decisions.md#guided-truncation). The interpreter fixture
+/// truncated at 1024 paths a function, where the unguided cuts split most
+/// path executions: the counts equal the trace's either way; the guided
+/// profile cuts fewer executions on every input, and on the input it was
+/// trained on leaves fewer functions with a path cut.
+#[test]
+fn weights_guide_truncation_to_blocks_that_did_not_run() {
+    let engine = pathprof_runner::engine().unwrap();
+    let build = programs::root().join("tests/fixtures/c/build");
+    let cases: Vec<_> = programs::c_cases()
+        .into_iter()
+        .filter(|(n, _)| n == "interp")
+        .take(3)
+        .collect();
+    for opt in ["O0", "O2"] {
+        let module = std::fs::read(build.join(format!("interp.{opt}.wasm")))
+            .expect("run scripts/build-c-fixtures.sh");
+        let mut plain = driver::Options::default();
+        plain.ball_larus.truncate_above = 1024;
+        let train = programs::profiled_run(&engine, &module, Technique::Edge, &plain, &cases[0].1);
+        let weighted = driver::Options {
+            weights: Some(train.1),
+            ..plain.clone()
+        };
+        let traced =
+            driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+        for (i, (_, inv)) in cases.iter().enumerate() {
+            let trace = programs::run(&engine, &traced.bytes, inv, true).trace;
+            let mut cut = Vec::new();
+            for opts in [&plain, &weighted] {
+                let (_, profile) =
+                    programs::profiled_run(&engine, &module, Technique::Path, opts, inv);
+                let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
+                assert_counts(
+                    &programs::path_counts(&profile).paths,
+                    &expected.paths,
+                    &format!("interp.{opt} {inv:?}: guided truncation"),
+                );
+                cut.push(cut_executions(&profile));
+            }
+            let [(unguided, total, fu), (guided, _, fg)] = cut[..] else {
+                unreachable!()
+            };
+            eprintln!(
+                "interp.{opt} {inv:?}: {unguided} (in {fu} functions) then {guided} (in {fg}) \
+                 of {total} executions cut"
+            );
+            assert!(
+                unguided * 2 > total,
+                "interp.{opt}: the threshold did not bite"
+            );
+            assert!(
+                guided < unguided,
+                "interp.{opt} {inv:?}: {guided} >= {unguided}"
+            );
+            if i == 0 {
+                assert!(
+                    fg < fu,
+                    "interp.{opt}: cuts in {fg} functions, unguided {fu}"
+                );
+            }
+        }
+    }
+}
+
 /// The fixture of peeled loops is peeled: its path-mode module with peeling
 /// differs from, and is larger than, the one without (the counts of both
 /// equal the trace's, `wat_fixtures_counts_equal_trace`).
@@ -454,4 +534,107 @@ fn edge_counts_of_truncated_path_profiles_equal_the_trace() {
         "only {settled_boundary} boundary edges ran"
     );
     eprintln!("{settled_boundary} boundary edges settled exactly, {guessed} guessed");
+}
+
+/// A large function (a `br_table` dispatch over `cases` cases, each with a
+/// call that may throw; every fifth call in a `try_table`) in a module that
+/// throws: exceptions unwind through it, and some are caught inside it.
+fn unwinding_dispatch(cases: u32) -> String {
+    let mut big = String::new();
+    let labels: String = (0..cases).map(|i| format!(" $c{i}")).collect();
+    big.push_str(&format!(
+        "(block $next {}(br_table{labels} (i32.rem_u (local.get $n) (i32.const {cases})))",
+        (0..cases)
+            .rev()
+            .map(|i| format!("(block $c{i} "))
+            .collect::<String>()
+    ));
+    for i in 0..cases {
+        let call = format!(
+            "(local.set $acc (i32.add (local.get $acc) (call $leaf (i32.const {i}) (local.get $n))))"
+        );
+        let body = if i % 5 == 0 {
+            format!(
+                "(block $ok{i} (block $caught{i} (try_table (catch_all $caught{i}) {call}) \
+                 (br $ok{i})) (local.set $acc (i32.add (local.get $acc) (i32.const 1000))))"
+            )
+        } else {
+            format!(
+                "{call} (br_if $next (i32.and (local.get $acc) (i32.const 1))) \
+                 (local.set $acc (i32.xor (local.get $acc) (i32.const {})))",
+                0x5bd1 + i
+            )
+        };
+        big.push_str(&format!(") {body} (br $next)"));
+    }
+    big.push(')');
+    format!(
+        r#"(module
+  (tag $oops (param i32))
+  (func $leaf (param $case i32) (param $n i32) (result i32)
+    (if (i32.eqz (i32.rem_u (i32.add (i32.mul (local.get $n) (i32.const 7)) (local.get $case))
+                            (i32.const 13)))
+      (then (throw $oops (local.get $case))))
+    (i32.add (local.get $case) (local.get $n)))
+  (func $big (param $n i32) (result i32) (local $acc i32)
+    (loop $top
+      {big}
+      (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+      (br_if $top (local.get $n)))
+    (i32.and (local.get $acc) (i32.const 0x7fffffff)))
+  (func (export "run") (param $n i32) (result i32)
+    (block $h (param) (result i32)
+      (try_table (result i32) (catch $oops $h) (call $big (local.get $n)))
+      (return))
+    (local.set $n)
+    (i32.sub (i32.const -1) (local.get $n))))"#
+    )
+}
+
+/// Edge profiling of a large function that exceptions unwind through
+/// (`docs/decisions.md#edge-unwinding`): the counts equal the trace's, and
+/// the counters are the chords of a spanning tree that holds one virtual
+/// edge per block with a call, E - V + 2 + U of them for a connected CFG of
+/// E edges and V nodes with U such blocks, where counting every edge (what
+/// pathprof did before) took E.
+#[test]
+fn edge_profiles_of_a_large_function_that_exceptions_unwind_through() {
+    let engine = pathprof_runner::engine().unwrap();
+    let cases = 300;
+    let module = wat::parse_str(unwinding_dispatch(cases)).unwrap();
+    let mut thrown = 0;
+    for n in (1..=60).chain([997, 4000]) {
+        let inv = Invocation::Call {
+            export: "run".into(),
+            args: vec![n.to_string()],
+        };
+        check(&engine, "unwinding_dispatch", &module, &inv);
+        let out = programs::run(&engine, &module, &inv, false);
+        // Caught in `run`: a negative result; else `$big`'s, masked positive.
+        thrown += out.results.iter().filter(|r| r.starts_with('-')).count();
+    }
+    assert!(thrown >= 10, "only {thrown} runs ended in the catch");
+    let inv = Invocation::Call {
+        export: "run".into(),
+        args: vec!["4000".into()],
+    };
+    let (_, profile) = programs::profiled_run(
+        &engine,
+        &module,
+        Technique::Edge,
+        &driver::Options::default(),
+        &inv,
+    );
+    let big = &profile.functions[1];
+    let pathprof_profile::FunctionData::Edge { chords, .. } = &big.data else {
+        unreachable!()
+    };
+    let (v, e) = (big.blocks.len(), big.edges.len());
+    assert!(v > 2 * cases as usize, "only {v} nodes");
+    assert_eq!(chords.unwinding.len(), cases as usize);
+    assert_eq!(chords.chords.len(), e - v + 2 + cases as usize);
+    eprintln!(
+        "{v} nodes, {e} edges, {} counters (counting every edge: {e})",
+        chords.chords.len()
+    );
 }

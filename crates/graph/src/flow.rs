@@ -14,6 +14,16 @@
 //! in its last vertex. The caller reports those as `abrupt_exits`, each
 //! treated as an extra edge `v->EXIT` with a known count.
 //!
+//! Unwinding: an activation may also leave a vertex with no record of it
+//! (an exception thrown by a callee unwinds through it, and the engine says
+//! nothing of the frames it passes). The caller names the vertices where that
+//! may happen (`unwinding`); each gets a virtual edge `v->EXIT` of unknown
+//! count that is always in the tree, as the `EXIT->ENTRY` edge is, so its
+//! count is derived like any tree edge's. They form a star at EXIT, so a tree
+//! holding all of them exists; each costs one more chord than the plain tree.
+//! A departure from QPT2, which assumes every activation reaches EXIT or is
+//! reported where it stopped.
+//!
 //! Self loops are never tree edges (they would close a cycle), so each keeps
 //! its own counter. Unreachable parts form trees of their own and get 0.
 
@@ -22,19 +32,22 @@ use crate::error::GraphError;
 use crate::mst::max_spanning_tree;
 
 /// Per CFG edge, whether it is in a maximum spanning tree under `weights`
-/// (true = uninstrumented). Missing weights count as 0; ties go to the lower
-/// edge id.
-pub fn edge_spanning_tree(cfg: &Cfg, weights: &[u64]) -> Vec<bool> {
+/// (true = uninstrumented) that also holds the virtual edges of the
+/// `unwinding` vertices (a repeated vertex, ENTRY or EXIT adds nothing). Missing weights
+/// count as 0; ties go to the lower edge id.
+pub fn edge_spanning_tree(cfg: &Cfg, weights: &[u64], unwinding: &[NodeId]) -> Vec<bool> {
     let ends = cfg.edge_list();
     max_spanning_tree(
         cfg.num_nodes(),
         ends.len(),
         |i| ends[i],
         |i| weights.get(i).copied().unwrap_or(0),
+        unwinding,
     )
 }
 
-/// The tree edges still unknown, plus the virtual edge (index `num_edges`).
+/// The tree edges still unknown, plus the virtual edges (`EXIT->ENTRY` at
+/// index `num_edges`, the unwinding ones after it).
 struct Unknowns {
     /// Per node, the unknown edges touching it.
     touching: Vec<Vec<usize>>,
@@ -43,7 +56,8 @@ struct Unknowns {
 }
 
 /// Every edge's count from the counts of the chords (`chord_counts`, per CFG
-/// edge, read only where `in_tree` is false) and the abrupt exits.
+/// edge, read only where `in_tree` is false), the abrupt exits, and the
+/// `unwinding` vertices the tree was built with ([`edge_spanning_tree`]).
 ///
 /// Fails with [`GraphError::InconsistentCounts`] if the counts cannot come
 /// from an execution (a derived count would be negative or flow does not
@@ -54,20 +68,31 @@ pub fn derive_edge_counts(
     in_tree: &[bool],
     chord_counts: &[u64],
     abrupt_exits: &[(NodeId, u64)],
+    unwinding: &[NodeId],
 ) -> Result<Vec<u64>, GraphError> {
     let (n, m) = (cfg.num_nodes(), cfg.num_edges());
     check_len("in_tree", in_tree.len(), m)?;
     check_len("chord_counts", chord_counts.len(), m)?;
-    let ends = |i: usize| {
-        if i == m {
-            (Cfg::EXIT, Cfg::ENTRY)
-        } else {
-            cfg.edge(EdgeId::new(i))
-        }
+    if let Some(&v) = unwinding.iter().find(|v| v.index() >= n) {
+        return Err(GraphError::NodeOutOfRange {
+            node: v,
+            num_nodes: n,
+        });
+    }
+    // As the tree was built: a repeated vertex, ENTRY or EXIT adds no edge.
+    let mut unwinding = unwinding.to_vec();
+    unwinding.sort_unstable();
+    unwinding.dedup();
+    unwinding.retain(|&v| v != Cfg::ENTRY && v != Cfg::EXIT);
+    let ends = |i: usize| match i.checked_sub(m) {
+        None => cfg.edge(EdgeId::new(i)),
+        Some(0) => (Cfg::EXIT, Cfg::ENTRY),
+        Some(u) => (unwinding[u - 1], Cfg::EXIT),
     };
+    let virtuals = 1 + unwinding.len();
     // Per node: known flow in minus known flow out.
     let mut balance = vec![0i128; n];
-    let mut counts: Vec<Option<u64>> = vec![None; m + 1];
+    let mut counts: Vec<Option<u64>> = vec![None; m + virtuals];
     for e in (0..m).filter(|&e| !in_tree[e]) {
         let c = chord_counts[e];
         counts[e] = Some(c);
@@ -89,7 +114,7 @@ pub fn derive_edge_counts(
         touching: vec![Vec::new(); n],
         left: vec![0; n],
     };
-    for e in (0..=m).filter(|&e| e == m || in_tree[e]) {
+    for e in (0..m + virtuals).filter(|&e| e >= m || in_tree[e]) {
         let (v, w) = ends(e);
         for x in [v, w] {
             unknowns.touching[x.index()].push(e);

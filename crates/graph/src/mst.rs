@@ -56,20 +56,26 @@ impl UnionFind {
 
 /// Per edge i of `num_edges`, with `ends(i)` its (source, target), whether
 /// it is in a maximum spanning forest that contains the virtual `EXIT->ENTRY`
-/// edge. `weight(i)` is the weight of edge `i`. Self loops are never tree
-/// edges. The edges are ordered by (weight descending, index), the order of
-/// a stable sort, without the stable sort's buffer: 4 bytes an edge.
+/// edge and a virtual edge `v->EXIT` for each `v` of `to_exit` (distinct
+/// nodes; see [`crate::flow`] on unwinding). `weight(i)` is the weight of
+/// edge `i`. Self loops are never tree edges. The edges are ordered by
+/// (weight descending, index), the order of a stable sort, without the
+/// stable sort's buffer: 4 bytes an edge.
 pub(crate) fn max_spanning_tree(
     num_nodes: usize,
     num_edges: usize,
     ends: impl Fn(usize) -> (NodeId, NodeId),
     weight: impl Fn(usize) -> u64,
+    to_exit: &[NodeId],
 ) -> Vec<bool> {
     let num = u32::try_from(num_edges).expect("fewer than 2^32 edges");
     let mut by_weight: Vec<u32> = (0..num).collect();
     by_weight.sort_unstable_by_key(|&i| (Reverse(weight(i as usize)), i));
     let mut sets = UnionFind::new(num_nodes);
     sets.union(Cfg::EXIT.index(), Cfg::ENTRY.index());
+    for v in to_exit {
+        sets.union(v.index(), Cfg::EXIT.index());
+    }
     let mut in_tree = vec![false; num_edges];
     for i in by_weight {
         let (s, d) = ends(i as usize);

@@ -136,50 +136,105 @@ fn number_in(dag: &Dag, order: &[NodeId]) -> Result<Numbering, GraphError> {
 /// small threshold never makes a function unprofilable. Fails with
 /// [`GraphError::TooManyPaths`] only if that still overflows 64 bits.
 pub fn build_numbered(cfg: &Cfg, truncate_above: u64) -> Result<(Dag, Numbering), GraphError> {
+    build_numbered_guided(cfg, truncate_above, None)
+}
+
+/// [`build_numbered`], its cuts chosen by `flow` when given: per node, how
+/// often it ran in a prior run. Truncation then cuts only vertices that
+/// never ran if that fits (so every path that ran stays whole), else only
+/// vertices colder than a rising share of the hottest one's flow, and
+/// unguided only when no such tier fits. A departure from 5.3, which cuts
+/// wherever NumPaths passes the threshold: in a large function that puts
+/// the cuts on the hot paths as often as on cold ones (an interpreter's
+/// dispatch loop cut into one-block fragments). The cut vertices are in
+/// [`Dag::cut_nodes`]; a decoder rebuilds the DAG with [`Dag::with_cuts`].
+pub fn build_numbered_guided(
+    cfg: &Cfg,
+    truncate_above: u64,
+    flow: Option<&[u64]>,
+) -> Result<(Dag, Numbering), GraphError> {
     let base = Dag::new(cfg)?;
     // One order serves every round: cutting keeps it topological.
     let order = order_from_dfs(cfg);
     if let Some(numbering) = numbered_within(&base, &order, truncate_above)? {
         return Ok((base, numbering));
     }
+    let round = flow
+        .and_then(|flow| guided_round(&base, &order, truncate_above, flow))
+        .or_else(|| fitting_round(&base, &order, truncate_above, None));
+    let (cuts, total) = match round {
+        Some(round) => (round.cuts, round.total),
+        None => (cut_everywhere(&base, &order), None),
+    };
+    // The uncut DAG goes first: two DAGs of the largest function alive at
+    // once were the instrumenter's peak.
+    drop(base);
+    let dag = Dag::with_cuts(cfg, &cuts)?;
+    let numbering = number_in(&dag, &order)?;
+    debug_assert!(total.is_none_or(|n| n == numbering.total()));
+    Ok((dag, numbering))
+}
+
+/// The first round of lowering thresholds whose cuts fit in `limit`, cutting
+/// only vertices `protect` leaves cuttable (all when `None`); `None` if even
+/// a threshold of 1 does not fit.
+fn fitting_round(
+    base: &Dag,
+    order: &[NodeId],
+    limit: u64,
+    protect: Option<&[bool]>,
+) -> Option<Round> {
     let mut entry_succs = base.succs(Cfg::ENTRY).len() as u64;
-    let mut t = truncate_above;
+    let mut t = limit;
     loop {
         // A round's DAG is built only when its predicted total fits.
-        let round = choose_cuts(&base, &order, t);
+        let round = choose_cuts(base, order, t, protect);
         if !round.cuts.is_empty() {
-            if round.total.is_some_and(|n| n <= truncate_above) {
-                // The uncut DAG goes first: two DAGs of the largest
-                // function alive at once were the instrumenter's peak.
-                drop(base);
-                let dag = Dag::with_cuts(cfg, &round.cuts)?;
-                let numbering = number_in(&dag, &order)?;
-                debug_assert_eq!(Some(numbering.total()), round.total);
-                return Ok((dag, numbering));
+            if round.total.is_some_and(|n| n <= limit) {
+                return Some(round);
             }
             entry_succs = round.entry_succs;
         }
         if t <= 1 {
-            break;
+            return None;
         }
         // After cutting at `t` each target of ENTRY has about `t` paths at
         // most, so the total needs `t <= limit / succs(ENTRY)`; halving at
         // least guarantees progress.
-        t = (t / 2).min(truncate_above / entry_succs.max(1)).max(1);
+        t = (t / 2).min(limit / entry_succs.max(1)).max(1);
     }
-    let everywhere: Vec<NodeId> = order
+}
+
+/// Shares of the hottest vertex's flow below which a vertex may be cut, in
+/// the order [`guided_round`] tries them (after "never ran").
+const COLD_SHARES: [u64; 5] = [100_000, 10_000, 1_000, 100, 10];
+
+/// [`fitting_round`] protecting the vertices that ran at least a tier's
+/// share of the hottest one's flow, the tiers tried from "ran at all" up.
+fn guided_round(base: &Dag, order: &[NodeId], limit: u64, flow: &[u64]) -> Option<Round> {
+    let flow_of = |v: usize| flow.get(v).copied().unwrap_or(0);
+    let hottest = (0..base.num_nodes).map(flow_of).max().unwrap_or(0);
+    let mut floors: Vec<u64> = std::iter::once(1)
+        .chain(COLD_SHARES.iter().map(|share| (hottest / share).max(1)))
+        .collect();
+    floors.dedup();
+    floors.into_iter().find_map(|floor| {
+        let protect: Vec<bool> = (0..base.num_nodes).map(|v| flow_of(v) >= floor).collect();
+        fitting_round(base, order, limit, Some(&protect))
+    })
+}
+
+/// Every vertex with an edge to cut: the fewest paths truncation can give.
+fn cut_everywhere(base: &Dag, order: &[NodeId]) -> Vec<NodeId> {
+    order
         .iter()
         .copied()
         .filter(|&v| {
             v != Cfg::ENTRY
                 && base.reachable[v.index()]
-                && base.succs(v).iter().any(|&d| cuttable_edge(&base, d))
+                && base.succs(v).iter().any(|&d| cuttable_edge(base, d))
         })
-        .collect();
-    drop(base);
-    let dag = Dag::with_cuts(cfg, &everywhere)?;
-    let numbering = number_in(&dag, &order)?;
-    Ok((dag, numbering))
+        .collect()
 }
 
 /// The numbering of `dag` (in topological `order`) if NumPaths(ENTRY) is at
@@ -208,11 +263,11 @@ pub(crate) struct Round {
 
 /// The vertices 5.3 truncates at threshold `t`: in reverse topological order,
 /// a vertex whose NumPaths (counted with the cuts below it) exceeds `t` is
-/// cut, after which its paths are its real edges to EXIT plus its ExitDummy.
+/// cut (unless `protect` says it must not be), after which its paths are its real edges to EXIT plus its ExitDummy.
 /// Cutting only removes edges `v->w` and adds `ENTRY->w` and `v->EXIT`, so the
 /// uncut DAG's topological `order` stays valid, and the count of every vertex
 /// but ENTRY is the one the cut DAG's numbering will find.
-pub(crate) fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64) -> Round {
+pub(crate) fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64, protect: Option<&[bool]>) -> Round {
     let mut num_paths = vec![0u64; dag.num_nodes];
     let mut cuts = Vec::new();
     let mut overflow = false;
@@ -225,7 +280,9 @@ pub(crate) fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64) -> Round {
         let sum = succs.iter().try_fold(0u64, |s, &d| {
             s.checked_add(num_paths[dag.edge(d).dst.index()])
         });
-        let cuttable = v != Cfg::ENTRY && succs.iter().any(|&d| cuttable_edge(dag, d));
+        let cuttable = v != Cfg::ENTRY
+            && !protect.is_some_and(|p| p[v.index()])
+            && succs.iter().any(|&d| cuttable_edge(dag, d));
         num_paths[v.index()] = match sum {
             Some(s) if s <= t => s,
             _ if cuttable => {

@@ -94,6 +94,7 @@ pub fn spanning_tree(dag: &Dag, weights: &[u64]) -> Vec<bool> {
         dag.edges.len(),
         |i| (dag.edges[i].src, dag.edges[i].dst),
         |i| weights.get(i).copied().unwrap_or(0),
+        &[],
     )
 }
 

@@ -199,3 +199,19 @@ fn find(parent: &mut [u32], x: usize) -> usize {
     }
     x
 }
+
+/// How often each node ran, from how often each edge ran (`edge_counts`, per
+/// CFG edge; missing ones count as 0): the flow into it, or out of it for
+/// ENTRY. Saturating.
+pub fn node_flow(cfg: &Cfg, edge_counts: &[u64]) -> Vec<u64> {
+    let mut flow = vec![0u64; cfg.num_nodes()];
+    for e in cfg.edge_ids() {
+        let (src, dst) = cfg.edge(e);
+        let count = edge_counts.get(e.index()).copied().unwrap_or(0);
+        flow[dst.index()] = flow[dst.index()].saturating_add(count);
+        if src == Cfg::ENTRY {
+            flow[src.index()] = flow[src.index()].saturating_add(count);
+        }
+    }
+    flow
+}

@@ -275,13 +275,24 @@ impl Exit {
         matches!(self, Exit::Trap(m) if m.contains(&Trap::UnreachableCodeReached.to_string()))
     }
 
+    /// Whether the run ended with an exception no handler caught. The
+    /// runner's host functions throw none, so the innermost wasm frame is
+    /// the one whose `throw` or `throw_ref` threw it.
+    pub fn is_uncaught_exception(&self) -> bool {
+        matches!(self, Exit::Trap(m) if m.contains(&wasmtime::ThrownException.to_string()))
+    }
+
     /// Of the frames live at an abrupt end (innermost first), those whose
     /// activation stopped in the middle of a path: all of them, less the
-    /// innermost when it trapped at `unreachable`. Empty for a return.
+    /// innermost when it trapped at `unreachable` or threw the exception
+    /// that ended the run (a path profiler counts both instructions as
+    /// exits). Empty for a return.
     pub fn unfinished_frames<'a>(&self, frames: &'a [(u32, u32)]) -> &'a [(u32, u32)] {
         match self {
             Exit::Returned => &[],
-            _ if self.is_unreachable_trap() => frames.get(1..).unwrap_or(&[]),
+            _ if self.is_unreachable_trap() || self.is_uncaught_exception() => {
+                frames.get(1..).unwrap_or(&[])
+            }
             _ => frames,
         }
     }

@@ -188,7 +188,7 @@ pub struct Planned {
 /// Plans Ball-Larus path profiling of `cfg`. `weights` are per-CFG-edge
 /// execution estimates (a prior profile); `None` uses loop-nesting weights.
 pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planned, GraphError> {
-    let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
+    let (dag, numbering) = numbered_dag(cfg, weights, opts)?;
     let incs = increments(cfg, &dag, &numbering.val, weights);
     let ops = placement::place(&dag, &incs);
     let chords = incs.chord.iter().filter(|&&c| c).count();
@@ -213,12 +213,15 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, opts: &Options) -> Result<Planne
 /// tree, Val once the increments are known, all of the DAG but its map from
 /// CFG edges once the ops are placed): a large function's planning is when the
 /// instrumenter needs the most memory.
+///
+/// Also returns the DAG's cut vertices ([`Dag::cut_nodes`]): a decoder
+/// rebuilds the DAG from them, as the cuts depend on `weights`.
 pub fn plan_only(
     cfg: &Cfg,
     weights: Option<&[u64]>,
     opts: &Options,
-) -> Result<FunctionPlan, GraphError> {
-    let (dag, numbering) = numbering::build_numbered(cfg, opts.truncate_above)?;
+) -> Result<(FunctionPlan, Vec<NodeId>), GraphError> {
+    let (dag, numbering) = numbered_dag(cfg, weights, opts)?;
     let total = numbering.total();
     // NumPaths goes before the tree; Val once the increments are known.
     let Numbering { val, num_paths } = numbering;
@@ -231,9 +234,23 @@ pub fn plan_only(
     let Dag {
         cfg_to_dag,
         self_loops,
+        cut_nodes,
         ..
     } = { dag };
-    lower(cfg, &cfg_to_dag, &self_loops, &ops, total, opts)
+    let plan = lower(cfg, &cfg_to_dag, &self_loops, &ops, total, opts)?;
+    Ok((plan, cut_nodes))
+}
+
+/// The DAG and numbering of `cfg`, truncated where the paths that ran in a
+/// prior profile (`weights`, per CFG edge) do not pass when that fits
+/// ([`numbering::build_numbered_guided`]).
+fn numbered_dag(
+    cfg: &Cfg,
+    weights: Option<&[u64]>,
+    opts: &Options,
+) -> Result<(Dag, numbering::Numbering), GraphError> {
+    let flow = weights.map(|w| pathprof_graph::weights::node_flow(cfg, w));
+    numbering::build_numbered_guided(cfg, opts.truncate_above, flow.as_deref())
 }
 
 /// The chord increments (3.3) of `dag` on a maximum spanning tree; the

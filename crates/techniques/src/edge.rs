@@ -10,8 +10,12 @@
 //!
 //! Departure: an exception that unwinds through an activation also leaves it
 //! short of EXIT, and no record says where. In a module that uses exception
-//! handling, `plan` is asked to count every edge (`every_edge`), so no count
-//! is derived and all are exact.
+//! handling, the caller names the blocks an exception may leave from (those
+//! with a call: a `throw` ends its block with an edge of its own); each gets
+//! a virtual edge to EXIT in the spanning tree, whose count flow conservation
+//! derives (crate `pathprof_graph::flow`). That costs one more counter per
+//! such block, where counting every edge (what pathprof did before,
+//! docs/decisions.md#edge-unwinding) cost about four times the chords.
 
 use pathprof_graph::{flow, Cfg, EdgeId, GraphError, NodeId};
 use serde::{Deserialize, Serialize};
@@ -23,12 +27,21 @@ use crate::plan::{Action, EdgeActions, FunctionPlan};
 pub struct Chords {
     /// Slot i counts `chords[i]`.
     pub chords: Vec<EdgeId>,
+    /// The blocks an activation may leave unrecorded (an exception unwinding
+    /// through it), in increasing order: the spanning tree holds a virtual
+    /// edge from each to EXIT.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unwinding: Vec<NodeId>,
 }
 
 /// Plans edge profiling of `cfg`. `weights`: per-CFG-edge estimates, or
-/// loop-nesting weights when `None`. `every_edge`: a counter on every edge
-/// (no spanning tree), for functions whose activations may end unrecorded.
-pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, every_edge: bool) -> (FunctionPlan, Chords) {
+/// loop-nesting weights when `None`. `unwinding`: the blocks activations
+/// may leave without reaching EXIT or being reported (see the module doc).
+pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, unwinding: &[NodeId]) -> (FunctionPlan, Chords) {
+    let mut unwinding = unwinding.to_vec();
+    unwinding.sort_unstable();
+    unwinding.dedup();
+    unwinding.retain(|&v| v != Cfg::ENTRY && v != Cfg::EXIT);
     let static_weights;
     let w = match weights {
         Some(w) => w,
@@ -37,11 +50,7 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, every_edge: bool) -> (FunctionPl
             &static_weights
         }
     };
-    let in_tree = if every_edge {
-        vec![false; cfg.num_edges()]
-    } else {
-        flow::edge_spanning_tree(cfg, w)
-    };
+    let in_tree = flow::edge_spanning_tree(cfg, w, &unwinding);
     let mut plan = FunctionPlan::empty(cfg.num_edges());
     let chords: Vec<EdgeId> = cfg.edge_ids().filter(|e| !in_tree[e.index()]).collect();
     // Chords are in edge order, and slot i counts chord i.
@@ -53,7 +62,7 @@ pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, every_edge: bool) -> (FunctionPl
         }
     });
     plan.slots = chords.len() as u32;
-    (plan, Chords { chords })
+    (plan, Chords { chords, unwinding })
 }
 
 /// Every edge's count from the chord counters (`slots`) and the blocks in
@@ -73,5 +82,5 @@ pub fn decode(
     if chords.chords.len() == cfg.num_edges() {
         return Ok(chord_counts); // every edge counted: nothing to derive
     }
-    flow::derive_edge_counts(cfg, &in_tree, &chord_counts, abrupt)
+    flow::derive_edge_counts(cfg, &in_tree, &chord_counts, abrupt, &chords.unwinding)
 }

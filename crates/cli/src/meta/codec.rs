@@ -42,6 +42,16 @@ impl Writer {
         self.i64(to.wrapping_sub(from) as i64);
     }
 
+    /// A count, then indices that usually grow as deltas.
+    pub fn ascending(&mut self, indices: impl ExactSizeIterator<Item = usize>) {
+        self.usize(indices.len());
+        let mut prev = 0;
+        for i in indices {
+            self.delta(prev, i as u64);
+            prev = i as u64;
+        }
+    }
+
     pub fn str(&mut self, s: &str) {
         self.usize(s.len());
         self.buf.extend_from_slice(s.as_bytes());
@@ -140,6 +150,28 @@ impl<'a> Reader<'a> {
             Ok(n) if n.saturating_mul(min_bytes.max(1)) <= self.remaining() => Ok(n),
             _ => Err(self.corrupt(format!("a count of {n} is larger than the section"))),
         }
+    }
+
+    /// What [`Writer::ascending`] wrote: indices below `bound`, each a
+    /// `what` ("chord 7 is not an edge" names a bad one).
+    pub fn ascending(
+        &mut self,
+        bound: usize,
+        what: &str,
+        of: &str,
+    ) -> Result<Vec<usize>, MetaError> {
+        let n = self.count(1)?;
+        let mut out = Vec::with_capacity(n);
+        let mut prev = 0u64;
+        for _ in 0..n {
+            let i = self.delta(prev)?;
+            if i >= bound as u64 {
+                return Err(self.corrupt(format!("{what} {i} is not {of}")));
+            }
+            prev = i;
+            out.push(i as usize);
+        }
+        Ok(out)
     }
 
     pub fn str(&mut self) -> Result<&'a str, MetaError> {

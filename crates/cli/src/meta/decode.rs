@@ -4,6 +4,7 @@
 //! against the function it belongs to, so that a corrupt section gives a
 //! [`MetaError`] and `collect` never indexes out of bounds.
 
+use pathprof_graph::dag::Dag;
 use pathprof_graph::{numbering, EdgeId, NodeId};
 use pathprof_profile::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
 use pathprof_techniques::ball_larus::{self, PathCounts};
@@ -99,13 +100,18 @@ fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaE
     }
     let edges = edges(r, t, blocks.len())?;
     let data = match t.kind {
-        Kind::Path => path_data(&blocks, &edges, t.truncate_above, None),
+        Kind::Path => {
+            let cuts = r.ascending(blocks.len(), "cut vertex", "a block")?;
+            let cuts: Vec<NodeId> = cuts.into_iter().map(NodeId::new).collect();
+            path_data(&blocks, &edges, Truncation::At(&cuts), None)
+        }
         Kind::Ppp => {
             let info = ppp_info(r)?;
-            path_data(&blocks, &edges, t.truncate_above, Some(info))
+            let truncation = Truncation::Above(t.truncate_above);
+            path_data(&blocks, &edges, truncation, Some(info))
         }
         Kind::Edge => {
-            let chords = chords(r, edges.len())?;
+            let chords = chords(r, edges.len(), blocks.len())?;
             Ok(FunctionData::Edge {
                 chord_counts: vec![0; chords.chords.len()],
                 edge_counts: vec![0; edges.len()],
@@ -114,7 +120,10 @@ fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaE
         }
         Kind::Trace | Kind::Context | Kind::Piecewise | Kind::IntraContext => {
             Ok(FunctionData::Edge {
-                chords: Chords { chords: Vec::new() },
+                chords: Chords {
+                    chords: Vec::new(),
+                    unwinding: Vec::new(),
+                },
                 chord_counts: Vec::new(),
                 edge_counts: vec![0; edges.len()],
             })
@@ -199,16 +208,30 @@ fn edges(r: &mut Reader<'_>, t: &Tables<'_>, nodes: usize) -> Result<Vec<Edge>, 
     Ok(edges)
 }
 
+/// How a function's DAG was truncated.
+enum Truncation<'a> {
+    /// At these vertices (path mode records them: they may depend on the
+    /// weights it planned with).
+    At(&'a [NodeId]),
+    /// Wherever `numbering::build_numbered` cuts at this threshold (PPP).
+    Above(u64),
+}
+
 /// Numbers the CFG as `ball_larus::plan` and `ppp::plan` did.
 fn path_data(
     blocks: &[Option<Block>],
     edges: &[Edge],
-    truncate_above: u64,
+    truncation: Truncation<'_>,
     ppp: Option<PppInfo>,
 ) -> Result<FunctionData, String> {
     let cfg = crate::driver::cfg_of(edges, blocks.len());
-    let (dag, numbering) =
-        numbering::build_numbered(&cfg, truncate_above).map_err(|e| e.to_string())?;
+    let (dag, numbering) = match truncation {
+        Truncation::At(cuts) => {
+            Dag::with_cuts(&cfg, cuts).and_then(|dag| numbering::number(&dag).map(|n| (dag, n)))
+        }
+        Truncation::Above(t) => numbering::build_numbered(&cfg, t),
+    }
+    .map_err(|e| e.to_string())?;
     let numbered = ball_larus::numbered(&dag, &numbering);
     if let Some(info) = &ppp {
         if info.interesting.iter().any(|&p| p >= numbered.total) {
@@ -226,19 +249,13 @@ fn path_data(
     })
 }
 
-fn chords(r: &mut Reader<'_>, num_edges: usize) -> Result<Chords, MetaError> {
-    let n = r.count(1)?;
-    let mut chords = Vec::with_capacity(n);
-    let mut prev = 0u64;
-    for _ in 0..n {
-        let e = r.delta(prev)?;
-        if e >= num_edges as u64 {
-            return Err(r.corrupt(format!("chord {e} is not an edge")));
-        }
-        prev = e;
-        chords.push(EdgeId::new(e as usize));
-    }
-    Ok(Chords { chords })
+fn chords(r: &mut Reader<'_>, num_edges: usize, num_nodes: usize) -> Result<Chords, MetaError> {
+    let chords = r.ascending(num_edges, "chord", "an edge")?;
+    let unwinding = r.ascending(num_nodes, "unwinding block", "a block")?;
+    Ok(Chords {
+        chords: chords.into_iter().map(EdgeId::new).collect(),
+        unwinding: unwinding.into_iter().map(NodeId::new).collect(),
+    })
 }
 
 fn ppp_info(r: &mut Reader<'_>) -> Result<PppInfo, MetaError> {

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 
+use pathprof_graph::NodeId;
 use pathprof_techniques::edge::Chords;
 use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
 use pathprof_techniques::PathTable;
@@ -20,7 +21,8 @@ use crate::source::SourceMap;
 /// What decoding one function's counters depends on beyond its CFG and the
 /// numbering (which [`super::decode`] recomputes).
 pub enum PlanRecord<'a> {
-    Path,
+    /// The vertices truncation cut, ascending.
+    Path(&'a [NodeId]),
     Ppp(&'a PppInfo),
     Edge(&'a Chords),
     /// Test-only tracing: nothing is counted in memory.
@@ -129,14 +131,11 @@ impl Encoder {
         self.edges(f);
         let w = &mut self.body;
         match plan {
-            PlanRecord::Path | PlanRecord::Trace => {}
+            PlanRecord::Trace => {}
+            PlanRecord::Path(cuts) => w.ascending(cuts.iter().map(|v| v.index())),
             PlanRecord::Edge(chords) => {
-                w.usize(chords.chords.len());
-                let mut prev = 0;
-                for e in &chords.chords {
-                    w.delta(prev, e.index() as u64);
-                    prev = e.index() as u64;
-                }
+                w.ascending(chords.chords.iter().map(|e| e.index()));
+                w.ascending(chords.unwinding.iter().map(|v| v.index()));
             }
             PlanRecord::Ppp(info) => write_ppp(w, info),
         }

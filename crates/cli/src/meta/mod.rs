@@ -4,12 +4,15 @@
 //! The section stores only what cannot be recomputed (docs/profile-format.md,
 //! "Instrumented modules"): per instrumented function its CFG (blocks with
 //! their offsets, sizes and source lines; edges with their kinds), what its
-//! plan chose that decoding depends on (edge mode: the chords; PPP: the
+//! plan chose that decoding depends on (edge mode: the chords and the
+//! blocks exceptions may unwind from; path mode: the vertices truncation
+//! cut, which may depend on the weights it planned with; PPP: the
 //! interesting paths, policy, numbering scheme and interval), and, for the
 //! whole module, the truncation threshold, the counter layout and the code
 //! map. The path numbering is not stored: [`decode`] rebuilds the profile
-//! template with the same library call that planned the function
-//! (`numbering::build_numbered` on the CFG and threshold), which is
+//! template with the same library calls that planned the function (path
+//! mode: `Dag::with_cuts` and `numbering::number`; PPP:
+//! `numbering::build_numbered` on the CFG and threshold), which are
 //! deterministic.
 //!
 //! Encoding: the magic `PPMETA`, a version, then LEB128 varints (zigzag
@@ -33,8 +36,9 @@ pub use identity::CountersError;
 pub const META_SECTION: &str = "__pathprof.meta";
 /// First bytes of the section.
 const MAGIC: &[u8; 6] = b"PPMETA";
-/// The version this build writes and reads.
-pub const META_VERSION: u32 = 3;
+/// The version this build writes and reads (4: edge records list the
+/// blocks exceptions may unwind from, path records the cut vertices).
+pub const META_VERSION: u32 = 4;
 
 /// The decoded metadata of an instrumented module.
 #[derive(Clone, Debug, PartialEq)]

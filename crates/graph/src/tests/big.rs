@@ -36,13 +36,16 @@ fn long_loop_pipeline() {
     let walk = random_walk(&cfg, &choices);
     assert_eq!(walk.end, WalkEnd::Exit);
     oracle::check_pipeline(&cfg, &dag, &num, &weights, std::slice::from_ref(&walk), &[]).unwrap();
-    let in_tree = edge_spanning_tree(&cfg, &weights);
+    let in_tree = edge_spanning_tree(&cfg, &weights, &[]);
     let mut counts = vec![0u64; cfg.num_edges()];
     walk.edges.iter().for_each(|e| counts[e.index()] += 1);
     let chords: Vec<u64> = (0..counts.len())
         .map(|e| if in_tree[e] { 0 } else { counts[e] })
         .collect();
-    assert_eq!(derive_edge_counts(&cfg, &in_tree, &chords, &[]), Ok(counts));
+    assert_eq!(
+        derive_edge_counts(&cfg, &in_tree, &chords, &[], &[]),
+        Ok(counts)
+    );
 }
 
 #[test]

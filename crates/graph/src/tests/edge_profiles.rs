@@ -14,7 +14,7 @@ use crate::{Cfg, GraphError, NodeId};
 /// 3, 4, 8), as in Fig. 3.
 fn figure3() -> (Cfg, Vec<bool>) {
     let (cfg, _) = figure1();
-    let in_tree = edge_spanning_tree(&cfg, &[100, 10, 1, 1, 1, 10, 10, 10, 1, 100]);
+    let in_tree = edge_spanning_tree(&cfg, &[100, 10, 1, 1, 1, 10, 10, 10, 1, 100], &[]);
     (cfg, in_tree)
 }
 
@@ -36,7 +36,7 @@ fn figure3_counts_from_chords() {
     // A->C, B->C, B->D, C->D, D->F, D->E, E->F, F->EXIT.
     let counts = [6, 4, 2, 3, 1, 5, 3, 3, 3, 6];
     assert_eq!(
-        derive_edge_counts(&cfg, &in_tree, &chord_counts(&in_tree, &counts), &[]),
+        derive_edge_counts(&cfg, &in_tree, &chord_counts(&in_tree, &counts), &[], &[]),
         Ok(counts.to_vec())
     );
 }
@@ -49,9 +49,29 @@ fn abrupt_exits_keep_counts_exact() {
     let counts = [2, 1, 1, 1, 0, 1, 0, 1, 1, 1];
     let chords = chord_counts(&in_tree, &counts);
     assert_eq!(
-        derive_edge_counts(&cfg, &in_tree, &chords, &[(c, 1)]),
+        derive_edge_counts(&cfg, &in_tree, &chords, &[(c, 1)], &[]),
         Ok(counts.to_vec())
     );
+}
+
+/// An exception unwinding through C leaves no record; with C named as a
+/// vertex that may be unwound, the tree holds a virtual C->EXIT edge and
+/// one more edge is a chord (5 against Fig. 3's 4), and the counts are exact.
+#[test]
+fn unwound_activations_keep_counts_exact() {
+    let (cfg, _) = figure1();
+    let c = NodeId::new(4);
+    let in_tree = edge_spanning_tree(&cfg, &[100, 10, 1, 1, 1, 10, 10, 10, 1, 100], &[c]);
+    assert_eq!(in_tree.iter().filter(|&&t| !t).count(), 5);
+    // ABCDEF once, and once A->C then unwound from C.
+    let counts = [2, 1, 1, 1, 0, 1, 0, 1, 1, 1];
+    let chords = chord_counts(&in_tree, &counts);
+    assert_eq!(
+        derive_edge_counts(&cfg, &in_tree, &chords, &[], &[c]),
+        Ok(counts.to_vec())
+    );
+    // Without the virtual edge the same counters cannot balance.
+    assert!(derive_edge_counts(&cfg, &in_tree, &chords, &[], &[]).is_err());
 }
 
 #[test]
@@ -59,7 +79,7 @@ fn inconsistent_counts_are_errors() {
     let (cfg, in_tree) = figure3();
     // E->F ran 10 times but only 6 paths reach D: D->F would be -4.
     let chords = chord_counts(&in_tree, &[0, 0, 2, 3, 1, 0, 0, 0, 10, 0]);
-    let got = derive_edge_counts(&cfg, &in_tree, &chords, &[]);
+    let got = derive_edge_counts(&cfg, &in_tree, &chords, &[], &[]);
     assert!(
         matches!(got, Err(GraphError::InconsistentCounts { .. })),
         "{got:?}"
@@ -69,13 +89,13 @@ fn inconsistent_counts_are_errors() {
     let a = lone.add_node();
     let e0 = lone.add_edge(Cfg::ENTRY, a);
     lone.add_edge(a, Cfg::EXIT);
-    let got = derive_edge_counts(&lone, &[false, false], &[3, 2], &[]);
+    let got = derive_edge_counts(&lone, &[false, false], &[3, 2], &[], &[]);
     assert!(
         matches!(got, Err(GraphError::InconsistentCounts { .. })),
         "{got:?}"
     );
     assert_eq!(
-        derive_edge_counts(&lone, &[true, false], &[0, 2], &[]),
+        derive_edge_counts(&lone, &[true, false], &[0, 2], &[], &[]),
         Ok(vec![2, 2])
     );
     assert_eq!(e0.index(), 0);
@@ -86,7 +106,7 @@ fn malformed_inputs_are_errors() {
     let (cfg, in_tree) = figure3();
     let counts = vec![0; 10];
     assert_eq!(
-        derive_edge_counts(&cfg, &in_tree[..9], &counts, &[]),
+        derive_edge_counts(&cfg, &in_tree[..9], &counts, &[], &[]),
         Err(GraphError::LengthMismatch {
             what: "in_tree",
             got: 9,
@@ -94,7 +114,7 @@ fn malformed_inputs_are_errors() {
         })
     );
     assert_eq!(
-        derive_edge_counts(&cfg, &in_tree, &counts[..3], &[]),
+        derive_edge_counts(&cfg, &in_tree, &counts[..3], &[], &[]),
         Err(GraphError::LengthMismatch {
             what: "chord_counts",
             got: 3,
@@ -103,14 +123,14 @@ fn malformed_inputs_are_errors() {
     );
     let far = NodeId::new(99);
     assert_eq!(
-        derive_edge_counts(&cfg, &in_tree, &counts, &[(far, 1)]),
+        derive_edge_counts(&cfg, &in_tree, &counts, &[(far, 1)], &[]),
         Err(GraphError::NodeOutOfRange {
             node: far,
             num_nodes: 8
         })
     );
     // Every edge in the "tree": the cycles leave counts undetermined.
-    let got = derive_edge_counts(&cfg, &[true; 10], &counts, &[]);
+    let got = derive_edge_counts(&cfg, &[true; 10], &counts, &[], &[]);
     assert!(
         matches!(got, Err(GraphError::NotASpanningForest { .. })),
         "{got:?}"
@@ -127,7 +147,7 @@ fn self_loops_are_always_chords() {
     // With the virtual EXIT->ENTRY edge, ENTRY->A->EXIT closes a cycle too,
     // so the lighter of those two is a chord as well.
     assert_eq!(
-        edge_spanning_tree(&cfg, &[1, u64::MAX, 0]),
+        edge_spanning_tree(&cfg, &[1, u64::MAX, 0], &[]),
         [true, false, false]
     );
 }
@@ -158,20 +178,30 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
     /// Counting only chords recovers every edge count of random executions,
-    /// including activations that stop early; the tree is a maximal forest.
+    /// including activations that stop early: reported where they stopped
+    /// (a trap), or, at the `unwinding` vertices, not at all (an exception
+    /// unwinding through the frame). The tree is a maximal forest that holds
+    /// the virtual edges.
     #[test]
     fn derive_recovers_random_executions(
-        (cfg, weights) in arb_cfg(12).prop_flat_map(|cfg| {
-            let m = cfg.num_edges();
-            (Just(cfg), vec(0u64..5, m))
+        (cfg, weights, unwinds) in arb_cfg(12).prop_flat_map(|cfg| {
+            let (n, m) = (cfg.num_nodes(), cfg.num_edges());
+            (Just(cfg), vec(0u64..5, m), vec(any::<bool>(), n))
         }),
         runs in vec(vec(any::<u32>(), 0..60), 0..8),
     ) {
         let m = cfg.num_edges();
-        let in_tree = edge_spanning_tree(&cfg, &weights);
-        // A forest with the virtual edge, and maximal: every chord closes a cycle.
+        let unwinding: Vec<NodeId> = (0..cfg.num_nodes())
+            .filter(|&v| unwinds[v])
+            .map(NodeId::new)
+            .collect();
+        let in_tree = edge_spanning_tree(&cfg, &weights, &unwinding);
+        // A forest with the virtual edges, and maximal: every chord closes a cycle.
         let mut sets = Components::new(cfg.num_nodes());
         sets.union(Cfg::EXIT.index(), Cfg::ENTRY.index());
+        for v in &unwinding {
+            sets.union(v.index(), Cfg::EXIT.index());
+        }
         for (e, &(s, d)) in cfg.edge_list().iter().enumerate().filter(|&(e, _)| in_tree[e]) {
             prop_assert!(sets.union(s.index(), d.index()), "tree edge {} closes a cycle", e);
         }
@@ -185,12 +215,17 @@ proptest! {
             for e in &walk.edges {
                 counts[e.index()] += 1;
             }
+            // Where a frame may be unwound, stopping there leaves no record
+            // half of the time.
             if let WalkEnd::Abrupt(v) = walk.end {
-                *abrupt.entry(v).or_default() += 1;
+                if !(unwinds[v.index()] && choices.len() % 2 == 0) {
+                    *abrupt.entry(v).or_default() += 1;
+                }
             }
         }
         let abrupt: Vec<(NodeId, u64)> = abrupt.into_iter().collect();
-        let derived = derive_edge_counts(&cfg, &in_tree, &chord_counts(&in_tree, &counts), &abrupt);
+        let chords = chord_counts(&in_tree, &counts);
+        let derived = derive_edge_counts(&cfg, &in_tree, &chords, &abrupt, &unwinding);
         prop_assert_eq!(derived, Ok(counts));
     }
 }

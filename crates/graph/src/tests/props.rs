@@ -90,7 +90,7 @@ proptest! {
     #[test]
     fn round_prediction_matches_the_cut_dag(cfg in arb_cfg(10), t in 1u64..40) {
         let base = Dag::new(&cfg).unwrap();
-        let round = choose_cuts(&base, &order_from_dfs(&cfg), t);
+        let round = choose_cuts(&base, &order_from_dfs(&cfg), t, None);
         let dag = Dag::with_cuts(&cfg, &round.cuts).unwrap();
         prop_assert_eq!(round.total, number(&dag).ok().map(|n| n.total()));
         prop_assert_eq!(round.entry_succs, dag.succs(Cfg::ENTRY).len() as u64);
