@@ -19,9 +19,9 @@ suite="${CARGO_TARGET_DIR:-target}/bench-wasm"
 out="${CARGO_TARGET_DIR:-target}/truncation-results"
 [[ -x $bin ]] || { echo "truncation.sh: build first: cargo build --release -p pathprof --bin pathprof" >&2; exit 1; }
 mkdir -p "$out"
-cut_share() { # report -> "cut of total" over every function
-    awk '/^paths cut by truncation/ {on=1; next} on && $2 == "of" {c += $1; t += $3; next} on {on=0}
-         /path executions$/ {all=$(NF-2)} END {printf "%d %d", c, all}' "$1"
+cut_share() { # report -> "cut total" path executions
+    awk '/^truncation: / {c = $2; t = $4} /path executions$/ && !t {t = $(NF-2)}
+         END {printf "%d %d\n", c, t}' "$1"
 }
 printf '%-8s %12s %14s %14s\n' program executions "cut, unguided" "cut, guided"
 for p in "${programs[@]}"; do

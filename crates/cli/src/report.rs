@@ -276,11 +276,14 @@ fn truncation_lines(paths: &[HotPath]) -> String {
         return String::new();
     }
     cut.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let cut_total: u64 = cut.iter().map(|f| f.1).sum();
+    let all: u64 = paths.iter().map(|p| p.count).sum();
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "paths cut by truncation in {} function(s) (path executions that start or end at a cut; \
-         `instrument --weights` with a profile of a like run keeps the paths that ran whole where it can):",
+        "truncation: {cut_total} of {all} path executions ({:.2}%) start or end at a cut, in {} \
+         function(s) (`--weights` with a profile of a like run keeps the paths that ran whole where it can):",
+        percent(cut_total, all),
         cut.len()
     );
     for (name, cut, total) in cut.iter().take(10) {
