@@ -59,7 +59,7 @@ pub struct Pathprof {
 }
 
 impl Pathprof {
-    /// `pathprof run MODE_ARGS --timings T -o PROFILE WASM -- INPUT`.
+    /// `pathprof run MODE_ARGS --timings T --no-compile-cache -o PROFILE WASM -- INPUT`.
     pub fn run(
         &self,
         wasm: &Path,
@@ -74,6 +74,8 @@ impl Pathprof {
             .args(mode_args)
             .arg("--timings")
             .arg(timings)
+            // Compile times are measured: never read back from the cache.
+            .arg("--no-compile-cache")
             .arg("-o")
             .arg(profile)
             .arg(wasm)

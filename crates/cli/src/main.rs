@@ -253,6 +253,9 @@ struct RunArgs {
     /// Write where the time went (instrument, compile, execute, collect) and the module sizes, as JSON.
     #[arg(long, value_name = "FILE")]
     timings: Option<PathBuf>,
+    /// Compile the module even if the compilation cache has its machine code (the cache is in $PATHPROF_COMPILE_CACHE, else $XDG_CACHE_HOME/pathprof or ~/.cache/pathprof; PATHPROF_COMPILE_CACHE=off turns it off).
+    #[arg(long)]
+    no_compile_cache: bool,
     /// Record the run's interprocedural path segments of depth K (Vaswani's IPS: from a subpath ending in a call, across calls nested at most K deep, to a backedge or a return out of the function it began in) from a trace of the run, exactly; with --mode path only.
     #[arg(long, value_name = "K", conflicts_with_all = ["timings", "interesting"])]
     segments: Option<usize>,
@@ -736,6 +739,11 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         program_args: a.arg.clone(),
         args: a.args.clone(),
         timings: a.timings.clone(),
+        compile_cache: if a.no_compile_cache {
+            None
+        } else {
+            pathprof::run_cmd::compile_cache_dir()
+        },
     })
 }
 

@@ -30,6 +30,29 @@ pub struct Request {
     pub args: Vec<String>,
     /// Where to write the [`Timings`] of this run, as JSON.
     pub timings: Option<PathBuf>,
+    /// The directory of wasmtime's compilation cache; `None`: compile.
+    pub compile_cache: Option<PathBuf>,
+}
+
+/// Where `run` keeps compiled modules: `PATHPROF_COMPILE_CACHE` (a
+/// directory, or `off`), else `$XDG_CACHE_HOME/pathprof`, else
+/// `$HOME/.cache/pathprof`; `None` when it is off or there is no home.
+/// Relative paths are taken from the current directory (the cache wants an
+/// absolute one).
+pub fn compile_cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let dir = match var("PATHPROF_COMPILE_CACHE") {
+        Some(d) if d == Path::new("off") => return None,
+        Some(d) => d,
+        None => var("XDG_CACHE_HOME")
+            .or_else(|| var("HOME").map(|h| h.join(".cache")))?
+            .join("pathprof"),
+    };
+    std::path::absolute(dir).ok()
 }
 
 impl Request {
@@ -65,6 +88,9 @@ pub struct Timings {
     pub instrument_s: f64,
     /// Compiling the (instrumented) module with wasmtime.
     pub compile_s: f64,
+    /// Whether the compilation cache had the machine code (then `compile_s`
+    /// is the time it took to read it back).
+    pub compile_cached: bool,
     /// Instantiating and running it, to its return, `proc_exit` or trap
     /// (not reading its counters).
     pub execute_s: f64,
@@ -86,6 +112,22 @@ pub struct Timings {
     pub counter_bytes: usize,
 }
 
+/// A spinner on stderr while wasmtime compiles a module of more than 8 MB
+/// (seconds to minutes), when stderr is a terminal.
+fn compile_spinner(module_bytes: usize) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if module_bytes <= 8 << 20 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let spinner = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+        spinner.set_style(style);
+    }
+    spinner.set_message(format!("compiling {} MB with wasmtime", module_bytes >> 20));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(spinner)
+}
+
 pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     let name = program.display().to_string();
     // Created before any work, so that a path that cannot be written is
@@ -93,7 +135,23 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     let create = |p: &Path| pathprof_profile::AtomicFile::create(p);
     let profile_file = req.technique.map(|_| create(&req.output)).transpose()?;
     let timings_file = req.timings.as_deref().map(create).transpose()?;
-    let engine = pathprof_runner::engine_without_fuel()?;
+    // Compiling the instrumented module of a large program takes a minute
+    // (99 MB: 68 s); running it again reads the machine code back.
+    // A cache that cannot be made (a read-only home) only costs the time.
+    let cached = req.compile_cache.as_deref().and_then(|dir| {
+        pathprof_runner::engine_cached(dir)
+            .map_err(|e| {
+                eprintln!(
+                    "pathprof: warning: {e}; compiling without it \
+                     (PATHPROF_COMPILE_CACHE=off or another directory)"
+                )
+            })
+            .ok()
+    });
+    let (engine, cache) = match cached {
+        Some((engine, cache)) => (engine, Some(cache)),
+        None => (pathprof_runner::engine_without_fuel()?, None),
+    };
     // Before instrumenting and compiling, which take minutes on a large
     // module. Instrumenting adds no import but the trace ones, provided.
     pathprof_runner::check_imports(&engine, &req.module, req.unknown_imports)
@@ -115,8 +173,13 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
     timings.instrument_s = clock.elapsed().as_secs_f64();
     let bytes = instrumented.as_ref().map_or(&req.module, |i| &i.bytes);
     let clock = Instant::now();
+    let spinner = compile_spinner(bytes.len());
     let compiled = pathprof_runner::compile(&engine, bytes).with_context(|| name.clone())?;
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
     timings.compile_s = clock.elapsed().as_secs_f64();
+    timings.compile_cached = cache.is_some_and(|c| c.cache_hits() > 0);
     let opts = req.run_options(program);
     let clock = Instant::now();
     let cpu = thread_cpu_s();

@@ -168,3 +168,54 @@ fn legacy_exception_handling_is_a_one_line_error() {
         assert!(!Path::new(&out).exists());
     }
 }
+
+/// `run` keeps compiled modules in wasmtime's compilation cache: the second
+/// run of the same module with the same options reads its machine code back
+/// (`compile_cached` in the timings) and writes the same profile;
+/// `--no-compile-cache` and `PATHPROF_COMPILE_CACHE=off` compile.
+#[test]
+fn a_second_run_reads_the_compiled_module_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let module = common::programs::root()
+        .join("tests/fixtures/c/build/sort.O2.wasm")
+        .display()
+        .to_string();
+    let run = |i: usize, cache_var: &str, extra: &[&str]| {
+        let timings = dir.path().join(format!("t{i}.json"));
+        let profile = dir.path().join(format!("p{i}.json"));
+        let mut args = vec!["run".to_string(), "--timings".into()];
+        args.push(timings.display().to_string());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(["-o".into(), profile.display().to_string(), module.clone()]);
+        args.extend(["--".into(), "-b".into(), "4".into(), "2".into()]);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_pathprof"))
+            .args(&args)
+            .env("PATHPROF_COMPILE_CACHE", cache_var)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let t: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&timings).unwrap()).unwrap();
+        let p = pathprof_profile::Profile::read(&profile).unwrap();
+        (t["compile_cached"].as_bool().unwrap(), p)
+    };
+    let cache_var = cache.display().to_string();
+    let (first, p1) = run(1, &cache_var, &[]);
+    assert!(!first, "an empty cache had the module");
+    assert!(std::fs::read_dir(&cache).unwrap().count() > 0);
+    let (second, p2) = run(2, &cache_var, &[]);
+    assert!(second, "the second run compiled again");
+    assert_eq!(p1, p2);
+    let (refused, _) = run(3, &cache_var, &["--no-compile-cache"]);
+    assert!(!refused);
+    let (off, _) = run(4, "off", &[]);
+    assert!(!off);
+    assert!(!Path::new("off").exists(), "`off` made a directory");
+    // A cache that cannot be made (here under a file) is passed over.
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let (unusable, p5) = run(5, &file.join("cache").display().to_string(), &[]);
+    assert!(!unusable);
+    assert_eq!(p1, p5);
+}

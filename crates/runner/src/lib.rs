@@ -43,7 +43,7 @@ pub mod trace;
 mod value;
 
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use wasmtime::{
     Caller, Config, Engine, Extern, Func, Instance, Linker, Module, OptLevel, ProfilingStrategy,
@@ -167,6 +167,27 @@ pub fn engine_without_fuel() -> Result<Engine, RunError> {
     let mut config = config()?;
     config.consume_fuel(false);
     Engine::new(&config).map_err(|e| RunError::Engine(error::describe(&e)))
+}
+
+/// [`engine_without_fuel`] with wasmtime's compilation cache in `dir`:
+/// compiling a module this engine's settings compiled before reads its
+/// machine code back from there (keyed by a hash of the module, the engine
+/// settings and the wasmtime version) instead of compiling it again. The
+/// returned [`wasmtime::Cache`] counts its hits. docs/decisions.md#compile-cache.
+pub fn engine_cached(dir: &Path) -> Result<(Engine, wasmtime::Cache), RunError> {
+    let mut cache_config = wasmtime::CacheConfig::new();
+    cache_config.with_directory(dir);
+    let cache = wasmtime::Cache::new(cache_config).map_err(|e| {
+        RunError::Engine(format!(
+            "the compilation cache in {}: {}",
+            dir.display(),
+            error::describe(&e)
+        ))
+    })?;
+    let mut config = config()?;
+    config.consume_fuel(false).cache(Some(cache.clone()));
+    let engine = Engine::new(&config).map_err(|e| RunError::Engine(error::describe(&e)))?;
+    Ok((engine, cache))
 }
 
 /// How to run a module: its WASI environment and what to record.
