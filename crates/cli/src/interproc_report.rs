@@ -81,24 +81,15 @@ pub fn render(profile: &Profile, rows: &[InterprocRow], top: usize) -> String {
         cut,
         ip.sites.len()
     );
-    if ip.lost > 0 {
-        let _ = writeln!(s, "warning: {} counts lost to full hash tables", ip.lost);
-    }
-    let _ = writeln!(s, "{:>10} {:>6}  path", "count", "%");
-    for r in rows.iter().take(top) {
-        let _ = write!(s, "{:>10} {:>5.1}%  ", r.count, r.percent);
-        if !r.context.is_empty() {
-            let _ = write!(s, "{} || ", r.context);
-        }
-        let _ = write!(s, "{}", r.active);
-        if let Some(src) = &r.source {
-            let _ = write!(s, "  ({src})");
-        }
-        s.push('\n');
-    }
-    if rows.len() > top {
-        let _ = writeln!(s, "... {} more (--top)", rows.len() - top);
-    }
+    let text = rows.iter().map(|r| crate::report::ContextRowText {
+        count: r.count,
+        percent: r.percent,
+        label: None,
+        context: &r.context,
+        active: &r.active,
+        source: r.source.as_deref(),
+    });
+    crate::report::write_context_rows(&mut s, ip.lost, text, top);
     s
 }
 

@@ -13,7 +13,7 @@
 //! section 7 needs) is left uninstrumented with a warning.
 
 use anyhow::{bail, Context, Result};
-use pathprof_graph::intra_context::{ContextPath, ContextStep, IntraContext};
+use pathprof_graph::intra_context::{ContextStep, IntraContext};
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::intra_context::{
     ContextPathCount, FunctionContextPaths, IntraContextProfile,
@@ -239,28 +239,14 @@ pub fn render(profile: &Profile, rows: &[ContextRow], top: usize) -> String {
         all().count(),
         profile.runs
     );
-    if icp.lost > 0 {
-        let _ = writeln!(s, "warning: {} counts lost to full hash tables", icp.lost);
-    }
-    let _ = writeln!(s, "{:>10} {:>6}  path", "count", "%");
-    for r in rows.iter().take(top) {
-        let _ = write!(s, "{:>10} {:>5.1}%  {}: ", r.count, r.percent, r.function);
-        if !r.context.is_empty() {
-            let _ = write!(s, "{} || ", r.context);
-        }
-        let _ = write!(s, "{}", r.active);
-        if let Some(src) = &r.source {
-            let _ = write!(s, "  ({src})");
-        }
-        s.push('\n');
-    }
-    if rows.len() > top {
-        let _ = writeln!(s, "... {} more (--top)", rows.len() - top);
-    }
+    let text = rows.iter().map(|r| crate::report::ContextRowText {
+        count: r.count,
+        percent: r.percent,
+        label: Some(&r.function),
+        context: &r.context,
+        active: &r.active,
+        source: r.source.as_deref(),
+    });
+    crate::report::write_context_rows(&mut s, icp.lost, text, top);
     s
-}
-
-/// Whether `path` has a context-prefix.
-pub fn has_context(path: &ContextPath) -> bool {
-    path.active_start > 0
 }

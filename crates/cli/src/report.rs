@@ -255,6 +255,53 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
     s + &truncation_lines(paths) + &render_rows(paths, top)
 }
 
+/// One row of a context-path report (interprocedural or loop context).
+pub struct ContextRowText<'a> {
+    pub count: u64,
+    pub percent: f64,
+    /// Printed before the path as `label: ` (the function of a loop-context
+    /// path).
+    pub label: Option<&'a str>,
+    /// The context-prefix, printed before ` || ` when not empty.
+    pub context: &'a str,
+    pub active: &'a str,
+    pub source: Option<&'a str>,
+}
+
+/// The body of a context-path report after its header: a warning for counts
+/// lost to full hash tables, the column titles, the first `top` rows, and
+/// how many more there are.
+pub fn write_context_rows<'a>(
+    s: &mut String,
+    lost: u64,
+    rows: impl ExactSizeIterator<Item = ContextRowText<'a>>,
+    top: usize,
+) {
+    use std::fmt::Write;
+    if lost > 0 {
+        let _ = writeln!(s, "warning: {lost} counts lost to full hash tables");
+    }
+    let _ = writeln!(s, "{:>10} {:>6}  path", "count", "%");
+    let more = rows.len().saturating_sub(top);
+    for r in rows.take(top) {
+        let _ = write!(s, "{:>10} {:>5.1}%  ", r.count, r.percent);
+        if let Some(label) = r.label {
+            let _ = write!(s, "{label}: ");
+        }
+        if !r.context.is_empty() {
+            let _ = write!(s, "{} || ", r.context);
+        }
+        let _ = write!(s, "{}", r.active);
+        if let Some(src) = r.source {
+            let _ = write!(s, "  ({src})");
+        }
+        s.push('\n');
+    }
+    if more > 0 {
+        let _ = writeln!(s, "... {more} more (--top)");
+    }
+}
+
 /// The functions whose paths ran through truncation cuts (5.3), the most
 /// cut executions first: how many of each one's path executions start or
 /// end at a cut, where the relation between the parts before and after the

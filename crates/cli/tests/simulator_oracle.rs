@@ -1,5 +1,6 @@
 //! The hardware path profiler (issue 30, thesis ch. 5) against pathprof's
-//! exact Ball-Larus profile of the same run: with a table that never evicts
+//! exact Ball-Larus profile of the same run, on every C fixture and every
+//! call of the WAT fixtures: with a table that never evicts
 //! (the simulator's exact table), no path split (paths up to 96 branches)
 //! and a stack deep enough for any recursion of the fixtures, the paths the
 //! path stack detects in Ball-Larus mode (Table 5.1) are the profile's
@@ -21,7 +22,7 @@ use common::programs::{self, Invocation};
 use pathprof::branch_trace::BranchSink;
 use pathprof::driver::{self, Technique};
 use pathprof_runner::TraceTo;
-use pathprof_simulator::{BranchEvent, BranchKind, PathType, SimConfig, Simulator};
+use pathprof_simulator::{BranchEvent, BranchKind, PathType, SimConfig, SimResult, Simulator};
 
 /// Start address -> sorted counts of the paths starting there.
 type ByStart = BTreeMap<u32, Vec<u64>>;
@@ -46,7 +47,8 @@ fn owner(funcs: &HashMap<u32, pathprof_wasm::FunctionCfg>, offset: u32) -> u32 {
 
 /// The profile's paths, by the offset of their first block, and the
 /// functions left out: those where truncation cut a path (the hardware
-/// does not cut), and those where a self loop ran. A run that traps at
+/// does not cut), those where a path of no block ran, and those where a
+/// self loop ran. A run that traps at
 /// `unreachable` (`abort`) is compared too: both count the path that
 /// reaches it, and neither the paths of the frames it unwinds.
 /// Self loops:
@@ -62,14 +64,29 @@ fn profile_by_start(module: &[u8], inv: &Invocation) -> (ByStart, HashSet<u32>) 
     let funcs = functions(module);
     let offset = |func: u32, node: usize| funcs[&func].blocks[node].unwrap().offset;
     let mut out = ByStart::new();
-    for (key, &n) in &counts.paths {
-        out.entry(offset(key.func, key.blocks[0] as usize))
-            .or_default()
-            .push(n);
-    }
     // Functions where a self loop ran or a path was cut are left out on
-    // both sides.
+    // both sides, and so are those with a path of no block (a catch into
+    // the function's own label: the handler is the function's end, which
+    // begins no block).
     let mut left_out: HashSet<u32> = counts.self_loops.keys().map(|&(f, _)| f).collect();
+    // Paths of the same blocks are one path to the hardware, which names a
+    // path by its start address and branch outcomes: a function whose first
+    // block is a loop head starts its entry->backedge and loop
+    // head->backedge paths there alike.
+    let mut by_blocks: BTreeMap<(u32, &[u32]), u64> = BTreeMap::new();
+    for (key, &n) in &counts.paths {
+        *by_blocks.entry((key.func, &key.blocks[..])).or_default() += n;
+    }
+    for ((func, blocks), n) in by_blocks {
+        match blocks.first() {
+            Some(&b) => out.entry(offset(func, b as usize)).or_default().push(n),
+            None => {
+                // The hardware starts that path at no block's address:
+                // `owner` gives u32::MAX for it, left out too.
+                left_out.extend([func, u32::MAX]);
+            }
+        }
+    }
     left_out.extend(
         counts
             .paths
@@ -82,18 +99,22 @@ fn profile_by_start(module: &[u8], inv: &Invocation) -> (ByStart, HashSet<u32>) 
     (out, left_out)
 }
 
-/// The hardware profile of the same run, by start address.
-fn simulated_by_start(module: &[u8], inv: &Invocation, left_out: &HashSet<u32>) -> ByStart {
-    let config = SimConfig {
-        path_type: PathType::Bl,
-        max_path_len: 96,
-        stack_depth: 1 << 16,
-        dynamic_overlap: false,
-        ..SimConfig::default()
-    };
+/// Runs `inv` on `module` with the trace instrumentation, every branch of
+/// its stream fed to a simulator of `config` and to `also`; what the
+/// simulator found. No path may be split.
+fn simulate(
+    module: &[u8],
+    inv: &Invocation,
+    config: SimConfig,
+    mut also: impl FnMut(BranchEvent) + Send + 'static,
+) -> SimResult {
     let sim = Arc::new(Mutex::new(Simulator::new(config).unwrap()));
     let feed = sim.clone();
-    let sink = BranchSink::new(module, move |ev| feed.lock().unwrap().feed(&[ev])).unwrap();
+    let sink = BranchSink::new(module, move |ev| {
+        also(ev);
+        feed.lock().unwrap().feed(&[ev]);
+    })
+    .unwrap();
     let sink = Arc::new(Mutex::new(sink));
     let engine = pathprof_runner::engine().unwrap();
     let traced = driver::instrument(module, Technique::Trace, &driver::Options::default()).unwrap();
@@ -106,6 +127,19 @@ fn simulated_by_start(module: &[u8], inv: &Invocation, left_out: &HashSet<u32>) 
     sink.lock().unwrap().finish().unwrap();
     let result = sim.lock().unwrap().result();
     assert_eq!(result.detector.splits, 0, "a path was split");
+    result
+}
+
+/// The hardware profile of the same run, by start address.
+fn simulated_by_start(module: &[u8], inv: &Invocation, left_out: &HashSet<u32>) -> ByStart {
+    let config = SimConfig {
+        path_type: PathType::Bl,
+        max_path_len: 96,
+        stack_depth: 1 << 16,
+        dynamic_overlap: false,
+        ..SimConfig::default()
+    };
+    let result = simulate(module, inv, config, |_| {});
     assert_eq!(
         result.detector.stack.overflows, 0,
         "the path stack overflowed"
@@ -121,24 +155,56 @@ fn simulated_by_start(module: &[u8], inv: &Invocation, left_out: &HashSet<u32>) 
     out
 }
 
-#[test]
-fn unbounded_hardware_profile_equals_the_ball_larus_profile() {
+/// Every run the oracles compare: each C fixture's cases at -O0 and -O2,
+/// then each call of a WAT fixture's exports that needs no host imports (the
+/// control instructions C does not give: `br_table` to many labels, tail
+/// calls, exceptions thrown and caught).
+fn runs() -> Vec<(String, Vec<u8>, Invocation)> {
     let build = programs::root().join("tests/fixtures/c/build");
-    let (mut compared, mut paths, mut skipped) = (0, 0, 0);
+    let mut out = Vec::new();
     for (name, inv) in programs::c_cases() {
         for opt in ["O0", "O2"] {
             let path = build.join(format!("{name}.{opt}.wasm"));
             let module = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh");
-            let (expected, left_out) = profile_by_start(&module, &inv);
-            skipped += left_out.len();
-            let got = simulated_by_start(&module, &inv, &left_out);
-            assert_eq!(got, expected, "{name}.{opt} {inv:?}");
-            compared += 1;
-            paths += expected.values().map(Vec::len).sum::<usize>();
+            out.push((format!("{name}.{opt}"), module, inv.clone()));
         }
     }
-    eprintln!("{compared} runs compared, {paths} distinct paths, {skipped} functions left out over all runs");
-    assert!(compared >= 40, "only {compared} runs were compared");
+    let engine = pathprof_runner::engine().unwrap();
+    for path in programs::wat_fixtures() {
+        let module = pathprof::input::read_module(&path).unwrap();
+        if programs::needs_host_imports(&engine, &module) {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        for inv in programs::export_calls(&engine, &module) {
+            out.push((name.clone(), module.clone(), inv));
+        }
+    }
+    out
+}
+
+#[test]
+fn unbounded_hardware_profile_equals_the_ball_larus_profile() {
+    let (mut compared, mut wat, mut paths, mut skipped) = (0, 0, 0, 0);
+    for (name, module, inv) in runs() {
+        let (expected, left_out) = profile_by_start(&module, &inv);
+        skipped += left_out.len();
+        let got = simulated_by_start(&module, &inv, &left_out);
+        assert_eq!(got, expected, "{name} {inv:?}");
+        compared += 1;
+        wat += usize::from(name.ends_with(".wat"));
+        paths += expected.values().map(Vec::len).sum::<usize>();
+    }
+    eprintln!(
+        "{compared} runs compared ({wat} of WAT fixtures), {paths} distinct paths, \
+         {skipped} functions left out over all runs"
+    );
+    assert!(
+        compared - wat >= 40,
+        "only {} C runs were compared",
+        compared - wat
+    );
+    assert!(wat >= 50, "only {wat} WAT fixture calls were compared");
     assert!(paths >= 1000, "only {paths} paths were compared");
 }
 
@@ -151,27 +217,12 @@ fn wpp_run(module: &[u8], inv: &Invocation) -> (Vec<BranchEvent>, ByStart) {
         dynamic_overlap: false,
         ..SimConfig::default()
     };
-    let sim = Arc::new(Mutex::new(Simulator::new(config).unwrap()));
     let events = Arc::new(Mutex::new(Vec::new()));
-    let (feed, record) = (sim.clone(), events.clone());
-    let sink = BranchSink::new(module, move |ev| {
-        record.lock().unwrap().push(ev);
-        feed.lock().unwrap().feed(&[ev]);
-    })
-    .unwrap();
-    let sink = Arc::new(Mutex::new(sink));
-    let engine = pathprof_runner::engine().unwrap();
-    let traced = driver::instrument(module, Technique::Trace, &driver::Options::default()).unwrap();
-    programs::run_to(
-        &engine,
-        &traced.bytes,
-        inv,
-        Some(TraceTo::new(sink.clone())),
-    );
-    sink.lock().unwrap().finish().unwrap();
+    let record = events.clone();
+    let result = simulate(module, inv, config, move |ev| {
+        record.lock().unwrap().push(ev)
+    });
     let events = std::mem::take(&mut *events.lock().unwrap());
-    let result = sim.lock().unwrap().result();
-    assert_eq!(result.detector.splits, 0, "a path was split");
     let mut by_start = ByStart::new();
     for p in &result.exact_profile {
         by_start.entry(p.path.start).or_default().push(p.weight);
@@ -239,20 +290,23 @@ fn wpp_oracle(events: &[BranchEvent]) -> ByStart {
 
 #[test]
 fn whole_program_path_elements_equal_an_independent_segmentation() {
-    let build = programs::root().join("tests/fixtures/c/build");
-    let (mut compared, mut paths) = (0, 0);
-    for (name, inv) in programs::c_cases() {
-        for opt in ["O0", "O2"] {
-            let path = build.join(format!("{name}.{opt}.wasm"));
-            let module = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh");
-            let (events, got) = wpp_run(&module, &inv);
-            let want = wpp_oracle(&events);
-            assert_eq!(got, want, "{name}.{opt} {inv:?}");
-            compared += 1;
-            paths += want.values().map(Vec::len).sum::<usize>();
-        }
+    let (mut compared, mut wat, mut paths) = (0, 0, 0);
+    for (name, module, inv) in runs() {
+        let (events, got) = wpp_run(&module, &inv);
+        let want = wpp_oracle(&events);
+        assert_eq!(got, want, "{name} {inv:?}");
+        compared += 1;
+        wat += usize::from(name.ends_with(".wat"));
+        paths += want.values().map(Vec::len).sum::<usize>();
     }
-    eprintln!("{compared} runs compared, {paths} distinct whole-program-path elements");
-    assert!(compared >= 40, "only {compared} runs were compared");
+    eprintln!(
+        "{compared} runs compared ({wat} of WAT fixtures), {paths} distinct whole-program-path elements"
+    );
+    assert!(
+        compared - wat >= 40,
+        "only {} C runs were compared",
+        compared - wat
+    );
+    assert!(wat >= 50, "only {wat} WAT fixture calls were compared");
     assert!(paths >= 1000, "only {paths} paths were compared");
 }
