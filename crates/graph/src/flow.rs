@@ -46,6 +46,16 @@ pub fn edge_spanning_tree(cfg: &Cfg, weights: &[u64], unwinding: &[NodeId]) -> V
     )
 }
 
+/// The vertices of `unwinding` that get a virtual edge, ascending: a
+/// repeated vertex, ENTRY or EXIT adds none (as the tree is built).
+pub fn unwinding_vertices(unwinding: &[NodeId]) -> Vec<NodeId> {
+    let mut out = unwinding.to_vec();
+    out.sort_unstable();
+    out.dedup();
+    out.retain(|&v| v != Cfg::ENTRY && v != Cfg::EXIT);
+    out
+}
+
 /// The tree edges still unknown, plus the virtual edges (`EXIT->ENTRY` at
 /// index `num_edges`, the unwinding ones after it).
 struct Unknowns {
@@ -79,11 +89,7 @@ pub fn derive_edge_counts(
             num_nodes: n,
         });
     }
-    // As the tree was built: a repeated vertex, ENTRY or EXIT adds no edge.
-    let mut unwinding = unwinding.to_vec();
-    unwinding.sort_unstable();
-    unwinding.dedup();
-    unwinding.retain(|&v| v != Cfg::ENTRY && v != Cfg::EXIT);
+    let unwinding = unwinding_vertices(unwinding);
     let ends = |i: usize| match i.checked_sub(m) {
         None => cfg.edge(EdgeId::new(i)),
         Some(0) => (Cfg::EXIT, Cfg::ENTRY),

@@ -38,10 +38,7 @@ pub struct Chords {
 /// loop-nesting weights when `None`. `unwinding`: the blocks activations
 /// may leave without reaching EXIT or being reported (see the module doc).
 pub fn plan(cfg: &Cfg, weights: Option<&[u64]>, unwinding: &[NodeId]) -> (FunctionPlan, Chords) {
-    let mut unwinding = unwinding.to_vec();
-    unwinding.sort_unstable();
-    unwinding.dedup();
-    unwinding.retain(|&v| v != Cfg::ENTRY && v != Cfg::EXIT);
+    let unwinding = flow::unwinding_vertices(unwinding);
     let static_weights;
     let w = match weights {
         Some(w) => w,
