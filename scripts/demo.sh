@@ -20,5 +20,5 @@ echo "demo.sh: compiling examples/demo.c to wasm32-wasi" >&2
 "$WASI_CC" $WASI_CFLAGS -O2 -g examples/demo.c -o "$out/demo.wasm"
 "$pathprof" stats "$out/demo.wasm" | head -n 20
 echo "demo.sh: profiling it (instrument, compile, run)" >&2
-"$pathprof" run "$out/demo.wasm" -o "$out/demo.profile.json" -- "Hello, path profiling world: 1 2 3!" 5
-"$pathprof" report "$out/demo.profile.json" --top 10
+"$pathprof" run "$out/demo.wasm" -o "$out/demo.profile" -- "Hello, path profiling world: 1 2 3!" 5
+"$pathprof" report "$out/demo.profile" --top 10

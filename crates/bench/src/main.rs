@@ -37,6 +37,18 @@ enum Command {
     Run(RunArgs),
     /// Render a results file into BENCHMARKS.md (between its markers) and an SVG chart.
     Render(RenderArgs),
+    /// Time reading profile files (binary or JSON) as every command reads them.
+    ProfileRead(ProfileReadArgs),
+}
+
+#[derive(clap::Args)]
+struct ProfileReadArgs {
+    /// Profiles to read.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Reads of each file; the median and the fastest are shown.
+    #[arg(long, default_value_t = 21)]
+    reads: usize,
 }
 
 #[derive(clap::Args)]
@@ -99,7 +111,39 @@ fn dispatch(command: Command) -> Result<()> {
     match command {
         Command::Run(a) => run(a),
         Command::Render(a) => render(a),
+        Command::ProfileRead(a) => profile_read(a),
     }
+}
+
+/// Per file: its size, and the median and fastest of `reads` reads by
+/// `Profile::read` (file read, decoding, consistency checks), the work every
+/// command that takes a profile starts with.
+fn profile_read(a: ProfileReadArgs) -> Result<()> {
+    println!(
+        "{:<40} {:>12} {:>11} {:>11}",
+        "profile", "bytes", "median ms", "fastest ms"
+    );
+    for f in &a.files {
+        let bytes = fs::metadata(f)
+            .with_context(|| f.display().to_string())?
+            .len();
+        let mut ms = Vec::with_capacity(a.reads);
+        for _ in 0..a.reads.max(1) {
+            let t = std::time::Instant::now();
+            let profile = std::hint::black_box(pathprof_profile::Profile::read(f)?);
+            ms.push(t.elapsed().as_secs_f64() * 1e3);
+            // Freed outside the timing: a command frees it at exit, if at all.
+            drop(profile);
+        }
+        ms.sort_by(f64::total_cmp);
+        let name = f.file_name().unwrap_or_default().to_string_lossy();
+        println!(
+            "{name:<40} {bytes:>12} {:>11.1} {:>11.1}",
+            ms[ms.len() / 2],
+            ms[0]
+        );
+    }
+    Ok(())
 }
 
 fn run(a: RunArgs) -> Result<()> {

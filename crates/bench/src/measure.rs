@@ -176,6 +176,8 @@ impl Program {
         Ok(p)
     }
 
+    /// JSON (the name asks for it): paths.rs reads it through its own
+    /// mirror of the documented JSON, sharing no code with the profiler.
     fn profile(&self, mode: &str, input: &str) -> PathBuf {
         self.dir.join(format!("{mode}.{input}.json"))
     }

@@ -5,7 +5,7 @@
 //! sums are added at the end, so memory is a few profiles' worth whatever
 //! the number of inputs, and the work spreads over the cores (rayon).
 //!
-//! Inputs are files, directories (their `*.json` files, in name order) and
+//! Inputs are files, directories (their `*.profile` and `*.json` files, in name order) and
 //! `-` (a list of paths on standard input, one per line), so a list longer
 //! than a command line takes is no problem. Every profile is checked
 //! against the first: one of another module or mode is named in the error.
@@ -37,10 +37,13 @@ pub fn inputs(args: &[PathBuf], stdin: impl BufRead) -> Result<Vec<PathBuf>> {
             let mut found: Vec<PathBuf> = std::fs::read_dir(a)
                 .with_context(|| a.display().to_string())?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+                .filter(|p| pathprof_profile::Encoding::is_profile_name(p) && p.is_file())
                 .collect();
             if found.is_empty() {
-                bail!("{}: a directory with no .json profile", a.display());
+                bail!(
+                    "{}: a directory with no .profile or .json profile",
+                    a.display()
+                );
             }
             found.sort();
             out.extend(found);

@@ -3,7 +3,7 @@
 //! instrumented.
 //!
 //! A SPEC is either
-//! - a profile (JSON, `pathprof run`'s output, path or PPP mode) of the same
+//! - a profile (binary or JSON, `pathprof run`'s output, path or PPP mode) of the same
 //!   module: every path it counted is interesting, and every self loop it saw
 //!   iterate is tested; or
 //! - a text file, one path per line:
@@ -73,7 +73,7 @@ pub fn read_specs(
     for spec in specs {
         let spec = spec.as_ref();
         let bytes = std::fs::read(spec).with_context(|| spec.display().to_string())?;
-        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        if Profile::looks_like(&bytes) {
             from_profile(spec, &bytes, info, &numbering, &mut out)?;
         } else {
             let text = std::str::from_utf8(&bytes)

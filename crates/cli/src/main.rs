@@ -63,6 +63,9 @@ enum ExportFormat {
     Lcov,
     /// The same records and the hot paths, as JSON.
     Json,
+    /// The profile itself as a JSON document (docs/profile-format.md), which
+    /// every command reads as it reads the binary one.
+    Profile,
 }
 
 #[derive(Args)]
@@ -228,8 +231,8 @@ struct RunArgs {
     program: PathBuf,
     #[arg(long, value_enum, default_value = "path")]
     mode: RunMode,
-    /// Where to write the profile.
-    #[arg(short, long, default_value = "pathprof.json")]
+    /// Where to write the profile: binary, or JSON if the name ends in .json.
+    #[arg(short, long, default_value = "pathprof.profile")]
     output: PathBuf,
     /// Preopen a host directory, as HOST or HOST::GUEST.
     #[arg(long, value_name = "HOST[::GUEST]")]
@@ -383,6 +386,7 @@ struct CollectArgs {
     instrumented: PathBuf,
     /// The bytes of its exported `__pathprof_counters` memory, saved by the host.
     counters: PathBuf,
+    /// Where to write the profile: binary, or JSON if the name ends in .json.
     #[arg(short, long)]
     output: PathBuf,
 }
@@ -431,7 +435,7 @@ struct ConformanceArgs {
 
 #[derive(Args)]
 struct MergeArgs {
-    /// Profiles of one module: files, directories (their .json files), or `-` for a list of paths on standard input.
+    /// Profiles of one module: files, directories (their .profile and .json files), or `-` for a list of paths on standard input.
     #[arg(required = true)]
     profiles: Vec<PathBuf>,
     #[arg(short, long)]
@@ -936,10 +940,16 @@ fn show_cmd(a: ShowArgs) -> Result<()> {
 fn export_cmd(a: ExportArgs) -> Result<()> {
     let profile = Profile::read(&a.profile)?;
     let name = || a.profile.display().to_string();
-    let files = pathprof::export::coverage(&profile).with_context(name)?;
     let text = match a.format {
-        ExportFormat::Lcov => pathprof::export::lcov(&files),
+        // A file gets the bytes `run -o P.json` writes; a terminal a last newline.
+        ExportFormat::Profile if a.output.is_some() => profile.to_json(),
+        ExportFormat::Profile => profile.to_json() + "\n",
+        ExportFormat::Lcov => {
+            let files = pathprof::export::coverage(&profile).with_context(name)?;
+            pathprof::export::lcov(&files)
+        }
         ExportFormat::Json => {
+            let files = pathprof::export::coverage(&profile).with_context(name)?;
             let value = pathprof::export::json(&profile, &files).with_context(name)?;
             serde_json::to_string_pretty(&value)? + "\n"
         }

@@ -215,7 +215,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
             abrupt.then_some(exit.unfinished_frames(&stack)),
         )?;
         profile.write_to(file)?;
-        // Said, as the default (pathprof.json) lands in the current folder.
+        // Said, as the default (pathprof.profile) lands in the current folder.
         eprintln!("pathprof: profile written to {}", req.output.display());
         if abrupt {
             eprintln!(

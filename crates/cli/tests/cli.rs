@@ -1007,3 +1007,86 @@ fn paths_are_truncated_at_the_array_limit_unless_asked_to_hash() {
     );
     assert!(!merged.exists());
 }
+
+/// Profiles are binary unless named `*.json`; in every mode the two
+/// encodings hold the same profile: read back equal, and the binary one
+/// exported as a profile document gives the JSON file byte for byte.
+#[test]
+fn binary_and_json_profiles_hold_the_same_profile_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).display().to_string();
+    let module = c_fixture("sort.O2.wasm").display().to_string();
+    let o = pathprof(&[
+        "run",
+        &module,
+        "-o",
+        &d("tested.profile"),
+        "--",
+        "-b",
+        "4",
+        "2",
+        "8",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let modes: [&[&str]; 7] = [
+        &["--mode", "path"],
+        &["--mode", "edge"],
+        &["--mode", "ppp", "--interesting", &d("tested.profile")],
+        &["--mode", "context"],
+        &["--mode", "piecewise"],
+        &["--mode", "intra-context"],
+        &["--segments", "2"],
+    ];
+    for mode in modes {
+        let name = mode[1];
+        let (bin, json, back) = (
+            d(&format!("{name}.profile")),
+            d(&format!("{name}.json")),
+            d(&format!("{name}.back.json")),
+        );
+        for out in [&bin, &json] {
+            let mut args = vec!["run"];
+            args.extend_from_slice(mode);
+            args.extend([
+                module.as_str(),
+                "-o",
+                out,
+                "--",
+                "-q",
+                "5",
+                "3",
+                "9",
+                "-1",
+                "7",
+            ]);
+            let o = pathprof(&args);
+            assert!(o.status.success(), "{name}: {}", stderr(&o));
+        }
+        let (b, j) = (std::fs::read(&bin).unwrap(), std::fs::read(&json).unwrap());
+        assert!(b.starts_with(pathprof_profile::binary::MAGIC), "{name}");
+        assert!(j.starts_with(b"{"), "{name}");
+        assert!(
+            b.len() * 5 < j.len(),
+            "{name}: {} against {} bytes",
+            b.len(),
+            j.len()
+        );
+        let read = |p: &str| pathprof_profile::Profile::read(Path::new(p)).unwrap();
+        assert_eq!(read(&bin), read(&json), "{name}");
+        let o = pathprof(&["export", &bin, "--format", "profile", "-o", &back]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert_eq!(std::fs::read(&back).unwrap(), j, "{name}");
+    }
+    // merge takes a folder's .profile and .json files alike.
+    std::fs::create_dir(d("fleet")).unwrap();
+    for f in ["path.profile", "path.json"] {
+        std::fs::copy(d(f), dir.path().join("fleet").join(f)).unwrap();
+    }
+    let o = pathprof(&["merge", &d("fleet"), "-o", &d("both.profile")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (one, both) = (
+        pathprof_profile::Profile::read(Path::new(&d("path.profile"))).unwrap(),
+        pathprof_profile::Profile::read(Path::new(&d("both.profile"))).unwrap(),
+    );
+    assert_eq!((one.runs, both.runs), (1, 2));
+}

@@ -502,6 +502,7 @@ fn profile_reader_never_panics_on_garbage() {
     let wasm = wat::parse_file(workspace().join("tests/fixtures/wat/loops.wat")).unwrap();
     let engine = pathprof_runner::engine_without_fuel().unwrap();
     let mut profiles = Vec::new();
+    let mut binaries = Vec::new();
     let mut metas = Vec::new();
     for technique in [Technique::Path, Technique::Edge] {
         let inst = driver::instrument(&wasm, technique, &driver::Options::default()).unwrap();
@@ -519,6 +520,10 @@ fn profile_reader_never_panics_on_garbage() {
         let profile = driver::collect(&meta, &counters, None).unwrap();
         let json = profile.to_json().into_bytes();
         pathprof_profile::Profile::from_bytes(path, &json).expect("the real profile reads back");
+        let binary = profile.to_bytes(pathprof_profile::Encoding::Binary);
+        let back = pathprof_profile::Profile::from_bytes(path, &binary);
+        assert_eq!(back.expect("the binary profile reads back"), profile);
+        binaries.push(binary);
         profiles.push(json);
         metas.push((technique, meta, counters));
     }
@@ -542,6 +547,11 @@ fn profile_reader_never_panics_on_garbage() {
         let doc: serde_json::Value = serde_json::from_slice(json).unwrap();
         inputs.extend(json_mutants(&mut rng, &doc, 1_000));
     }
+    for binary in &binaries {
+        inputs.extend(mutants(&mut rng, binary, 1_000));
+        // Every truncation: each column's length prefix cut off somewhere.
+        inputs.extend((0..binary.len()).map(|n| binary[..n].to_vec()));
+    }
     let mut accepted = 0;
     for (i, input) in inputs.iter().enumerate() {
         no_panic(
@@ -557,6 +567,7 @@ fn profile_reader_never_panics_on_garbage() {
                     accepted += 1;
                     // What reads must also serialise.
                     let _ = p.to_json();
+                    let _ = p.to_bytes(pathprof_profile::Encoding::Binary);
                 }
             },
         );

@@ -332,11 +332,11 @@ fn run_says_where_the_profile_went() {
         ],
     ));
     assert!(
-        stderr(&o).contains("pathprof: profile written to pathprof.json"),
+        stderr(&o).contains("pathprof: profile written to pathprof.profile"),
         "{}",
         stderr(&o)
     );
-    assert!(dir.path().join("pathprof.json").exists());
+    assert!(dir.path().join("pathprof.profile").exists());
 }
 
 /// Issue 27.16: an edge profile's report shows its hottest edges and

@@ -1,14 +1,19 @@
 //! The pathprof profile file.
 //!
-//! A profile is one JSON document (documented in `docs/profile-format.md`):
-//! the format name and version, the hash of the module it was measured on,
-//! the mode, how many runs it sums, and per function the facts needed to
-//! regenerate its paths without the module (blocks with code offsets, CFG
-//! edges, the Ball-Larus DAG with every edge's Val) and the counts.
+//! A profile (documented in `docs/profile-format.md`) holds the format name
+//! and version, the hash of the module it was measured on, the mode, how
+//! many runs it sums, and per function the facts needed to regenerate its
+//! paths without the module (blocks with code offsets, CFG edges, the
+//! Ball-Larus DAG with every edge's Val) and the counts. It is written in
+//! one of two encodings of the same schema ([`Encoding`]): binary
+//! ([`binary`], the default: SQLite's path profile is 0.8 MB and reads in
+//! about 12 ms) or a JSON document (29 MB and 130 ms), for files named
+//! `*.json`. Readers take either, and JSON profiles of earlier releases.
 //!
 //! Profiles are written atomically: to a temporary file in the target's
 //! folder, then renamed, so a failed write never leaves half a file.
 
+pub mod binary;
 pub mod interproc;
 pub mod intra_context;
 mod merge;
@@ -54,6 +59,31 @@ pub enum ProfileError {
     },
     #[error("cannot merge: {0}")]
     Merge(String),
+}
+
+/// How a profile file is written; readers take either.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Encoding {
+    /// Compact columns of varints ([`binary`]): the default.
+    Binary,
+    /// The JSON document of docs/profile-format.md, for scripts and people.
+    Json,
+}
+
+impl Encoding {
+    /// The file names `merge` takes from a directory.
+    pub fn is_profile_name(path: &Path) -> bool {
+        path.extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json") || e.eq_ignore_ascii_case("profile"))
+    }
+
+    /// JSON for a file named `*.json`, else binary.
+    pub fn of_path(path: &Path) -> Encoding {
+        match path.extension() {
+            Some(e) if e.eq_ignore_ascii_case("json") => Encoding::Json,
+            _ => Encoding::Binary,
+        }
+    }
 }
 
 /// Which technique produced the counts.
@@ -214,12 +244,27 @@ impl Profile {
         Self::from_bytes(path, &bytes)
     }
 
-    /// Parses and checks profile bytes; `path` names them in errors.
+    /// Parses and checks profile bytes, binary or JSON; `path` names them
+    /// in errors.
     pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Profile, ProfileError> {
         let not = |reason: String| ProfileError::NotAProfile {
             path: path.into(),
             reason,
         };
+        if bytes.starts_with(binary::MAGIC) {
+            let found =
+                binary::version(bytes).ok_or_else(|| not("corrupt binary profile".into()))?;
+            if found != FORMAT_VERSION {
+                return Err(ProfileError::Version {
+                    path: path.into(),
+                    found,
+                    expected: FORMAT_VERSION,
+                });
+            }
+            let profile = binary::decode(bytes).map_err(not)?;
+            profile.check_consistent().map_err(not)?;
+            return Ok(profile);
+        }
         // The format and version are read first, with every other value
         // skipped unparsed, and the profile is then read straight into its
         // types: a `serde_json::Value` tree of the whole file first took
@@ -245,6 +290,13 @@ impl Profile {
         let profile: Profile = serde_json::from_slice(bytes).map_err(|e| not(e.to_string()))?;
         profile.check_consistent().map_err(not)?;
         Ok(profile)
+    }
+
+    /// Whether the bytes claim to be a profile: the binary magic, or a JSON
+    /// object (which [`Profile::from_bytes`] then checks).
+    pub fn looks_like(bytes: &[u8]) -> bool {
+        bytes.starts_with(binary::MAGIC)
+            || bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
     }
 
     /// Checks the internal references a hand-edited or corrupted file could break.
@@ -323,14 +375,25 @@ impl Profile {
         serde_json::to_string_pretty(self).expect("a profile always serialises")
     }
 
-    /// Writes the profile atomically.
-    pub fn write(&self, path: &Path) -> Result<(), ProfileError> {
-        write_atomically(path, self.to_json().as_bytes())
+    /// The profile in an encoding.
+    pub fn to_bytes(&self, encoding: Encoding) -> Vec<u8> {
+        match encoding {
+            Encoding::Binary => binary::encode(self),
+            Encoding::Json => self.to_json().into_bytes(),
+        }
     }
 
-    /// Writes the profile to a file created before (see [`AtomicFile`]).
+    /// Writes the profile atomically, in the encoding its name asks for
+    /// ([`Encoding::of_path`]).
+    pub fn write(&self, path: &Path) -> Result<(), ProfileError> {
+        write_atomically(path, &self.to_bytes(Encoding::of_path(path)))
+    }
+
+    /// Writes the profile to a file created before (see [`AtomicFile`]),
+    /// in the encoding its name asks for.
     pub fn write_to(&self, file: AtomicFile) -> Result<(), ProfileError> {
-        file.finish(self.to_json().as_bytes())
+        let bytes = self.to_bytes(Encoding::of_path(&file.path));
+        file.finish(&bytes)
     }
 
     pub fn function(&self, func_index: u32) -> Option<&FunctionProfile> {

@@ -3,7 +3,10 @@
 use std::path::Path;
 
 use pathprof_graph::{Cfg, NodeId};
-use pathprof_profile::{merge, Edge, FunctionData, FunctionProfile, Mode, Profile, ProfileError};
+use pathprof_profile::binary::MAGIC;
+use pathprof_profile::{
+    merge, Edge, Encoding, FunctionData, FunctionProfile, Mode, Profile, ProfileError,
+};
 use pathprof_techniques::ball_larus::{self, PathCounts};
 
 /// A diamond ENTRY->a->{b,c}->d->EXIT: two paths.
@@ -60,10 +63,57 @@ fn err_of(bytes: &[u8]) -> String {
 #[test]
 fn round_trip_through_a_file() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.json");
     let p = diamond_profile("ab", &[(0, 5), (1, 7)]);
-    p.write(&path).unwrap();
-    assert_eq!(Profile::read(&path).unwrap(), p);
+    // JSON for `*.json`, binary for any other name; both read back.
+    for (name, first) in [
+        ("p.json", &b"{"[..]),
+        ("p.JSON", b"{"),
+        ("p.profile", MAGIC),
+        ("p", MAGIC),
+    ] {
+        let path = dir.path().join(name);
+        p.write(&path).unwrap();
+        assert!(std::fs::read(&path).unwrap().starts_with(first), "{name}");
+        assert_eq!(Profile::read(&path).unwrap(), p, "{name}");
+    }
+}
+
+#[test]
+fn bad_binary_files_get_one_line_errors_naming_the_file() {
+    let bytes = diamond_profile("ab", &[(0, 5), (1, 7)]).to_bytes(Encoding::Binary);
+    // The schema version is the first varint after the magic.
+    assert_eq!(bytes[MAGIC.len()], 1);
+    let mut newer = bytes.clone();
+    newer[MAGIC.len()] = 2;
+    assert_eq!(
+        err_of(&newer),
+        "p.json: profile format version 2, this pathprof reads version 1"
+    );
+    assert_eq!(
+        err_of(&bytes[..MAGIC.len()]),
+        "p.json: not a pathprof profile (corrupt binary profile)"
+    );
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert_eq!(
+        err_of(&longer),
+        "p.json: not a pathprof profile (bytes after the end of the profile)"
+    );
+    // Every truncation is refused in one line, none accepted.
+    for n in MAGIC.len() + 1..bytes.len() {
+        let e = err_of(&bytes[..n]);
+        assert!(
+            e.starts_with("p.json: not a pathprof profile ("),
+            "{n}: {e}"
+        );
+        assert_eq!(e.lines().count(), 1);
+    }
+    // A path number the numbering cannot produce, as in JSON.
+    let bad = diamond_profile("ab", &[(2, 1)]).to_bytes(Encoding::Binary);
+    assert_eq!(
+        err_of(&bad),
+        "p.json: not a pathprof profile (function 3: a path number is out of range)"
+    );
 }
 
 #[test]
