@@ -1,28 +1,16 @@
-//! The pathprof command-line tool, as a library the binary and the
-//! integration tests share.
+//! The pathprof command-line tool: argument parsing and printing over
+//! `pathprof-core`, and what needs the engine (`run`, `simulate`, segment
+//! recording; `conformance` is `pathprof-conformance`). The library's modules are re-exported
+//! under their old paths for the binary and the integration tests.
+
+pub use pathprof_core::{
+    diff, driver, edge_report, export, fleet, input, interesting, interproc, interproc_report,
+    intra_context, meta, ppp_stats, report, residual, residual_segments, segments_report, show,
+    source, stats,
+};
 
 pub mod branch_trace;
-pub mod conformance;
-pub mod diff;
-pub mod driver;
-pub mod edge_report;
-pub mod export;
-pub mod fleet;
 pub mod heap;
-pub mod input;
-pub mod interesting;
-pub mod interproc;
-pub mod interproc_report;
-pub mod intra_context;
-pub mod meta;
-pub mod ppp_stats;
-pub mod report;
-pub mod residual;
-pub mod residual_segments;
 pub mod run_cmd;
 pub mod segments;
-pub mod segments_report;
-pub mod show;
 pub mod simulate;
-pub mod source;
-pub mod stats;

@@ -495,7 +495,7 @@ fn conformance(a: ConformanceArgs) -> Result<ExitCode> {
     let clock = std::time::Instant::now();
     let bar = ProgressBar::hidden();
     let terminal = std::io::stderr().is_terminal();
-    let on_event = |scripts: usize, done: Option<&pathprof::conformance::ScriptReport>| match done {
+    let on_event = |scripts: usize, done: Option<&pathprof_conformance::ScriptReport>| match done {
         None if terminal => {
             bar.set_length(scripts as u64);
             if let Ok(style) =
@@ -511,7 +511,7 @@ fn conformance(a: ConformanceArgs) -> Result<ExitCode> {
             bar.inc(1);
         }
     };
-    let summary = pathprof::conformance::run_dir_with(&a.dir, a.threads, &on_event);
+    let summary = pathprof_conformance::run_dir_with(&a.dir, a.threads, &on_event);
     bar.finish_and_clear();
     let summary = summary?;
     if a.json {

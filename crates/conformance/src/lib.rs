@@ -35,7 +35,7 @@ use wast::parser::{self, ParseBuffer};
 use wast::token::{Id, Span};
 use wast::{QuoteWat, Wast, WastArg, WastDirective, WastExecute, WastInvoke, WastRet, Wat};
 
-use crate::driver::{self, Technique};
+use pathprof_core::driver::{self, Technique};
 use pathprof_techniques::interproc;
 
 /// How an error message of a module a mode does not instrument begins.

@@ -1,6 +1,6 @@
 //! The WebAssembly core spec testsuite on the instrumented modules: every
 //! assertion that passes on the original modules must pass on their path and
-//! edge instrumentations (`pathprof::conformance`).
+//! edge instrumentations (`pathprof_conformance`).
 //!
 //! The testsuite directory is `PATHPROF_WASM_TESTSUITE`, by default
 //! `../shared/wasm-testsuite/core` beside the workspace (where the project's
@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use pathprof::conformance::{self, Summary};
+use pathprof_conformance::{self as conformance, Summary};
 
 /// Scripts with functions the driver leaves uninstrumented. The CFG builder
 /// only refuses legacy exception handling and disabled proposals, which the
