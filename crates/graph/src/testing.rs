@@ -13,6 +13,30 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use crate::cfg::{Cfg, EdgeId, NodeId};
+
+/// xorshift64* (Vigna): a fixed pseudo-random sequence for test generators
+/// that are not proptest strategies (random modules, call graphs), with no
+/// dependencies. The seed must not be 0.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform enough in `0..n`; `n` must not be 0.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// True `percent` times in 100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
 use crate::dag::{Dag, DagEdgeId};
 use crate::placement::{Op, Placement};
 

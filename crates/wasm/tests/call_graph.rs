@@ -4,6 +4,7 @@
 //! branch skipped), reachability by a closure over a boolean matrix, two
 //! functions in one component iff each reaches the other.
 
+use pathprof_graph::testing::Rng;
 use pathprof_wasm::{analyze, CallGraph};
 use std::collections::BTreeSet;
 use wasmparser::{ElementItems, ExternalKind, Operator, Parser, Payload, TypeRef};
@@ -317,18 +318,6 @@ fn c_fixtures_against_the_closure() {
                 );
             }
         }
-    }
-}
-
-/// xorshift64*.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
     }
 }
 

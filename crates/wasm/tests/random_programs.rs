@@ -12,27 +12,10 @@
 mod common;
 
 use common::*;
+use pathprof_graph::testing::Rng;
 use pathprof_techniques::{PathTable, Width};
 use pathprof_wasm::{instrument, read_counters};
 use std::fmt::Write;
-
-/// xorshift64*: deterministic, no dependencies.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Label {

@@ -8,19 +8,8 @@
 //! Every function entry and loop iteration burns a global fuel counter, so
 //! every program ends whatever it calls.
 
+use pathprof_graph::testing::Rng;
 use std::fmt::Write;
-
-/// xorshift64*: deterministic, no dependencies.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-}
 
 struct Gen {
     rng: Rng,
