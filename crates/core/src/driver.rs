@@ -7,46 +7,19 @@
 
 use anyhow::{bail, Context, Result};
 use pathprof_graph::NodeId;
-use pathprof_profile::{Edge, FunctionData, Mode, Profile};
+use pathprof_profile::{FunctionData, Mode, Profile};
 use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
 use pathprof_wasm::{FunctionCfg, Unsupported};
 use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::Write;
 
-use crate::meta::{Encoder, PlanRecord, Spilled};
+use crate::meta::PlanRecord;
 pub use crate::meta::{Meta, META_SECTION};
-
-/// What to instrument for.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Technique {
-    Path,
-    Edge,
-    /// Preferential path profiling, with the interesting paths and policy of
-    /// [`Options::ppp`].
-    Ppp,
-    /// Test-only: every edge reports itself to the host
-    /// ([`Options::trace_mode`] says how).
-    Trace,
-    /// Melski & Reps' interprocedural context paths ([`crate::interproc`]).
-    Context,
-    /// Melski & Reps' interprocedural piecewise paths.
-    Piecewise,
-    /// Melski & Reps' intraprocedural context paths, section 7
-    /// ([`crate::intra_context`]).
-    IntraContext,
-}
-
-impl Technique {
-    /// Whether the module is planned whole rather than one function at a
-    /// time (the interprocedural modes, and the intra-context mode, whose
-    /// functions are recorded as bare CFGs).
-    fn planned_whole(self) -> bool {
-        matches!(
-            self,
-            Technique::Context | Technique::Piecewise | Technique::IntraContext
-        )
-    }
-}
+pub use crate::options::{Hybrid, Options, PppOptions, Progress};
+use crate::recorder::{display_name, Done, Recorder};
+pub use crate::recorder::{read_meta, Instrumented};
+pub use crate::technique::Technique;
+pub use pathprof_profile::cfg_of;
 
 /// [`instrument`] for the techniques planned whole.
 fn instrument_whole(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
@@ -54,96 +27,6 @@ fn instrument_whole(module: &[u8], technique: Technique, opts: &Options) -> Resu
         Technique::IntraContext => crate::intra_context::instrument(module, opts),
         _ => crate::interproc::instrument(module, technique, opts),
     }
-}
-
-#[derive(Clone, Debug)]
-pub struct Options {
-    pub ball_larus: ball_larus::Options,
-    /// A prior profile whose counts weight the spanning trees.
-    pub weights: Option<Profile>,
-    pub ppp: PppOptions,
-    /// Largest innermost loop (bytes of code) whose first iteration is
-    /// emitted apart, so later ones count at constant addresses; 0: none.
-    pub peel_max_bytes: u32,
-    /// Validate the instrumented module before returning it. Debug builds
-    /// always do; a release build need not: an engine validates the module
-    /// when it compiles it (`pathprof run` does at once), and the test
-    /// suites run every module they instrument (the spec testsuite in path,
-    /// edge and PPP modes, wasm-smith modules, the C programs), which
-    /// validates it. Validating is about a sixth of the instrumenter's time.
-    pub validate_output: bool,
-    /// How [`Technique::Trace`] reports edges: buffered, or one host call
-    /// per edge (for a host that inspects the stack at every edge).
-    pub trace_mode: pathprof_wasm::TraceMode,
-    /// Which call sites the interprocedural modes profile across.
-    pub hybrid: crate::interproc::Hybrid,
-    /// Told how many functions are rewritten, as they are (for a progress
-    /// bar on a large module).
-    pub progress: Progress,
-}
-
-/// A callback told `(functions done, functions in all)` as a module is
-/// instrumented one function at a time.
-#[derive(Clone, Default)]
-pub struct Progress(Option<std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>>);
-
-impl Progress {
-    pub fn new(f: impl Fn(u64, u64) + Send + Sync + 'static) -> Self {
-        Progress(Some(std::sync::Arc::new(f)))
-    }
-
-    fn report(&self, done: u64, total: u64) {
-        if let Some(f) = &self.0 {
-            f(done, total);
-        }
-    }
-}
-
-impl std::fmt::Debug for Progress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "Progress(callback)"
-        } else {
-            "Progress(none)"
-        })
-    }
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            ball_larus: Default::default(),
-            weights: None,
-            ppp: Default::default(),
-            peel_max_bytes: pathprof_wasm::PEEL_MAX_BYTES,
-            validate_output: false,
-            trace_mode: pathprof_wasm::TraceMode::Buffered,
-            hybrid: Default::default(),
-            progress: Progress::default(),
-        }
-    }
-}
-
-impl Options {
-    /// Whether the rewriter validates what it produces.
-    pub(crate) fn output_check(&self) -> pathprof_wasm::OutputCheck {
-        if self.validate_output || cfg!(debug_assertions) {
-            pathprof_wasm::OutputCheck::Validate
-        } else {
-            pathprof_wasm::OutputCheck::Trust
-        }
-    }
-}
-
-/// What [`Technique::Ppp`] needs beyond Ball-Larus' options.
-#[derive(Clone, Debug, Default)]
-pub struct PppOptions {
-    pub policy: ppp::Policy,
-    /// See [`ppp::Options::force_ball_larus`].
-    pub force_ball_larus: bool,
-    /// The interesting paths (and tested self loops), by function index; a
-    /// function not in the maps has none.
-    pub interesting: crate::interesting::Interesting,
 }
 
 /// The block each frame of an abrupt exit was executing.
@@ -155,20 +38,6 @@ fn abrupt_blocks(meta: &Meta, frames: &[(u32, u32)]) -> Vec<(u32, NodeId)> {
             Some((func, map.block_at(offset)?))
         })
         .collect()
-}
-
-/// An instrumented module; its metadata section says how to decode its counters.
-pub struct Instrumented {
-    pub bytes: Vec<u8>,
-    /// Functions left uninstrumented, as one-line warnings.
-    pub warnings: Vec<String>,
-}
-
-impl Instrumented {
-    /// The decoded metadata section (the profile template is rebuilt).
-    pub fn meta(&self) -> Result<Meta> {
-        read_meta(&self.bytes)
-    }
 }
 
 /// Instruments `module` (validated here) for `technique`.
@@ -279,12 +148,6 @@ struct FileOutput<'f> {
     holes: Option<&'f pathprof_wasm::Holes>,
 }
 
-/// An instrumented module, returned or written.
-enum Done {
-    Memory(Instrumented),
-    Written { warnings: Vec<String> },
-}
-
 /// [`instrument`] one function at a time: each is built, planned (ahead,
 /// on worker threads, for a large module), recorded and rewritten, and only
 /// its new body and block marks are kept.
@@ -305,7 +168,7 @@ fn instrument_to(
     inst.set_output_check(opts.output_check());
     let out = to.map(|to| {
         inst.spill_code_to(to.spill);
-        rec.meta.spill_to(to.meta_spill);
+        rec.spill_to(to.meta_spill);
         (to.out, to.holes)
     });
     // Built and planned ahead on worker threads and on this one (when the
@@ -333,7 +196,7 @@ fn instrument_to(
             }
         }
         let slot = slot.as_ref().map(|(cfg, p)| (cfg, p));
-        rec.record(slot)?;
+        rec.record(slot.map(|(cfg, p)| (cfg, p.record())))?;
         inst.function(slot.ok().map(|(cfg, p)| (cfg, &p.plan)))?;
         Ok(())
     })?;
@@ -343,163 +206,6 @@ fn instrument_to(
         Some((out, holes)) => rec.finish_into(inst.finish_into(&[], out, holes)?, out),
         None => Ok(Done::Memory(rec.finish(inst.finish(&[])?))),
     }
-}
-
-/// Writes each function's record of the metadata section, in function
-/// order, and collects the warnings of the functions left uninstrumented.
-pub(crate) struct Recorder {
-    meta: Encoder,
-    sources: Option<crate::source::SourceMap>,
-    warnings: Vec<String>,
-}
-
-impl Recorder {
-    pub(crate) fn new(
-        module_hash: &str,
-        module: &[u8],
-        technique: Technique,
-        opts: &Options,
-    ) -> Result<Self> {
-        if let Some(w) = &opts.weights {
-            if w.module_hash != module_hash {
-                bail!("the weights profile is of another module");
-            }
-        }
-        let sources = crate::source::SourceMap::load(module);
-        // Once per module, before any of the functions' warnings.
-        let warnings = crate::source::lost_debug_info(module, sources.as_ref())
-            .into_iter()
-            .collect();
-        Ok(Recorder {
-            meta: Encoder::new(module_hash, technique, opts.ball_larus.truncate_above),
-            sources,
-            warnings,
-        })
-    }
-
-    /// Writes a function's record of the metadata section: its CFG and
-    /// what its plan chose, or that it was left uninstrumented.
-    fn record(&mut self, slot: Result<(&FunctionCfg, &Planned), &Unsupported>) -> Result<()> {
-        match slot {
-            Ok((cfg, p)) => self.meta.function(cfg, p.record(), self.sources.as_ref())?,
-            Err(u) => {
-                self.warnings.push(format!(
-                    "{} left uninstrumented: {}",
-                    display_name(u.func_index, &u.name),
-                    u.reason
-                ));
-                self.meta.skipped(u);
-            }
-        }
-        Ok(())
-    }
-
-    /// Adds a warning (a function the technique leaves uninstrumented
-    /// although the CFG builder models it).
-    pub(crate) fn warn(&mut self, warning: String) {
-        self.warnings.push(warning);
-    }
-
-    /// Records a function of a module every function of which has a plan
-    /// of no technique-specific data (trace, the interprocedural modes).
-    pub(crate) fn record_cfg(&mut self, f: Result<&FunctionCfg, &Unsupported>) -> Result<()> {
-        match f {
-            Ok(cfg) => Ok(self
-                .meta
-                .function(cfg, PlanRecord::Trace, self.sources.as_ref())?),
-            Err(u) => self.record(Err(u)),
-        }
-    }
-
-    /// What the header of the counter memory says, once every function is
-    /// recorded; `extra` is what else decoding depends on.
-    pub(crate) fn identity(&self, extra: &[u8]) -> Result<pathprof_wasm::CounterIdentity> {
-        self.meta
-            .identity(extra)
-            .context("internal error: the module hash is not 64 hex digits")
-    }
-
-    /// Frees the debug information before the module is assembled.
-    pub(crate) fn planned_all(&mut self) {
-        self.sources = None;
-    }
-
-    /// The instrumented module with its metadata section appended.
-    pub(crate) fn finish(self, out: pathprof_wasm::Instrumented) -> Instrumented {
-        // Nothing was spilled: no scratch file is given on this path.
-        let (section, _) = self.meta.finish(&out.layout, &out.code_map);
-        // Appended after everything, the section moves no code offset.
-        let mut bytes = out.bytes;
-        append_custom_section(&mut bytes, META_SECTION, &section);
-        Instrumented {
-            bytes,
-            warnings: self.warnings,
-        }
-    }
-
-    /// Writes the metadata section after the module written to `out`.
-    fn finish_into(self, written: pathprof_wasm::Written, out: &mut File) -> Result<Done> {
-        let (section, spilled) = self.meta.finish(&written.layout, &written.code_map);
-        drop(written);
-        let spilled_len = spilled.as_ref().map_or(0, |s| s.len);
-        let content = section_len(&section) + spilled_len as usize;
-        out.write_all(&custom_section_head(META_SECTION, content))?;
-        out.write_all(&section[0])?;
-        if let Some(spilled) = spilled {
-            copy_spilled(spilled, out)?;
-        }
-        out.write_all(&section[1])?;
-        out.write_all(&section[2])?;
-        Ok(Done::Written {
-            warnings: self.warnings,
-        })
-    }
-}
-
-/// Appends a custom section whose contents are `parts`, one after the
-/// other, to a complete module, growing it by exactly the section's size:
-/// a module grown by doubling would hold up to twice its size, the largest
-/// block of the instrumenter's peak memory.
-fn append_custom_section(module: &mut Vec<u8>, name: &str, parts: &[Vec<u8>]) {
-    let content = section_len(parts);
-    let head = custom_section_head(name, content);
-    module.reserve_exact(head.len() + content);
-    module.extend_from_slice(&head);
-    for part in parts {
-        module.extend_from_slice(part);
-    }
-}
-
-fn section_len(parts: &[Vec<u8>]) -> usize {
-    parts.iter().map(Vec::len).sum()
-}
-
-/// Copies the metadata records spilled to a scratch file to `out`.
-fn copy_spilled(mut spilled: Spilled, out: &mut File) -> Result<()> {
-    spilled.file.seek(SeekFrom::Start(0))?;
-    let copied = std::io::copy(&mut spilled.file, out)?;
-    if copied != spilled.len {
-        bail!("the scratch file of the metadata records was cut short");
-    }
-    Ok(())
-}
-
-/// What comes before the contents of a custom section named `name` whose
-/// contents are `content` bytes: its id, size and name.
-fn custom_section_head(name: &str, content: usize) -> Vec<u8> {
-    use wasm_encoder::Encode;
-    let mut head = vec![0]; // custom section id
-    let mut name_bytes = Vec::new();
-    name.encode(&mut name_bytes);
-    let content = name_bytes.len() + content;
-    content.encode(&mut head);
-    head.extend_from_slice(&name_bytes);
-    head
-}
-
-pub(crate) fn display_name(func_index: u32, name: &Option<String>) -> String {
-    name.clone()
-        .unwrap_or_else(|| format!("func[{func_index}]"))
 }
 
 /// What a function's metadata record needs of its planning, by technique.
@@ -617,16 +323,6 @@ fn weights_of(w: &Profile, f: &FunctionCfg) -> Option<Vec<u64>> {
     Some(crate::report::edge_counts(fp))
 }
 
-/// Reads the metadata section of an instrumented module and rebuilds the
-/// profile template.
-pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
-    let bytes = pathprof_wasm::custom_section(instrumented, META_SECTION)?
-        .ok_or(crate::meta::MetaError::Missing)?;
-    let mut meta = crate::meta::decode(&bytes)?;
-    meta.interproc = crate::interproc::read_meta(instrumented)?;
-    Ok(meta)
-}
-
 /// Fills the template with the counters of one run. `abrupt` is `None` for
 /// a run that returned, else the wasm frames live when it ended
 /// (`(function index, byte offset in the instrumented module)`, innermost
@@ -700,10 +396,4 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
         crate::intra_context::collect(&contexts, &mut profile)?;
     }
     Ok(profile)
-}
-
-/// The CFG a profile records for a function.
-pub fn cfg_of(edges: &[Edge], num_nodes: usize) -> pathprof_graph::Cfg {
-    let pairs: Vec<_> = edges.iter().map(|e| (e.src, e.dst)).collect();
-    pathprof_graph::Cfg::from_edges(num_nodes, &pairs)
 }

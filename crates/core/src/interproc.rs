@@ -13,121 +13,19 @@
 use anyhow::{Context, Result};
 use pathprof_graph::interproc::{hybrid, CallSiteId, Callee, FuncId, Interproc, Mode, Supergraph};
 use pathprof_graph::{EdgeId, GraphError};
-use pathprof_profile::interproc::{InterprocPath, InterprocProfile, SiteInfo};
+use pathprof_profile::interproc::{InterprocPath, SiteInfo};
 use pathprof_profile::Profile;
 use pathprof_techniques::{interproc as technique, FunctionPlan, PathTable, RawCounters};
 use pathprof_wasm::supergraph::ModuleSupergraph;
 use pathprof_wasm::EdgeKind;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::driver::{Instrumented, Options, Recorder, Technique};
-
-/// The custom section with the supergraph and the hybrid cuts.
-pub const INTERPROC_SECTION: &str = "__pathprof.interproc";
-
-/// Which non-recursive call sites are profiled interprocedurally (section 8).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Hybrid {
-    /// Every one the numbering can afford: all, or, when the paths would
-    /// not fit in 64 bits, all but the fewest largest (`Budget`).
-    #[default]
-    All,
-    /// Only calls to leaf functions (functions that call no profiled one).
-    Leaf,
-    /// Cut the largest call sites until the number of paths is at most this.
-    Budget(u64),
-    /// Cut these call sites (by module byte offset of the call, `0x1a2`) and
-    /// every call site of these callees (by name or function index); the
-    /// largest others too if the paths would not fit in 64 bits.
-    Cut(Vec<String>),
-    /// [`Hybrid::Cut`] resolved to call site ids.
-    Sites(Vec<CallSiteId>),
-}
-
-impl std::str::FromStr for Hybrid {
-    type Err = String;
-    /// `all`, `leaf`, or `budget:N` (at most N paths).
-    fn from_str(s: &str) -> Result<Hybrid, String> {
-        match s {
-            "all" => Ok(Hybrid::All),
-            "leaf" => Ok(Hybrid::Leaf),
-            "budget" => Ok(Hybrid::Budget(u64::MAX)),
-            _ if s.starts_with("cut:") && s.len() > 4 => Ok(Hybrid::Cut(
-                s[4..].split(',').map(str::to_string).collect(),
-            )),
-            _ => match s.strip_prefix("budget:").map(str::parse::<u64>) {
-                Some(Ok(n)) if n > 0 => Ok(Hybrid::Budget(n)),
-                _ => Err(format!(
-                    "unknown hybrid policy {s:?}: expected all, leaf, budget, budget:N (N > 0) or cut:SITE|CALLEE,..."
-                )),
-            },
-        }
-    }
-}
-
-/// What the [`INTERPROC_SECTION`] holds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct InterprocMeta {
-    pub mode: Mode,
-    pub supergraph: Supergraph,
-    /// Sites cut by the hybrid policy (recursive and indirect ones are cut
-    /// by the numbering itself).
-    pub cuts: Vec<CallSiteId>,
-    pub num_imported_funcs: u32,
-    /// Per call site: where it is (for reports).
-    pub sites: Vec<(u32, u32)>,
-}
-
-impl InterprocMeta {
-    /// Numbers the supergraph again, as the instrumenter did.
-    pub fn numbering(&self) -> Result<Interproc> {
-        Ok(Interproc::build_with_cuts(
-            &self.supergraph,
-            self.mode,
-            &self.cuts,
-        )?)
-    }
-
-    /// The profile's empty interprocedural part.
-    pub fn template(&self, ip: &Interproc) -> InterprocProfile {
-        let sites = self
-            .sites
-            .iter()
-            .enumerate()
-            .map(|(s, &(func_index, offset))| SiteInfo {
-                func_index,
-                offset,
-                cut: cut_reason(ip, CallSiteId::new(s)),
-            })
-            .collect();
-        InterprocProfile {
-            potential: ip.total(),
-            num_imported_funcs: self.num_imported_funcs,
-            sites,
-            max_enters: ip.max_enters.clone(),
-            paths: Vec::new(),
-            lost: 0,
-        }
-    }
-}
-
-/// Why call site `s` is cut, if it is: `indirect` (9.2.3), `recursive`
-/// (a backedge of the call graph, T3), or `hybrid` (section 8's policy).
-fn cut_reason(ip: &Interproc, s: CallSiteId) -> Option<String> {
-    if !ip.is_cut(s) {
-        return None;
-    }
-    Some(
-        if matches!(ip.callees[s.index()], Callee::Indirect(_)) {
-            "indirect"
-        } else if ip.call_graph.recursive[s.index()] {
-            "recursive"
-        } else {
-            "hybrid"
-        }
-        .to_string(),
-    )
-}
+use crate::meta::interproc::cut_reason;
+pub use crate::meta::interproc::{read_meta, InterprocMeta, INTERPROC_SECTION};
+pub use crate::options::Hybrid;
+use crate::options::Options;
+use crate::recorder::{Instrumented, Recorder};
+use crate::technique::Technique;
 
 /// The graph mode of a technique.
 pub fn mode_of(technique: Technique) -> Option<Mode> {
@@ -481,16 +379,6 @@ pub fn collect(meta: &InterprocMeta, raw: &[RawCounters], profile: &mut Profile)
     }
     profile.interproc = Some(Box::new(ipp));
     Ok(())
-}
-
-/// Reads the [`INTERPROC_SECTION`] of an instrumented module, if it has one.
-pub fn read_meta(instrumented: &[u8]) -> Result<Option<InterprocMeta>> {
-    let Some(bytes) = pathprof_wasm::custom_section(instrumented, INTERPROC_SECTION)? else {
-        return Ok(None);
-    };
-    let meta = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow::anyhow!("corrupt {INTERPROC_SECTION} section: {e}"))?;
-    Ok(Some(meta))
 }
 
 /// `pathprof stats --interproc MODE`: what the numbering makes of a module.

@@ -22,7 +22,9 @@ use pathprof_profile::{FunctionProfile, Profile};
 use pathprof_techniques::{intra_context as technique, FunctionPlan, PathTable, RawCounters};
 use serde::Serialize;
 
-use crate::driver::{Instrumented, Options, Recorder, Technique};
+use crate::options::Options;
+use crate::recorder::{display_name, Instrumented, Recorder};
+use crate::technique::Technique;
 
 /// Instruments `module` for intraprocedural context profiling.
 pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
@@ -39,7 +41,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         plans.push(Some(match IntraContext::new(&fcfg.cfg) {
             Ok(ic) => technique::plan(&ic, table_for(ic.total(), opts)),
             Err(e) => {
-                let name = crate::driver::display_name(fcfg.func_index, &fcfg.name);
+                let name = display_name(fcfg.func_index, &fcfg.name);
                 rec.warn(format!("{name} left uninstrumented: {e}"));
                 FunctionPlan::empty(fcfg.cfg.num_edges())
             }

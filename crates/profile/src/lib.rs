@@ -410,6 +410,12 @@ impl FunctionProfile {
     }
 }
 
+/// The CFG a profile records for a function: its edges over `num_nodes` nodes.
+pub fn cfg_of(edges: &[Edge], num_nodes: usize) -> pathprof_graph::Cfg {
+    let pairs: Vec<_> = edges.iter().map(|e| (e.src, e.dst)).collect();
+    pathprof_graph::Cfg::from_edges(num_nodes, &pairs)
+}
+
 fn short(hash: &str) -> String {
     hash.chars().take(12).collect()
 }

@@ -224,7 +224,7 @@ fn path_data(
     truncation: Truncation<'_>,
     ppp: Option<PppInfo>,
 ) -> Result<FunctionData, String> {
-    let cfg = crate::driver::cfg_of(edges, blocks.len());
+    let cfg = pathprof_profile::cfg_of(edges, blocks.len());
     let (dag, numbering) = match truncation {
         Truncation::At(cuts) => {
             Dag::with_cuts(&cfg, cuts).and_then(|dag| numbering::number(&dag).map(|n| (dag, n)))

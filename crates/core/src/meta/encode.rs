@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 
 use super::codec::Writer;
 use super::{Kind, MAGIC, META_VERSION};
-use crate::driver::Technique;
 use crate::source::SourceMap;
+use crate::technique::Technique;
 
 /// What decoding one function's counters depends on beyond its CFG and the
 /// numbering (which [`super::decode`] recomputes).

@@ -24,6 +24,7 @@ mod codec;
 mod decode;
 mod encode;
 mod identity;
+pub mod interproc;
 
 use pathprof_profile::Profile;
 use pathprof_wasm::{CodeMap, CounterLayout};
@@ -50,7 +51,7 @@ pub struct Meta {
     /// the instrumented module. Maps the frames of an abrupt exit to blocks.
     pub code_map: Vec<CodeMap>,
     /// The supergraph of the interprocedural modes, from its own section.
-    pub interproc: Option<crate::interproc::InterprocMeta>,
+    pub interproc: Option<interproc::InterprocMeta>,
 }
 
 /// Why a metadata section cannot be read.

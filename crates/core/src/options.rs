@@ -1,0 +1,135 @@
+//! What instrumenting is told: the options of every technique.
+
+use pathprof_graph::interproc::CallSiteId;
+use pathprof_profile::Profile;
+use pathprof_techniques::{ball_larus, ppp};
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub ball_larus: ball_larus::Options,
+    /// A prior profile whose counts weight the spanning trees.
+    pub weights: Option<Profile>,
+    pub ppp: PppOptions,
+    /// Largest innermost loop (bytes of code) whose first iteration is
+    /// emitted apart, so later ones count at constant addresses; 0: none.
+    pub peel_max_bytes: u32,
+    /// Validate the instrumented module before returning it. Debug builds
+    /// always do; a release build need not: an engine validates the module
+    /// when it compiles it (`pathprof run` does at once), and the test
+    /// suites run every module they instrument (the spec testsuite in path,
+    /// edge and PPP modes, wasm-smith modules, the C programs), which
+    /// validates it. Validating is about a sixth of the instrumenter's time.
+    pub validate_output: bool,
+    /// How [`Technique::Trace`](crate::technique::Technique::Trace) reports edges: buffered, or one host call
+    /// per edge (for a host that inspects the stack at every edge).
+    pub trace_mode: pathprof_wasm::TraceMode,
+    /// Which call sites the interprocedural modes profile across.
+    pub hybrid: Hybrid,
+    /// Told how many functions are rewritten, as they are (for a progress
+    /// bar on a large module).
+    pub progress: Progress,
+}
+
+/// A callback told `(functions done, functions in all)` as a module is
+/// instrumented one function at a time.
+#[derive(Clone, Default)]
+pub struct Progress(Option<std::sync::Arc<dyn Fn(u64, u64) + Send + Sync>>);
+
+impl Progress {
+    pub fn new(f: impl Fn(u64, u64) + Send + Sync + 'static) -> Self {
+        Progress(Some(std::sync::Arc::new(f)))
+    }
+
+    pub(crate) fn report(&self, done: u64, total: u64) {
+        if let Some(f) = &self.0 {
+            f(done, total);
+        }
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Progress(callback)"
+        } else {
+            "Progress(none)"
+        })
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            ball_larus: Default::default(),
+            weights: None,
+            ppp: Default::default(),
+            peel_max_bytes: pathprof_wasm::PEEL_MAX_BYTES,
+            validate_output: false,
+            trace_mode: pathprof_wasm::TraceMode::Buffered,
+            hybrid: Default::default(),
+            progress: Progress::default(),
+        }
+    }
+}
+
+impl Options {
+    /// Whether the rewriter validates what it produces.
+    pub(crate) fn output_check(&self) -> pathprof_wasm::OutputCheck {
+        if self.validate_output || cfg!(debug_assertions) {
+            pathprof_wasm::OutputCheck::Validate
+        } else {
+            pathprof_wasm::OutputCheck::Trust
+        }
+    }
+}
+
+/// What [`Technique::Ppp`](crate::technique::Technique::Ppp) needs beyond Ball-Larus' options.
+#[derive(Clone, Debug, Default)]
+pub struct PppOptions {
+    pub policy: ppp::Policy,
+    /// See [`ppp::Options::force_ball_larus`].
+    pub force_ball_larus: bool,
+    /// The interesting paths (and tested self loops), by function index; a
+    /// function not in the maps has none.
+    pub interesting: crate::interesting::Interesting,
+}
+
+/// Which non-recursive call sites are profiled interprocedurally (section 8).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Hybrid {
+    /// Every one the numbering can afford: all, or, when the paths would
+    /// not fit in 64 bits, all but the fewest largest (`Budget`).
+    #[default]
+    All,
+    /// Only calls to leaf functions (functions that call no profiled one).
+    Leaf,
+    /// Cut the largest call sites until the number of paths is at most this.
+    Budget(u64),
+    /// Cut these call sites (by module byte offset of the call, `0x1a2`) and
+    /// every call site of these callees (by name or function index); the
+    /// largest others too if the paths would not fit in 64 bits.
+    Cut(Vec<String>),
+    /// [`Hybrid::Cut`] resolved to call site ids.
+    Sites(Vec<CallSiteId>),
+}
+
+impl std::str::FromStr for Hybrid {
+    type Err = String;
+    /// `all`, `leaf`, or `budget:N` (at most N paths).
+    fn from_str(s: &str) -> Result<Hybrid, String> {
+        match s {
+            "all" => Ok(Hybrid::All),
+            "leaf" => Ok(Hybrid::Leaf),
+            "budget" => Ok(Hybrid::Budget(u64::MAX)),
+            _ if s.starts_with("cut:") && s.len() > 4 => Ok(Hybrid::Cut(
+                s[4..].split(',').map(str::to_string).collect(),
+            )),
+            _ => match s.strip_prefix("budget:").map(str::parse::<u64>) {
+                Some(Ok(n)) if n > 0 => Ok(Hybrid::Budget(n)),
+                _ => Err(format!(
+                    "unknown hybrid policy {s:?}: expected all, leaf, budget, budget:N (N > 0) or cut:SITE|CALLEE,..."
+                )),
+            },
+        }
+    }
+}

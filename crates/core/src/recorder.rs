@@ -1,0 +1,212 @@
+//! What every technique's instrumentation ends with: the metadata section
+//! recorded function by function, and the instrumented module it is
+//! appended to.
+
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+
+use anyhow::{bail, Context, Result};
+use pathprof_wasm::{FunctionCfg, Unsupported};
+
+use crate::meta::{Encoder, Meta, PlanRecord, Spilled, META_SECTION};
+use crate::options::Options;
+use crate::technique::Technique;
+
+/// An instrumented module; its metadata section says how to decode its counters.
+pub struct Instrumented {
+    pub bytes: Vec<u8>,
+    /// Functions left uninstrumented, as one-line warnings.
+    pub warnings: Vec<String>,
+}
+
+impl Instrumented {
+    /// The decoded metadata section (the profile template is rebuilt).
+    pub fn meta(&self) -> Result<Meta> {
+        read_meta(&self.bytes)
+    }
+}
+
+/// An instrumented module, returned or written.
+pub(crate) enum Done {
+    Memory(Instrumented),
+    Written { warnings: Vec<String> },
+}
+
+/// Writes each function's record of the metadata section, in function
+/// order, and collects the warnings of the functions left uninstrumented.
+pub(crate) struct Recorder {
+    meta: Encoder,
+    sources: Option<crate::source::SourceMap>,
+    warnings: Vec<String>,
+}
+
+impl Recorder {
+    pub(crate) fn new(
+        module_hash: &str,
+        module: &[u8],
+        technique: Technique,
+        opts: &Options,
+    ) -> Result<Self> {
+        if let Some(w) = &opts.weights {
+            if w.module_hash != module_hash {
+                bail!("the weights profile is of another module");
+            }
+        }
+        let sources = crate::source::SourceMap::load(module);
+        // Once per module, before any of the functions' warnings.
+        let warnings = crate::source::lost_debug_info(module, sources.as_ref())
+            .into_iter()
+            .collect();
+        Ok(Recorder {
+            meta: Encoder::new(module_hash, technique, opts.ball_larus.truncate_above),
+            sources,
+            warnings,
+        })
+    }
+
+    /// Writes a function's record of the metadata section: its CFG and
+    /// what its plan chose, or that it was left uninstrumented.
+    pub(crate) fn record(
+        &mut self,
+        slot: Result<(&FunctionCfg, PlanRecord<'_>), &Unsupported>,
+    ) -> Result<()> {
+        match slot {
+            Ok((cfg, record)) => self.meta.function(cfg, record, self.sources.as_ref())?,
+            Err(u) => {
+                self.warnings.push(format!(
+                    "{} left uninstrumented: {}",
+                    display_name(u.func_index, &u.name),
+                    u.reason
+                ));
+                self.meta.skipped(u);
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends the metadata records to a scratch file as they are written.
+    pub(crate) fn spill_to(&mut self, file: File) {
+        self.meta.spill_to(file);
+    }
+
+    /// Adds a warning (a function the technique leaves uninstrumented
+    /// although the CFG builder models it).
+    pub(crate) fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
+
+    /// Records a function of a module every function of which has a plan
+    /// of no technique-specific data (trace, the interprocedural modes).
+    pub(crate) fn record_cfg(&mut self, f: Result<&FunctionCfg, &Unsupported>) -> Result<()> {
+        match f {
+            Ok(cfg) => Ok(self
+                .meta
+                .function(cfg, PlanRecord::Trace, self.sources.as_ref())?),
+            Err(u) => self.record(Err(u)),
+        }
+    }
+
+    /// What the header of the counter memory says, once every function is
+    /// recorded; `extra` is what else decoding depends on.
+    pub(crate) fn identity(&self, extra: &[u8]) -> Result<pathprof_wasm::CounterIdentity> {
+        self.meta
+            .identity(extra)
+            .context("internal error: the module hash is not 64 hex digits")
+    }
+
+    /// Frees the debug information before the module is assembled.
+    pub(crate) fn planned_all(&mut self) {
+        self.sources = None;
+    }
+
+    /// The instrumented module with its metadata section appended.
+    pub(crate) fn finish(self, out: pathprof_wasm::Instrumented) -> Instrumented {
+        // Nothing was spilled: no scratch file is given on this path.
+        let (section, _) = self.meta.finish(&out.layout, &out.code_map);
+        // Appended after everything, the section moves no code offset.
+        let mut bytes = out.bytes;
+        append_custom_section(&mut bytes, META_SECTION, &section);
+        Instrumented {
+            bytes,
+            warnings: self.warnings,
+        }
+    }
+
+    /// Writes the metadata section after the module written to `out`.
+    pub(crate) fn finish_into(
+        self,
+        written: pathprof_wasm::Written,
+        out: &mut File,
+    ) -> Result<Done> {
+        let (section, spilled) = self.meta.finish(&written.layout, &written.code_map);
+        drop(written);
+        let spilled_len = spilled.as_ref().map_or(0, |s| s.len);
+        let content = section_len(&section) + spilled_len as usize;
+        out.write_all(&custom_section_head(META_SECTION, content))?;
+        out.write_all(&section[0])?;
+        if let Some(spilled) = spilled {
+            copy_spilled(spilled, out)?;
+        }
+        out.write_all(&section[1])?;
+        out.write_all(&section[2])?;
+        Ok(Done::Written {
+            warnings: self.warnings,
+        })
+    }
+}
+
+/// Appends a custom section whose contents are `parts`, one after the
+/// other, to a complete module, growing it by exactly the section's size:
+/// a module grown by doubling would hold up to twice its size, the largest
+/// block of the instrumenter's peak memory.
+fn append_custom_section(module: &mut Vec<u8>, name: &str, parts: &[Vec<u8>]) {
+    let content = section_len(parts);
+    let head = custom_section_head(name, content);
+    module.reserve_exact(head.len() + content);
+    module.extend_from_slice(&head);
+    for part in parts {
+        module.extend_from_slice(part);
+    }
+}
+
+fn section_len(parts: &[Vec<u8>]) -> usize {
+    parts.iter().map(Vec::len).sum()
+}
+
+/// Copies the metadata records spilled to a scratch file to `out`.
+fn copy_spilled(mut spilled: Spilled, out: &mut File) -> Result<()> {
+    spilled.file.seek(SeekFrom::Start(0))?;
+    let copied = std::io::copy(&mut spilled.file, out)?;
+    if copied != spilled.len {
+        bail!("the scratch file of the metadata records was cut short");
+    }
+    Ok(())
+}
+
+/// What comes before the contents of a custom section named `name` whose
+/// contents are `content` bytes: its id, size and name.
+fn custom_section_head(name: &str, content: usize) -> Vec<u8> {
+    use wasm_encoder::Encode;
+    let mut head = vec![0]; // custom section id
+    let mut name_bytes = Vec::new();
+    name.encode(&mut name_bytes);
+    let content = name_bytes.len() + content;
+    content.encode(&mut head);
+    head.extend_from_slice(&name_bytes);
+    head
+}
+
+pub(crate) fn display_name(func_index: u32, name: &Option<String>) -> String {
+    name.clone()
+        .unwrap_or_else(|| format!("func[{func_index}]"))
+}
+
+/// Reads the metadata section of an instrumented module and rebuilds the
+/// profile template.
+pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
+    let bytes = pathprof_wasm::custom_section(instrumented, META_SECTION)?
+        .ok_or(crate::meta::MetaError::Missing)?;
+    let mut meta = crate::meta::decode(&bytes)?;
+    meta.interproc = crate::meta::interproc::read_meta(instrumented)?;
+    Ok(meta)
+}
