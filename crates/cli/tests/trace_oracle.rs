@@ -10,17 +10,13 @@ mod common;
 use common::oracle;
 use common::programs::{self, Invocation};
 use pathprof::driver::{self, Technique};
-use pathprof_runner::Exit;
+use pathprof_runner::{Exit, TraceTo};
+use std::sync::{Arc, Mutex};
 
 /// Runs `inv` four ways and checks everything agrees. Returns how many paths
 /// the run executed, so callers can assert the fixtures are not trivial.
 fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> usize {
     let plain = programs::run(engine, module, inv, false);
-
-    let traced = driver::instrument(module, Technique::Trace, &driver::Options::default())
-        .expect("trace instrument");
-    let t = programs::run(engine, &traced.bytes, inv, true);
-    assert_same(name, inv, &plain, &t, "trace");
 
     let (p, profile) = programs::profiled_run(
         engine,
@@ -30,7 +26,17 @@ fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation)
         inv,
     );
     assert_same(name, inv, &plain, &p, "path");
-    let expected = oracle::count(&t.trace, &programs::graphs_cut_as(module, &profile));
+
+    // The oracle counts the traced run's events as they come (the run's
+    // stream is never stored), with the profile's truncation cuts.
+    let traced = driver::instrument(module, Technique::Trace, &driver::Options::default())
+        .expect("trace instrument");
+    let sink = Arc::new(Mutex::new(oracle::CountingSink::new(
+        programs::graphs_cut_as(module, &profile),
+    )));
+    let t = programs::run_to(engine, &traced.bytes, inv, Some(TraceTo::new(sink.clone())));
+    assert_same(name, inv, &plain, &t, "trace");
+    let expected = std::mem::take(&mut sink.lock().unwrap().counter.counts);
     let got = programs::path_counts(&profile);
     assert_counts(
         &got.paths,

@@ -123,17 +123,33 @@ pub fn count_at_depths(
     depths: Option<&[u32]>,
     graphs: &BTreeMap<u32, FuncGraph>,
 ) -> Counts {
-    let mut c = Counts::default();
-    let mut stack: Vec<Activation> = Vec::new();
+    let mut counter = PathCounter::default();
     for (i, &(f, e)) in trace.iter().enumerate() {
+        counter.event(graphs, f, e, depths.map(|d| d[i]));
+    }
+    counter.counts
+}
+
+/// The oracle fed one event at a time, as a run makes them: the state of
+/// every live activation and the counts so far, never the trace.
+#[derive(Default)]
+pub struct PathCounter {
+    pub counts: Counts,
+    stack: Vec<Activation>,
+}
+
+impl PathCounter {
+    /// Crossing edge `e` of function `f`, with the wasm frames on the stack
+    /// when that is known ([`count_at_depths`]).
+    pub fn event(&mut self, graphs: &BTreeMap<u32, FuncGraph>, f: u32, e: u32, depth: Option<u32>) {
+        let (c, stack) = (&mut self.counts, &mut self.stack);
         let g = &graphs[&f];
         let edge = EdgeId::new(e as usize);
         let (src, dst) = g.cfg.edge(edge);
         // A handler continues the activation that caught; any other edge
         // out of ENTRY starts one.
         let catch = src == Cfg::ENTRY && g.catch_edges.contains(&edge);
-        let depth = depths.map_or(0, |d| d[i]);
-        if depths.is_some() {
+        if let Some(depth) = depth {
             // Frames deeper than this event's were unwound; at the same
             // depth, a new activation replaces one that ended unseen.
             let entry = src == Cfg::ENTRY && !catch;
@@ -144,6 +160,7 @@ pub fn count_at_depths(
                 stack.pop();
             }
         }
+        let depth = depth.unwrap_or(0);
         *c.edges.entry((f, e)).or_insert(0) += 1;
         let finish = |c: &mut Counts, a: &Activation, end: &str| {
             let key = PathKey {
@@ -170,7 +187,7 @@ pub fn count_at_depths(
                 top.blocks = Vec::new();
                 if dst == Cfg::EXIT {
                     // A catch clause that targets the function's own label.
-                    finish(&mut c, top, "exit");
+                    finish(c, top, "exit");
                     stack.pop();
                 } else {
                     top.blocks.push(dst.index() as u32);
@@ -183,7 +200,7 @@ pub fn count_at_depths(
                     depth,
                 });
             }
-            continue;
+            return;
         }
         let top = stack.last_mut().expect("trace edge outside any activation");
         assert_eq!(
@@ -195,7 +212,7 @@ pub fn count_at_depths(
         } else if g.backedges.contains(&edge) || (g.cuts.contains(&src) && dst != Cfg::EXIT) {
             // A path ends at a backedge or a cut; the next begins at its target.
             finish(
-                &mut c,
+                c,
                 top,
                 if g.cuts.contains(&src) {
                     "cut"
@@ -210,13 +227,40 @@ pub fn count_at_depths(
             };
             top.blocks = vec![dst.index() as u32];
         } else if dst == Cfg::EXIT {
-            finish(&mut c, top, "exit");
+            finish(c, top, "exit");
             stack.pop();
         } else {
             top.blocks.push(dst.index() as u32);
         }
     }
-    c
+}
+
+/// A run's trace sink that counts as the events arrive (issue 28, point 4):
+/// memory bounded by the live activations, whatever the run's length.
+pub struct CountingSink {
+    pub graphs: BTreeMap<u32, FuncGraph>,
+    pub counter: PathCounter,
+    /// Events seen, for callers that check the run was not trivial.
+    pub events: u64,
+}
+
+impl CountingSink {
+    pub fn new(graphs: BTreeMap<u32, FuncGraph>) -> Self {
+        CountingSink {
+            graphs,
+            counter: PathCounter::default(),
+            events: 0,
+        }
+    }
+}
+
+impl pathprof_runner::TraceSink for CountingSink {
+    fn events(&mut self, events: &[pathprof_runner::TraceEvent]) {
+        for ev in events {
+            self.counter.event(&self.graphs, ev.func, ev.edge, None);
+        }
+        self.events += events.len() as u64;
+    }
 }
 
 /// The keys where the profile's counts `got` and the trace's `expected`
