@@ -62,7 +62,7 @@ struct RunArgs {
     /// Where to write results.json and the profiles.
     #[arg(long)]
     results: PathBuf,
-    /// Modes, `none` first (known: none, edge, path, ppp, residual, context, piecewise).
+    /// Modes, `none` first (known: none, edge, path, ppp, residual, context, piecewise, intra-context, ippp).
     #[arg(
         long,
         value_delimiter = ',',

@@ -43,7 +43,7 @@ pub struct Config {
 const VALIDATE_RUNS: usize = 15;
 
 /// The modes the harness knows, in display order.
-pub const MODES: [&str; 8] = [
+pub const MODES: [&str; 9] = [
     "none",
     "edge",
     "path",
@@ -52,6 +52,7 @@ pub const MODES: [&str; 8] = [
     "context",
     "piecewise",
     "intra-context",
+    "ippp",
 ];
 
 /// Which optional CLI features exist (from `pathprof run --help`).
@@ -165,6 +166,11 @@ impl Program {
         let train = p.invoke(cfg, &mode_args("none", None, false), "none", "train")?;
         let profiled = p.invoke(cfg, &mode_args("path", None, false), "path", "train")?;
         check_same(name, "path (train)", &train.stdout, &profiled.stdout)?;
+        if cfg.modes.iter().any(|m| m == "ippp") {
+            // The interesting segments: the train input's depth-1 segments.
+            let segments = p.profile("segments", "train");
+            cfg.pathprof.segments(&p.wasm, 1, "train", &segments)?;
+        }
         let base = p.invoke(cfg, &mode_args("none", None, false), "none", "ref")?;
         p.result.module_bytes = base.timings.module_bytes;
         p.result.code_bytes = base.timings.code_bytes;
@@ -231,7 +237,10 @@ impl Program {
 
     /// One timed ref run under `mode` (protocol steps 2 and 3).
     fn measure(&mut self, cfg: &Config, mode: &str, caps: &Caps) -> Result<()> {
-        let train = self.profile("path", "train");
+        let train = match mode {
+            "ippp" => self.profile("segments", "train"),
+            _ => self.profile("path", "train"),
+        };
         let args = mode_args(mode, Some(&train), caps.uninteresting);
         let out = self.invoke(cfg, &args, mode, "ref")?;
         check_same(&self.result.name, mode, &self.expected, &out.stdout)?;
@@ -290,6 +299,13 @@ fn instrumenter(cfg: &Config, name: &str) -> Result<InstrumenterResult> {
 fn mode_args(mode: &str, train: Option<&Path>, uninteresting: bool) -> Vec<String> {
     let mut a = vec!["--mode".to_string()];
     match (mode, train) {
+        ("ippp", Some(t)) => a.extend([
+            "ippp".into(),
+            "--interesting".into(),
+            t.display().to_string(),
+            "--uninteresting".into(),
+            "count".into(),
+        ]),
         ("ppp" | "residual", Some(t)) => {
             a.extend([
                 "ppp".into(),
@@ -319,7 +335,7 @@ fn module_path(cfg: &Config, name: &str) -> Result<PathBuf> {
 }
 
 fn is_ppp(mode: &str) -> bool {
-    matches!(mode, "ppp" | "residual")
+    matches!(mode, "ppp" | "residual" | "ippp")
 }
 
 fn check_same(program: &str, mode: &str, expected: &[u8], got: &[u8]) -> Result<()> {

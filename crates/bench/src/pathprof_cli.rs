@@ -69,13 +69,31 @@ impl Pathprof {
         timings: &Path,
     ) -> Result<RunOutput> {
         let _ = fs::remove_file(timings);
+        let mut args = mode_args.to_vec();
+        args.push("--timings".into());
+        args.push(timings.display().to_string());
+        // Compile times are measured: never read back from the cache.
+        args.push("--no-compile-cache".into());
+        let stdout = self.run_to(wasm, &args, input, profile)?;
+        let text = fs::read_to_string(timings)
+            .with_context(|| format!("{}: timings not written", timings.display()))?;
+        let timings = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a timings file", timings.display()))?;
+        Ok(RunOutput { stdout, timings })
+    }
+
+    /// `pathprof run --segments K -o PROFILE WASM -- INPUT` (untimed: the
+    /// interesting segments of the `ippp` mode, from the train input).
+    pub fn segments(&self, wasm: &Path, k: usize, input: &str, profile: &Path) -> Result<()> {
+        let args = ["--segments".to_string(), k.to_string()];
+        self.run_to(wasm, &args, input, profile).map(drop)
+    }
+
+    /// `pathprof run ARGS -o PROFILE WASM -- INPUT`: its standard output.
+    fn run_to(&self, wasm: &Path, args: &[String], input: &str, profile: &Path) -> Result<Vec<u8>> {
         let out = Command::new(&self.bin)
             .arg("run")
-            .args(mode_args)
-            .arg("--timings")
-            .arg(timings)
-            // Compile times are measured: never read back from the cache.
-            .arg("--no-compile-cache")
+            .args(args)
             .arg("-o")
             .arg(profile)
             .arg(wasm)
@@ -87,20 +105,13 @@ impl Pathprof {
         if !out.status.success() {
             bail!(
                 "pathprof run {} {} {input} failed ({}): {}",
-                mode_args.join(" "),
+                args.join(" "),
                 wasm.display(),
                 out.status,
                 last_line(&out.stderr)
             );
         }
-        let text = fs::read_to_string(timings)
-            .with_context(|| format!("{}: timings not written", timings.display()))?;
-        let timings = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a timings file", timings.display()))?;
-        Ok(RunOutput {
-            stdout: out.stdout,
-            timings,
-        })
+        Ok(out.stdout)
     }
 
     /// `pathprof instrument --mode MODE --timings T WASM -o OUT`, with its

@@ -5,8 +5,8 @@
 
 pub use pathprof_core::{
     diff, driver, edge_report, export, fleet, input, interesting, interproc, interproc_report,
-    intra_context, meta, ppp_stats, report, residual, residual_segments, segments_report, show,
-    source, stats,
+    intra_context, ippp, meta, ppp_stats, report, residual, residual_segments, segments_report,
+    show, source, stats,
 };
 
 pub mod branch_trace;

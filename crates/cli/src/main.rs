@@ -120,6 +120,8 @@ enum RunMode {
     Piecewise,
     /// Intraprocedural context paths (Melski & Reps section 7): a loop iteration's path with the path that entered the loop.
     IntraContext,
+    /// Interprocedural PPP (Vaswani 3.4): counts the depth-K path segments named by --interesting (a segment profile of a test run, `run --segments K`).
+    Ippp,
     /// No instrumentation: the baseline for overhead measurements.
     None,
 }
@@ -141,6 +143,7 @@ enum InstrumentMode {
     Context,
     Piecewise,
     IntraContext,
+    Ippp,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -163,6 +166,9 @@ struct PppArgs {
     /// What to do with paths that are not interesting.
     #[arg(long, value_enum, default_value = "record")]
     uninteresting: PolicyArg,
+    /// --mode ippp: the depth of the segments (default: that of the --interesting profiles).
+    #[arg(short = 'k', long = "depth", value_name = "K")]
+    depth: Option<usize>,
 }
 
 #[derive(Args)]
@@ -721,6 +727,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         RunMode::Context => Some(Technique::Context),
         RunMode::Piecewise => Some(Technique::Piecewise),
         RunMode::IntraContext => Some(Technique::IntraContext),
+        RunMode::Ippp => Some(Technique::Ippp),
         RunMode::None => None,
     };
     let mut options = options(&a.tuning, Some(&module))?;
@@ -773,6 +780,7 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
         InstrumentMode::Context => Technique::Context,
         InstrumentMode::Piecewise => Technique::Piecewise,
         InstrumentMode::IntraContext => Technique::IntraContext,
+        InstrumentMode::Ippp => Technique::Ippp,
     };
     ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
     opts.validate_output = a.validate_output;
@@ -858,9 +866,15 @@ fn ppp_options(
     a: &PppArgs,
     opts: &mut driver::Options,
 ) -> Result<()> {
+    if technique == Some(Technique::Ippp) {
+        return ippp_options(program, module, a, opts);
+    }
+    if a.depth.is_some() {
+        bail!("-k applies to --mode ippp only");
+    }
     if technique != Some(Technique::Ppp) {
         if !a.interesting.is_empty() {
-            bail!("--interesting applies to --mode ppp only");
+            bail!("--interesting applies to --mode ppp and ippp only");
         }
         return Ok(());
     }
@@ -874,6 +888,47 @@ fn ppp_options(
     Ok(())
 }
 
+/// Resolves `--interesting` (segment profiles of this module) and `-k`
+/// for `--mode ippp`.
+fn ippp_options(
+    program: &Path,
+    module: &[u8],
+    a: &PppArgs,
+    opts: &mut driver::Options,
+) -> Result<()> {
+    if a.interesting.is_empty() {
+        bail!("--mode ippp needs --interesting PROFILE (a segment profile: `pathprof run --segments K`)");
+    }
+    let hash = pathprof_wasm::module_hash(module);
+    let mut k = a.depth;
+    let mut interesting = Vec::new();
+    for file in &a.interesting {
+        let name = || file.display().to_string();
+        let profile = Profile::read(file)?;
+        if profile.module_hash != hash {
+            bail!(
+                "{}: a profile of another module than {}",
+                name(),
+                program.display()
+            );
+        }
+        let (depth, ips) = pathprof::ippp::interesting_of(&profile).with_context(name)?;
+        match k {
+            Some(k) if k != depth => {
+                bail!("{}: its segments are of depth {depth}, not {k}", name())
+            }
+            _ => k = Some(depth),
+        }
+        interesting.extend(ips);
+    }
+    opts.ippp = pathprof::ippp::IpppOptions {
+        k: k.expect("at least one profile"),
+        interesting,
+        policy: policy(a.uninteresting),
+    };
+    Ok(())
+}
+
 fn residual(a: ResidualArgs) -> Result<()> {
     check_not_input(&a.program, &a.output, a.force)?;
     let (module, file) = pathprof::input::read_module_file(&a.program)?;
@@ -881,9 +936,20 @@ fn residual(a: ResidualArgs) -> Result<()> {
     let ppp = PppArgs {
         interesting: a.tested.clone(),
         uninteresting: a.uninteresting,
+        depth: None,
     };
-    ppp_options(&a.program, &module, Some(Technique::Ppp), &ppp, &mut opts)?;
-    write_instrumented(&a.program, (module, file), Technique::Ppp, &opts, &a.output)
+    // Segment profiles make an interprocedural residual build (3.5.2).
+    let segments = match a.tested.first() {
+        Some(p) => Profile::read(p)?.segments.is_some(),
+        None => false,
+    };
+    let technique = if segments {
+        Technique::Ippp
+    } else {
+        Technique::Ppp
+    };
+    ppp_options(&a.program, &module, Some(technique), &ppp, &mut opts)?;
+    write_instrumented(&a.program, (module, file), technique, &opts, &a.output)
 }
 
 fn residual_report(a: ResidualReportArgs) -> Result<()> {

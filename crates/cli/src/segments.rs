@@ -10,8 +10,8 @@
 //!
 //! This is how the interesting set of interprocedural preferential path
 //! profiling is taken from a test run (3.5.2's first scheme) and what
-//! residual profiling compares. It costs what a trace costs: the counter
-//! instrumentation of IPPP (3.4.4-3.4.5) is not built yet.
+//! residual profiling compares. It costs what a trace costs; counting
+//! chosen segments without a trace is `--mode ippp` ([`crate::ippp`]).
 //!
 //! Departures from the thesis (beyond the segmenter's):
 //! - Runs with tail calls or exceptions are refused before they start (the
@@ -30,16 +30,14 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, bail, Context, Result};
 use pathprof_graph::interproc::Event;
 use pathprof_graph::ippp::{Ips, Segmenter, SubpathNumbering};
-use pathprof_profile::segments::{SegmentCount, SegmentProfile, SubpathStep};
+use pathprof_profile::segments::{SegmentCount, SegmentProfile};
 use pathprof_profile::{FunctionData, Mode, Profile};
 use pathprof_runner::{Exit, RunOptions, TraceEvent, TraceSink, TraceTo};
 use pathprof_wasm::supergraph::{EventStream, ModuleSupergraph};
 
 use crate::driver::{self, Technique};
 
-/// The deepest `--segments` accepted: a segment holds a subpath per call
-/// vertex at each depth, and the thesis measures k up to 3.
-pub const MAX_K: usize = 16;
+pub use crate::ippp::MAX_K;
 
 /// What a recorded run gives.
 pub struct Recorded {
@@ -76,30 +74,8 @@ impl Prepared {
         force: bool,
     ) -> Result<Prepared> {
         let info = pathprof_wasm::analyze(module)?;
-        let mut msg = ModuleSupergraph::new(module, &info)?;
-        for (f, func) in msg.supergraph.functions.iter().enumerate() {
-            let f = msg.num_imported_funcs as usize + f;
-            if !func.tail_calls.is_empty() {
-                bail!("segments cannot be recorded: function {f} makes a tail call (return_call*), which the segmenter does not handle yet");
-            }
-            if !func.throws.is_empty() || !func.handlers.is_empty() {
-                bail!("segments cannot be recorded: function {f} throws or catches exceptions, which the segmenter does not handle yet");
-            }
-        }
-        let numbering = match SubpathNumbering::new(&msg.supergraph) {
-            Ok(n) if !force => n,
-            _ => {
-                // Ball-Larus 5.3, as the interprocedural modes do: a
-                // truncated edge ends a subpath (and the segments open on
-                // it) as a backedge does.
-                for f in &mut msg.supergraph.functions {
-                    f.truncated = pathprof_graph::interproc::hybrid::truncation(&f.cfg, bound)
-                        .map_err(|e| anyhow!("truncating: {e}"))?;
-                }
-                SubpathNumbering::new(&msg.supergraph)
-                    .map_err(|e| anyhow!("numbering the subpaths: {e}"))?
-            }
-        };
+        let (msg, numbering) = crate::ippp::numbered(module, &info, bound, force)
+            .context("segments cannot be recorded")?;
         let traced = driver::instrument(module, Technique::Trace, &driver::Options::default())?;
         let mut template = traced.meta()?.template;
         template.mode = Mode::Segments;
@@ -188,26 +164,13 @@ impl Prepared {
             num_imported_funcs: self.msg.num_imported_funcs,
             segments,
             subpaths: r.subpaths,
+            ippp: None,
         }));
         Ok(profile)
     }
 
     fn spell(&self, ips: &Ips, count: u64) -> Result<SegmentCount> {
-        let steps = ips
-            .iter()
-            .map(|r| {
-                let subpath = self
-                    .numbering
-                    .decode(*r)
-                    .map_err(|e| anyhow!("decoding subpath {} of {:?}: {e}", r.id, r.func))?;
-                Ok(SubpathStep {
-                    func: r.func,
-                    id: r.id,
-                    subpath,
-                })
-            })
-            .collect::<Result<_>>()?;
-        Ok(SegmentCount { steps, count })
+        crate::ippp::spell(&self.numbering, ips, count)
     }
 }
 

@@ -263,7 +263,7 @@ fn bad_specs_get_line_numbered_errors_and_no_output() {
     ]);
     assert_eq!(
         stderr(&o),
-        "pathprof: error: --interesting applies to --mode ppp only\n"
+        "pathprof: error: --interesting applies to --mode ppp and ippp only\n"
     );
     // A profile numbered with another truncation threshold, and an edge profile.
     let t = s(&dir.path().join("test.json"));

@@ -13,107 +13,16 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::programs::{self, Invocation};
-use pathprof::driver::{self, Technique};
-use pathprof::segments::Prepared;
-use pathprof_graph::interproc::FuncId;
-use pathprof_graph::ippp::{Subpath, SubpathEnd};
 use pathprof_graph::testing::ippp::{ips, wpp};
 use pathprof_profile::Profile;
-use pathprof_runner::RunOptions;
-use pathprof_wasm::supergraph::{events, ModuleSupergraph};
+use pathprof_wasm::supergraph::events;
 
-type Spelt = Vec<(FuncId, Subpath)>;
+use common::segments::{module, prepared, record, wat_modules, Module, Spelt};
 
-struct Module {
-    name: String,
-    prepared: Prepared,
-    traced: wasmtime::Module,
-}
-
-impl Module {
-    /// The model the oracle cuts the trace by (truncated where the
-    /// recorder truncated it).
-    fn msg(&self) -> &ModuleSupergraph {
-        self.prepared.supergraph()
-    }
-}
-
-fn module(engine: &wasmtime::Engine, name: &str, bytes: &[u8]) -> Option<Module> {
-    prepared(engine, name, bytes, None)
-}
-
-/// With `truncate`, every function with more acyclic paths than it is
-/// truncated.
-fn prepared(
-    engine: &wasmtime::Engine,
-    name: &str,
-    bytes: &[u8],
-    truncate: Option<u64>,
-) -> Option<Module> {
-    let prepared = match truncate {
-        Some(bound) => Prepared::truncating_above(engine, bytes, bound, true),
-        None => Prepared::new(engine, bytes),
-    };
-    let prepared = match prepared {
-        Ok(p) => p,
-        Err(e) => {
-            let msg = format!("{e:#}");
-            assert!(
-                msg.contains("tail call") || msg.contains("exceptions"),
-                "{name}: {msg}"
-            );
-            return None;
-        }
-    };
-    let traced = driver::instrument(bytes, Technique::Trace, &Default::default()).unwrap();
-    let traced = pathprof_runner::compile(engine, &traced.bytes).unwrap();
-    Some(Module {
-        name: name.to_string(),
-        prepared,
-        traced,
-    })
-}
-
-/// The recorded segments spelt as the oracle spells them: a backedge's
-/// source by its original block, not its split segment.
+/// The recorded segments spelt as the oracle spells them.
 fn spelt(m: &Module, profile: &Profile) -> BTreeMap<Spelt, u64> {
     let sp = profile.segments.as_ref().expect("a segment profile");
-    sp.segments
-        .iter()
-        .map(|s| {
-            let steps = s
-                .steps
-                .iter()
-                .map(|st| {
-                    let mut p = st.subpath.clone();
-                    if let SubpathEnd::Backedge(n) = p.end {
-                        let split = &m.prepared.numbering().functions[st.func.index()].split;
-                        p.end = SubpathEnd::Backedge(split.block_of[n.index()]);
-                    }
-                    (st.func, p)
-                })
-                .collect();
-            (steps, s.count)
-        })
-        .collect()
-}
-
-fn record(m: &Module, inv: &Invocation, k: usize) -> Profile {
-    let rec = match inv {
-        Invocation::Command { args, stdin } => {
-            let opts = RunOptions {
-                stdin: Some(stdin.clone()),
-                ..RunOptions::captured(args.clone())
-            };
-            m.prepared.record(k, opts, None)
-        }
-        Invocation::Call { export, args } => {
-            let opts = RunOptions::captured(["module"]);
-            m.prepared.record(k, opts, Some((export, args)))
-        }
-    };
-    rec.unwrap_or_else(|e| panic!("{} {inv:?}: {e:#}", m.name))
-        .profile
+    common::segments::spelt(m.prepared.numbering(), &sp.segments)
 }
 
 /// Checks one run for k = 1..=3; returns the distinct segments of each.
@@ -184,13 +93,8 @@ fn c_programs_record_exactly_the_segments_of_their_runs() {
 fn wat_fixtures_record_exactly_the_segments_of_their_runs() {
     let engine = pathprof_runner::engine().unwrap();
     let (mut checked, mut refused) = (0, 0);
-    for path in programs::wat_fixtures() {
-        let bytes = pathprof::input::read_module(&path).unwrap();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        if programs::needs_host_imports(&engine, &bytes) {
-            continue;
-        }
-        let Some(m) = module(&engine, &name, &bytes) else {
+    for (_, bytes, m) in wat_modules(&engine) {
+        let Some(m) = m else {
             refused += 1;
             continue;
         };

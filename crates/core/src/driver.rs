@@ -25,6 +25,7 @@ pub use pathprof_profile::cfg_of;
 fn instrument_whole(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
     match technique {
         Technique::IntraContext => crate::intra_context::instrument(module, opts),
+        Technique::Ippp => crate::ippp::instrument(module, opts),
         _ => crate::interproc::instrument(module, technique, opts),
     }
 }
@@ -295,7 +296,7 @@ fn plan_function(
             plan: trace::plan(&f.cfg),
             chosen: Chosen::Trace,
         },
-        Technique::Context | Technique::Piecewise | Technique::IntraContext => {
+        Technique::Context | Technique::Piecewise | Technique::IntraContext | Technique::Ippp => {
             bail!("this mode plans the module whole (crate::interproc, crate::intra_context)")
         }
     })
@@ -332,7 +333,7 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
     profile.runs = 1;
     profile.abrupt_runs = u64::from(abrupt.is_some());
     let abrupt = abrupt.map(|frames| abrupt_blocks(meta, frames));
-    let (mut raws, mut contexts) = (Vec::new(), Vec::new());
+    let (mut raws, mut contexts, mut ippp) = (Vec::new(), Vec::new(), Vec::new());
     for (f, fl) in profile.functions.iter_mut().zip(&meta.layout.functions) {
         if f.func_index != fl.func_index {
             bail!("corrupt __pathprof.meta section: layout and functions disagree");
@@ -366,6 +367,8 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
                     // and intra-context plans: paths decoded below.
                     if meta.interproc.is_some() {
                         raws.push(raw);
+                    } else if meta.ippp.is_some() {
+                        ippp.push((f.func_index, raw));
                     } else if profile.mode == Mode::IntraContext {
                         let cfg = cfg_of(&f.edges, f.blocks.len());
                         contexts.push((f.func_index, cfg, raw));
@@ -394,6 +397,9 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
     }
     if profile.mode == Mode::IntraContext {
         crate::intra_context::collect(&contexts, &mut profile)?;
+    }
+    if let Some(m) = &meta.ippp {
+        crate::ippp::collect(m, &ippp, &mut profile)?;
     }
     Ok(profile)
 }

@@ -24,7 +24,7 @@ use crate::meta::interproc::cut_reason;
 pub use crate::meta::interproc::{read_meta, InterprocMeta, INTERPROC_SECTION};
 pub use crate::options::Hybrid;
 use crate::options::Options;
-use crate::recorder::{Instrumented, Recorder};
+use crate::recorder::{instrument_whole, Instrumented};
 use crate::technique::Technique;
 
 /// The graph mode of a technique.
@@ -79,23 +79,14 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
         }
     }
     let section = serde_json::to_vec(&meta)?;
-    // Recorded first: the header of the counter memory covers the records
-    // and the supergraph section.
-    let mut rec = Recorder::new(&info.module_hash, module, technique, opts)?;
-    for f in &info.functions {
-        rec.record_cfg(f.as_ref())?;
-    }
-    rec.planned_all();
-    let out = pathprof_wasm::instrument_module(
+    instrument_whole(
         module,
         &info,
-        &technique::module_plan(),
-        &plans,
-        &[(INTERPROC_SECTION, &section)],
-        opts.output_check(),
-        rec.identity(&section)?,
-    )?;
-    Ok(rec.finish(out))
+        technique,
+        opts,
+        (&technique::module_plan(), &plans),
+        (INTERPROC_SECTION, &section),
+    )
 }
 
 /// A module analysed and numbered.

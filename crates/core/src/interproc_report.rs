@@ -238,7 +238,7 @@ impl<'a> Names<'a> {
             f.blocks.get(dst.index())?.as_ref()?.source.clone()
         });
         let first = lines.next()?;
-        match lines.last() {
+        match lines.next_back() {
             Some(last) if last != first => Some(format!("{first} .. {last}")),
             _ => Some(first),
         }

@@ -214,7 +214,7 @@ fn source(f: &FunctionProfile, steps: &[ContextStep]) -> Option<String> {
         f.blocks.get(node.index())?.as_ref()?.source.clone()
     });
     let first = lines.next()?;
-    match lines.last() {
+    match lines.next_back() {
         Some(last) if last != first => Some(format!("{first} .. {last}")),
         _ => Some(first),
     }

@@ -59,6 +59,7 @@ pub mod interesting;
 pub mod interproc;
 pub mod interproc_report;
 pub mod intra_context;
+pub mod ippp;
 pub mod meta;
 pub mod options;
 pub mod ppp_stats;

@@ -25,6 +25,8 @@ pub struct Options {
     pub trace_mode: pathprof_wasm::TraceMode,
     /// Which call sites the interprocedural modes profile across.
     pub hybrid: Hybrid,
+    /// The depth and interesting segments of the `ippp` mode.
+    pub ippp: crate::ippp::IpppOptions,
     /// Told how many functions are rewritten, as they are (for a progress
     /// bar on a large module).
     pub progress: Progress,
@@ -67,6 +69,7 @@ impl Default for Options {
             validate_output: false,
             trace_mode: pathprof_wasm::TraceMode::Buffered,
             hybrid: Default::default(),
+            ippp: Default::default(),
             progress: Progress::default(),
         }
     }

@@ -155,6 +155,41 @@ impl Recorder {
     }
 }
 
+/// Instruments a module planned whole, every function of which has a plan
+/// of no technique-specific data (the interprocedural modes): records
+/// every CFG, then rewrites the module with `plans` and the module-level
+/// `module_plan`, appending the custom section `section` (its name and
+/// contents), which the counter memory's header covers.
+pub(crate) fn instrument_whole(
+    module: &[u8],
+    info: &pathprof_wasm::ModuleInfo,
+    technique: Technique,
+    opts: &Options,
+    (module_plan, plans): (
+        &pathprof_techniques::ModulePlan,
+        &[Option<pathprof_techniques::FunctionPlan>],
+    ),
+    section: (&str, &[u8]),
+) -> Result<Instrumented> {
+    // Recorded first: the header of the counter memory covers the records
+    // and the section.
+    let mut rec = Recorder::new(&info.module_hash, module, technique, opts)?;
+    for f in &info.functions {
+        rec.record_cfg(f.as_ref())?;
+    }
+    rec.planned_all();
+    let out = pathprof_wasm::instrument_module(
+        module,
+        info,
+        module_plan,
+        plans,
+        &[section],
+        opts.output_check(),
+        rec.identity(section.1)?,
+    )?;
+    Ok(rec.finish(out))
+}
+
 /// Appends a custom section whose contents are `parts`, one after the
 /// other, to a complete module, growing it by exactly the section's size:
 /// a module grown by doubling would hold up to twice its size, the largest
@@ -208,5 +243,6 @@ pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
         .ok_or(crate::meta::MetaError::Missing)?;
     let mut meta = crate::meta::decode(&bytes)?;
     meta.interproc = crate::meta::interproc::read_meta(instrumented)?;
+    meta.ippp = crate::ippp::read_meta(instrumented)?;
     Ok(meta)
 }

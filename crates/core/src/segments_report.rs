@@ -71,15 +71,44 @@ pub fn render(profile: &Profile, rows: &[SegmentRow], top: usize) -> String {
     let Some(sp) = profile.segments.as_deref() else {
         return s;
     };
-    let _ = writeln!(
-        s,
-        "depth-{} path segments: {} distinct, {} executions, over {} subpaths in {} run(s)",
-        sp.k,
-        sp.segments.len(),
-        sp.flow(),
-        sp.subpaths,
-        profile.runs
-    );
+    match &sp.ippp {
+        None => {
+            let _ = writeln!(
+                s,
+                "depth-{} path segments: {} distinct, {} executions, over {} subpaths in {} run(s)",
+                sp.k,
+                sp.segments.len(),
+                sp.flow(),
+                sp.subpaths,
+                profile.runs
+            );
+        }
+        Some(ip) => {
+            let ran = sp.segments.iter().filter(|c| c.count > 0).count();
+            let _ = writeln!(
+                s,
+                "depth-{} interesting segments (interprocedural PPP): {ran} of {} ran, {} executions in {} run(s); others ({}): {} executions{}",
+                sp.k,
+                ip.interesting,
+                sp.flow(),
+                profile.runs,
+                ip.policy,
+                ip.uninteresting,
+                if ip.policy == "record" {
+                    format!(", {} distinct", ip.untested.len())
+                } else {
+                    String::new()
+                }
+            );
+            if ip.through_indirect + ip.too_many_paths > 0 {
+                let _ = writeln!(
+                    s,
+                    "left out of the interesting set: {} through an indirect call, {} beyond 64-bit path numbers",
+                    ip.through_indirect, ip.too_many_paths
+                );
+            }
+        }
+    }
     let _ = writeln!(s, "{:>12} {:>7}  segment", "count", "%");
     for r in rows.iter().take(top) {
         let _ = writeln!(s, "{:>12} {:>6.2}%  {}", r.count, r.percent, r.segment);

@@ -18,6 +18,9 @@ pub enum Technique {
     /// Melski & Reps' intraprocedural context paths, section 7
     /// ([`crate::intra_context`]).
     IntraContext,
+    /// Interprocedural preferential path profiling of depth-k path
+    /// segments ([`crate::ippp`]).
+    Ippp,
 }
 
 impl Technique {
@@ -27,7 +30,7 @@ impl Technique {
     pub(crate) fn planned_whole(self) -> bool {
         matches!(
             self,
-            Technique::Context | Technique::Piecewise | Technique::IntraContext
+            Technique::Context | Technique::Piecewise | Technique::IntraContext | Technique::Ippp
         )
     }
 }

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::interproc::{InterprocPath, InterprocProfile, SiteInfo};
 use crate::intra_context::IntraContextProfile;
-use crate::segments::SegmentProfile;
+use crate::segments::{IpppSummary, SegmentCount, SegmentProfile};
 use crate::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
 
 /// First bytes of a binary profile. The high byte and the CR LF catch a
@@ -41,8 +41,42 @@ struct Wire {
     skipped: Vec<Skipped>,
     functions: Vec<WireFunction>,
     interproc: Option<WireInterproc>,
-    segments: Option<SegmentProfile>,
+    segments: Option<WireSegments>,
     intra_context: Option<IntraContextProfile>,
+}
+
+/// [`SegmentProfile`] with every field written: postcard cannot skip one.
+#[derive(Serialize, Deserialize)]
+struct WireSegments {
+    k: u32,
+    num_imported_funcs: u32,
+    segments: Vec<SegmentCount>,
+    subpaths: u64,
+    ippp: Option<IpppSummary>,
+}
+
+impl From<SegmentProfile> for WireSegments {
+    fn from(s: SegmentProfile) -> Self {
+        WireSegments {
+            k: s.k,
+            num_imported_funcs: s.num_imported_funcs,
+            segments: s.segments,
+            subpaths: s.subpaths,
+            ippp: s.ippp,
+        }
+    }
+}
+
+impl From<WireSegments> for SegmentProfile {
+    fn from(s: WireSegments) -> Self {
+        SegmentProfile {
+            k: s.k,
+            num_imported_funcs: s.num_imported_funcs,
+            segments: s.segments,
+            subpaths: s.subpaths,
+            ippp: s.ippp,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -173,7 +207,7 @@ pub fn encode(p: &Profile) -> Vec<u8> {
             paths: i.paths.clone(),
             lost: i.lost,
         }),
-        segments: p.segments.as_deref().cloned(),
+        segments: p.segments.as_deref().cloned().map(WireSegments::from),
         intra_context: p.intra_context.as_deref().cloned(),
     };
     postcard::to_extend(&wire, MAGIC.to_vec()).expect("a profile always serialises")
@@ -331,7 +365,7 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
                 lost: i.lost,
             })
         }),
-        segments: wire.segments.map(Box::new),
+        segments: wire.segments.map(|s| Box::new(s.into())),
         intra_context: wire.intra_context.map(Box::new),
     })
 }

@@ -20,8 +20,40 @@ pub struct SegmentProfile {
     pub num_imported_funcs: u32,
     /// Every segment the runs closed, ordered by its subpaths.
     pub segments: Vec<SegmentCount>,
-    /// How many subpaths the runs completed (the length of their WPP).
+    /// How many subpaths the runs completed (the length of their WPP);
+    /// 0 for an IPPP profile, which does not count them.
     pub subpaths: u64,
+    /// What interprocedural PPP (`run --mode ippp`) counted besides the
+    /// interesting segments, which are then [`SegmentProfile::segments`];
+    /// `None` for a profile recorded from a trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ippp: Option<IpppSummary>,
+}
+
+/// The part of an IPPP profile that is not the interesting segments.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpppSummary {
+    /// Interesting segments profiled (every one of them is in
+    /// [`SegmentProfile::segments`], with count 0 if it never ran).
+    pub interesting: u64,
+    /// Interesting segments given but not profiled: they pass an indirect
+    /// call, which ends segments in the instrumentation.
+    pub through_indirect: u64,
+    /// Interesting segments given but not profiled: with them, their start
+    /// function's expanded graph would have more paths than 64 bits
+    /// number (the hottest are kept first).
+    pub too_many_paths: u64,
+    /// What happened to the others: `record`, `count` or `ignore`.
+    pub policy: String,
+    /// How many segments that are not interesting closed (`record` and
+    /// `count`).
+    pub uninteresting: u64,
+    /// Under `record`: the segments that are not interesting, each as
+    /// far as the instrumentation followed it (up to the call where no
+    /// interesting segment goes on), with their counts.
+    pub untested: Vec<SegmentCount>,
+    /// Counts a full hash table dropped.
+    pub lost: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +108,26 @@ impl SegmentProfile {
             "segment",
         )?;
         self.subpaths = self.subpaths.saturating_add(other.subpaths);
+        match (&mut self.ippp, &other.ippp) {
+            (None, None) => {}
+            (Some(a), Some(b)) if a.policy == b.policy && a.interesting == b.interesting => {
+                a.uninteresting = a.uninteresting.saturating_add(b.uninteresting);
+                a.lost = a.lost.saturating_add(b.lost);
+                crate::merge::add_counted(
+                    &mut a.untested,
+                    &b.untested,
+                    SegmentCount::key,
+                    |s| &mut s.count,
+                    "segment",
+                )?;
+            }
+            _ => {
+                return Err(
+                    "the segment profiles differ: recorded from a trace or by IPPP, or IPPP with other interesting segments or policy"
+                        .into(),
+                )
+            }
+        }
         Ok(())
     }
 }

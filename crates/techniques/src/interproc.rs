@@ -111,6 +111,7 @@ pub const G_THROWN: GlobalReg = 5;
 pub fn module_plan() -> ModulePlan {
     ModulePlan {
         globals: vec![Width::I64; 6],
+        stack_bytes: 0,
     }
 }
 

@@ -75,6 +75,32 @@ pub enum Action {
     /// technique does when a function's callers differ at run time (entered
     /// through an uncut call site, or afresh). Boxed to keep actions 16 bytes.
     IfNonZero(Box<IfNonZero>),
+    /// `stack[ptr + 16 * len] = (bl, ppp); len += 1` in the module's stack
+    /// region ([`ModulePlan::stack_bytes`]; all four registers i64): a
+    /// segment joins a group of interprocedural PPP ([`crate::ippp`]).
+    /// Boxed to keep actions 16 bytes.
+    Push(Box<Push>),
+    /// For each of the `len` members of the group stored at `ptr` in the
+    /// stack region: `tmp = member + acc` (Ball-Larus and PPP halves), then
+    /// `body`; afterwards `len = 0`. Boxed to keep actions 16 bytes.
+    ForEachMember(Box<ForEachMember>),
+    /// Traps (`unreachable`) if `reg`, unsigned, is above `limit`: the
+    /// stack region of [`Action::Push`] overflowed.
+    TrapIfAbove { reg: Reg, limit: u32 },
+    /// A counting action (`CountPath`, `CountSlot` or `CountPpp`) against
+    /// the tables of another function's plan: interprocedural PPP counts a
+    /// segment in the tables of the function it started in, wherever it
+    /// ends. That function's PPP table must have `min` 0 (the action's
+    /// offsets say where ids start). Boxed to keep actions 16 bytes.
+    In(Box<In>),
+}
+
+/// The operands of [`Action::In`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct In {
+    /// The other function, by index in the module's function index space.
+    pub func: u32,
+    pub action: Action,
 }
 
 const _: () = assert!(std::mem::size_of::<Action>() == 16);
@@ -86,6 +112,30 @@ pub struct MulAdd {
     pub a: i64,
     pub src: Reg,
     pub b: i64,
+}
+
+/// The operands of [`Action::Push`]: `(bl, ppp)` stored as member `len`
+/// of the group at byte `ptr` of the stack region.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Push {
+    pub ptr: Reg,
+    pub len: Reg,
+    pub bl: Reg,
+    pub ppp: Reg,
+}
+
+/// The operands of [`Action::ForEachMember`]. `index` is a scratch
+/// register for the loop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForEachMember {
+    pub ptr: Reg,
+    pub len: Reg,
+    pub index: Reg,
+    /// `(Ball-Larus, PPP)` accumulators added to every member.
+    pub acc: (Reg, Reg),
+    /// Where each member's value goes before `body` runs.
+    pub tmp: (Reg, Reg),
+    pub body: Vec<Action>,
 }
 
 /// The operands of [`Action::IfNonZero`].
@@ -213,6 +263,10 @@ pub struct ModulePlan {
     /// Per [`GlobalReg`]: its width. Each becomes a mutable global,
     /// initially 0, exported as [`global_export_name`].
     pub globals: Vec<Width>,
+    /// Bytes of a stack region in the counter memory, before every
+    /// function's counters, for [`Action::Push`] (0: none).
+    #[serde(default)]
+    pub stack_bytes: u32,
 }
 
 /// The export name of module-level register `g`: `__pathprof_g<g>`.

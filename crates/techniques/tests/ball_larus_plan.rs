@@ -37,7 +37,11 @@ fn execute(
                 | Action::GlobalToLocal { .. }
                 | Action::LocalToGlobal { .. }
                 | Action::MulAdd(_)
-                | Action::IfNonZero(_) => {
+                | Action::IfNonZero(_)
+                | Action::Push(_)
+                | Action::ForEachMember(_)
+                | Action::TrapIfAbove { .. }
+                | Action::In(_) => {
                     unreachable!("only Ball-Larus actions in a Ball-Larus plan")
                 }
             }

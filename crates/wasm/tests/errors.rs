@@ -448,6 +448,7 @@ fn misfitting_interprocedural_plans_are_refused() {
     ];
     let module = ModulePlan {
         globals: vec![Width::I64],
+        stack_bytes: 0,
     };
     for (i, inter, reason) in cases {
         let mut plans = vec![None, None];

@@ -7,3 +7,4 @@ pub mod bin;
 pub mod callgen;
 pub mod oracle;
 pub mod programs;
+pub mod segments;

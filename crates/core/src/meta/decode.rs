@@ -43,6 +43,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
         Kind::Context => Mode::Context,
         Kind::Piecewise => Mode::Piecewise,
         Kind::IntraContext => Mode::IntraContext,
+        Kind::Ippp => Mode::Segments,
     };
     let mut template = Profile::new(module_hash, mode);
     let tables = Tables {
@@ -75,6 +76,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
         layout,
         code_map,
         interproc: None,
+        ippp: None,
     })
 }
 
@@ -118,7 +120,7 @@ fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaE
                 chords,
             })
         }
-        Kind::Trace | Kind::Context | Kind::Piecewise | Kind::IntraContext => {
+        Kind::Trace | Kind::Context | Kind::Piecewise | Kind::IntraContext | Kind::Ippp => {
             Ok(FunctionData::Edge {
                 chords: Chords {
                     chords: Vec::new(),

@@ -74,6 +74,7 @@ impl Encoder {
             Technique::Context => Kind::Context,
             Technique::Piecewise => Kind::Piecewise,
             Technique::IntraContext => Kind::IntraContext,
+            Technique::Ippp => Kind::Ippp,
         };
         let mut plan_hash = Sha256::new();
         plan_hash.update([kind as u8]);

@@ -73,6 +73,7 @@ fn mode_name(code: u32) -> String {
         Some(Kind::Context) => "context".into(),
         Some(Kind::Piecewise) => "piecewise".into(),
         Some(Kind::IntraContext) => "intra-context".into(),
+        Some(Kind::Ippp) => "ippp".into(),
         None => format!("unknown ({code})"),
     }
 }

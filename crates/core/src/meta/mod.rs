@@ -52,6 +52,8 @@ pub struct Meta {
     pub code_map: Vec<CodeMap>,
     /// The supergraph of the interprocedural modes, from its own section.
     pub interproc: Option<interproc::InterprocMeta>,
+    /// The interesting segments and supergraph of the `ippp` mode.
+    pub ippp: Option<crate::ippp::IpppMeta>,
 }
 
 /// Why a metadata section cannot be read.
@@ -79,6 +81,7 @@ pub(crate) enum Kind {
     Context = 4,
     Piecewise = 5,
     IntraContext = 6,
+    Ippp = 7,
 }
 
 impl Kind {
@@ -91,6 +94,7 @@ impl Kind {
             Kind::Context,
             Kind::Piecewise,
             Kind::IntraContext,
+            Kind::Ippp,
         ]
         .into_iter()
         .find(|k| *k as u8 == b)

@@ -206,6 +206,71 @@ pub fn expand_all(
         .collect()
 }
 
+/// As [`expand_all`], leaving out of each function whose expanded graph
+/// would have more paths than 64 bits number (or PPP ids than `i64`
+/// holds) the interesting IPS that do not fit: taken in the order given,
+/// each is kept if the graph with it and those kept before still numbers.
+/// Returns the expanded graphs and the IPS kept, in the order given.
+///
+/// A departure from the thesis, whose step 5 truncates the expanded graph
+/// off the interesting IPS instead: here the graph stays whole, so an IPS
+/// left out is profiled as one that is not interesting.
+pub fn expand_all_fitting(
+    num: &SubpathNumbering,
+    k: usize,
+    interesting: &[Ips],
+) -> Result<(Vec<Expanded>, Vec<Ips>), GraphError> {
+    let mut by_func: Vec<Vec<Ips>> = vec![Vec::new(); num.functions.len()];
+    for ips in interesting {
+        let first = ips.first().ok_or(NOT_AN_IPS)?;
+        let list = by_func.get_mut(first.func.index()).ok_or(NOT_AN_IPS)?;
+        if !list.contains(ips) {
+            list.push(ips.clone());
+        }
+    }
+    let sorted = |list: &[Ips]| {
+        let mut list = list.to_vec();
+        list.sort();
+        list
+    };
+    let mut graphs = Vec::with_capacity(by_func.len());
+    let mut kept_all = Vec::new();
+    for (f, list) in by_func.into_iter().enumerate() {
+        let f = FuncId::new(f);
+        match Expanded::new(num, f, k, sorted(&list)) {
+            Ok(x) => {
+                graphs.push(x);
+                kept_all.extend(list);
+                continue;
+            }
+            Err(GraphError::TooManyPaths) => {}
+            Err(e) => return Err(e),
+        }
+        let mut kept: Vec<Ips> = Vec::new();
+        let mut last = Expanded::new(num, f, k, Vec::new())?;
+        for ips in list {
+            kept.push(ips);
+            match Expanded::new(num, f, k, sorted(&kept)) {
+                Ok(x) => last = x,
+                Err(GraphError::TooManyPaths) => {
+                    kept.pop();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        graphs.push(last);
+        kept_all.extend(kept);
+    }
+    let order: BTreeMap<&Ips, usize> = interesting
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s, i))
+        .rev()
+        .collect();
+    kept_all.sort_by_key(|s| order[s]);
+    Ok((graphs, kept_all))
+}
+
 /// How a subpath of an IPS moves the copy the IPS is in.
 enum Move {
     /// Into the callee's copy through local call `i`.

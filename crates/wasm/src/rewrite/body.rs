@@ -330,7 +330,9 @@ pub(crate) fn rewrite_body(
     }
     let ops_start = locals.original_position();
     // Array addresses, PPP table indices and hash entries go through it.
-    let scratch = uses.count_path && (plan.paths != PathTable::None || plan.ppp.is_some());
+    let scratch = uses.stack
+        || uses.foreign
+        || (uses.count_path && (plan.paths != PathTable::None || plan.ppp.is_some()));
     let added = plan.registers.len() as u32 + u32::from(scratch);
     if total + u64::from(added) > MAX_LOCALS {
         return Err(WasmError::BadPlan {

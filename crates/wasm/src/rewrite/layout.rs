@@ -9,7 +9,9 @@
 //!       20   u32 0                 (reserved)
 //!       24   32 bytes              SHA-256 of the original module
 //!       56   32 bytes              instrumentation hash (CounterLayout::instrumentation_hash)
-//!       88   per function, in plan order, each part 8-aligned:
+//!       88   the stack region, when the module plan asks for one
+//!            (ModulePlan::stack_bytes, 8-aligned; interprocedural PPP)
+//!            per function, in plan order, each part 8-aligned:
 //!              path table   Array: len x u64 counters, indexed by path number
 //!                           Hash:  a 32-byte header then capacity x 16-byte entries
 //!              slots        slots x u64 counters
@@ -65,6 +67,8 @@ pub const MAGIC: [u8; 8] = *b"PATHPROF";
 pub const LAYOUT_VERSION: u32 = 3;
 /// Bytes of the header, before the first function's counters.
 pub const HEADER_BYTES: u64 = 88;
+/// Byte offset of the stack region ([`LayoutBuilder::reserve_stack`]).
+pub const STACK_BASE: u64 = HEADER_BYTES;
 pub(crate) const HASH_HEADER_BYTES: u64 = 32;
 pub(crate) const HASH_ENTRY_BYTES: u64 = 16;
 /// Longest probe sequence of the hash helper: a key not found within this
@@ -256,6 +260,21 @@ impl LayoutBuilder {
             array_bytes: 0,
             hash_bytes: 0,
         }
+    }
+
+    /// The layout of function `func_index`, if it was laid out already.
+    pub(crate) fn function(&self, func_index: u32) -> Option<&FunctionLayout> {
+        self.functions
+            .binary_search_by_key(&func_index, |f| f.func_index)
+            .ok()
+            .map(|i| &self.functions[i])
+    }
+
+    /// Reserves `bytes` (rounded up to 8) after the header, before any
+    /// function's counters, for the stack region ([`STACK_BASE`]).
+    pub(crate) fn reserve_stack(&mut self, bytes: u32) {
+        assert!(self.functions.is_empty(), "the stack region comes first");
+        self.at = u128::from(HEADER_BYTES) + u128::from(bytes.div_ceil(8)) * 8;
     }
 
     /// Lays out the next function's counters after the others'.

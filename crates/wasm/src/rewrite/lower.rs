@@ -9,7 +9,9 @@ use super::layout::{
     MAX_PROBES,
 };
 use super::trace::TraceBuffer;
-use pathprof_techniques::{Action, MulAdd, Otherwise, PathTable, PppEnd, Width};
+use pathprof_techniques::{
+    Action, ForEachMember, In, MulAdd, Otherwise, PathTable, PppEnd, Push, Width,
+};
 use wasm_encoder::BlockType;
 use wasm_encoder::{Function, InstructionSink, MemArg, ValType};
 
@@ -40,6 +42,20 @@ pub(crate) struct Lowerer {
     pub func_index: u32,
     /// Global index of module-level register 0 (`ModulePlan::globals`).
     pub globals_base: u32,
+    /// Byte offset of the stack region in the counter memory.
+    pub stack_base: u32,
+    /// The tables of the other functions [`Action::In`] counts in.
+    pub foreign: Vec<(u32, Foreign)>,
+}
+
+/// Another function's tables, as [`Action::In`] counts in them.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Foreign {
+    pub paths: PathTable,
+    pub paths_offset: u32,
+    pub slots_offset: u32,
+    pub ppp_offset: u32,
+    pub ppp_len: u64,
 }
 
 /// Pushes `value` at a register's width (an i32 register keeps the low
@@ -135,6 +151,24 @@ impl Lowerer {
                         .global_set(self.globals_base + global);
                 }
                 Action::MulAdd(ref m) => self.mul_add(&mut sink, m),
+                Action::Push(ref p) => self.push(&mut sink, p),
+                Action::TrapIfAbove { reg, limit } => {
+                    let (local, width) = self.regs[reg as usize];
+                    sink.local_get(local);
+                    match width {
+                        Width::I32 => sink.i32_const(limit as i32).i32_gt_u(),
+                        Width::I64 => sink.i64_const(i64::from(limit)).i64_gt_u(),
+                    };
+                    sink.if_(BlockType::Empty).unreachable().end();
+                }
+                Action::In(ref inner) => {
+                    self.emit_in(out, inner);
+                    sink = InstructionSink::new(out);
+                }
+                Action::ForEachMember(ref each) => {
+                    self.for_each_member(out, each);
+                    sink = InstructionSink::new(out);
+                }
                 Action::IfNonZero(ref branch) => {
                     let (local, width) = self.regs[branch.reg as usize];
                     sink.local_get(local);
@@ -143,13 +177,11 @@ impl Lowerer {
                     }
                     sink.if_(BlockType::Empty);
                     // The arms are lowered into the same body: `sink` is
-                    // dropped and taken again around each.
-                    drop(sink);
+                    // taken again after each.
                     self.emit(out, &branch.then);
                     sink = InstructionSink::new(out);
                     if !branch.otherwise.is_empty() {
                         sink.else_();
-                        drop(sink);
                         self.emit(out, &branch.otherwise);
                         sink = InstructionSink::new(out);
                     }
@@ -157,6 +189,104 @@ impl Lowerer {
                 }
             }
         }
+    }
+
+    /// `inner.action` against function `inner.func`'s tables (resolved
+    /// when the plan was taken: [`Lowerer::foreign`]).
+    fn emit_in(&self, out: &mut Vec<u8>, inner: &In) {
+        let (_, t) = self
+            .foreign
+            .iter()
+            .find(|(f, _)| *f == inner.func)
+            .expect("foreign tables resolved before lowering");
+        let other = Lowerer {
+            regs: self.regs.clone(),
+            foreign: Vec::new(),
+            paths: t.paths,
+            paths_offset: t.paths_offset,
+            slots_offset: t.slots_offset,
+            ppp_offset: t.ppp_offset,
+            ppp_min: 0,
+            ppp_len: t.ppp_len,
+            ..*self
+        };
+        other.emit(out, std::slice::from_ref(&inner.action));
+    }
+
+    /// Pushes the address `ptr + 16 * i` (i64 registers) as an i32 and
+    /// keeps it in the scratch local.
+    fn member_address(&self, sink: &mut InstructionSink<'_>, ptr: u8, i: u8) {
+        sink.local_get(self.regs[ptr as usize].0)
+            .local_get(self.regs[i as usize].0)
+            .i64_const(4)
+            .i64_shl()
+            .i64_add()
+            .i32_wrap_i64()
+            .local_tee(self.scratch);
+    }
+
+    /// `stack[ptr + 16 * len] = (bl, ppp); len += 1`.
+    fn push(&self, sink: &mut InstructionSink<'_>, p: &Push) {
+        let base = u64::from(self.stack_base);
+        self.member_address(sink, p.ptr, p.len);
+        sink.local_get(self.regs[p.bl as usize].0)
+            .i64_store(mem64(self.memory, base));
+        sink.local_get(self.scratch)
+            .local_get(self.regs[p.ppp as usize].0)
+            .i64_store(mem64(self.memory, base + 8));
+        let len = self.regs[p.len as usize].0;
+        sink.local_get(len).i64_const(1).i64_add().local_set(len);
+    }
+
+    /// The loop over a group's members:
+    ///
+    /// ```text
+    /// block $done
+    ///   br_if $done (len == 0)
+    ///   index = 0
+    ///   loop $next
+    ///     tmp = stack[ptr + 16 * index] + acc     ;; both halves
+    ///     <body>
+    ///     index += 1
+    ///     br_if $next (index <u len)
+    ///   end
+    /// end
+    /// len = 0
+    /// ```
+    fn for_each_member(&self, out: &mut Vec<u8>, m: &ForEachMember) {
+        let base = u64::from(self.stack_base);
+        let local = |r: u8| self.regs[r as usize].0;
+        let mut sink = InstructionSink::new(out);
+        sink.block(BlockType::Empty)
+            .local_get(local(m.len))
+            .i64_eqz()
+            .br_if(0)
+            .i64_const(0)
+            .local_set(local(m.index))
+            .loop_(BlockType::Empty);
+        self.member_address(&mut sink, m.ptr, m.index);
+        sink.i64_load(mem64(self.memory, base))
+            .local_get(local(m.acc.0))
+            .i64_add()
+            .local_set(local(m.tmp.0));
+        sink.local_get(self.scratch)
+            .i64_load(mem64(self.memory, base + 8))
+            .local_get(local(m.acc.1))
+            .i64_add()
+            .local_set(local(m.tmp.1));
+        self.emit(out, &m.body);
+        let mut sink = InstructionSink::new(out);
+        sink.local_get(local(m.index))
+            .i64_const(1)
+            .i64_add()
+            .local_tee(local(m.index))
+            .local_get(local(m.len))
+            .i64_lt_u()
+            .br_if(0)
+            .end()
+            .end()
+            .i64_const(0)
+            .local_set(local(m.len));
     }
 
     /// `r += a * s + b` at `r`'s width (`s` has it too: checked).

@@ -297,6 +297,11 @@ pub(crate) struct PlanUse {
     pub globals: bool,
     /// The plan has entry, exit or call-site actions.
     pub interproc: bool,
+    /// Some action reads or writes the stack region (which needs the
+    /// scratch local for addresses).
+    pub stack: bool,
+    /// Some action counts in another function's tables.
+    pub foreign: bool,
 }
 
 /// Checks that a plan fits its function's CFG and the module-level
@@ -409,6 +414,25 @@ fn check_actions(
                     }
                 }
             }
+            Action::Push(_) => uses.stack = true,
+            Action::In(inner) => {
+                uses.count_path = true;
+                uses.foreign = true;
+                if !matches!(
+                    inner.action,
+                    Action::CountPath { .. } | Action::CountSlot { .. } | Action::CountPpp(_)
+                ) {
+                    return Some(
+                        "only counting actions run against another function's tables".into(),
+                    );
+                }
+            }
+            Action::ForEachMember(each) => {
+                uses.stack = true;
+                if let Some(fault) = check_actions(plan, globals, &each.body, uses) {
+                    return Some(fault);
+                }
+            }
             _ => {}
         }
         let fault = check_action(plan, globals, action);
@@ -450,12 +474,28 @@ fn check_action(plan: &FunctionPlan, globals: &[Width], action: &Action) -> Opti
             })
         }
         Action::IfNonZero(ref branch) => undeclared(branch.reg),
+        Action::TrapIfAbove { reg, .. } => undeclared(reg),
+        Action::Push(ref p) => all_i64(plan, &[p.ptr, p.len, p.bl, p.ppp]),
+        Action::ForEachMember(ref m) => all_i64(
+            plan,
+            &[m.ptr, m.len, m.index, m.acc.0, m.acc.1, m.tmp.0, m.tmp.1],
+        ),
         Action::MulAdd(ref m) => undeclared(m.reg.max(m.src)).or_else(|| {
             (plan.registers[m.reg as usize] != plan.registers[m.src as usize])
                 .then(|| format!("registers {} and {} differ in width", m.reg, m.src))
         }),
         _ => None,
     }
+}
+
+/// Whether `regs` are not all declared i64 registers of `plan`.
+fn all_i64(plan: &FunctionPlan, regs: &[Reg]) -> Option<String> {
+    regs.iter()
+        .find_map(|&r| match plan.registers.get(usize::from(r)) {
+            None => Some(format!("register {r} is not declared")),
+            Some(Width::I32) => Some(format!("register {r} is not i64")),
+            Some(Width::I64) => None,
+        })
 }
 
 /// What is wrong with a PPP action of `plan`, if anything.

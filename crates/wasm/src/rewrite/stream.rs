@@ -18,14 +18,14 @@ use super::body::{self, ModuleCtx};
 use super::hollow::Holes;
 use super::layout::CounterLayout;
 use super::layout::{FunctionLayout, LayoutBuilder};
-use super::lower::{self, Lowerer};
+use super::lower::{self, Foreign, Lowerer};
 use super::trace::{TraceBuffer, TraceMode};
 use super::types::NewTypes;
 use super::{check_plan, layout_entry, BlockMarks, CodeMap, Instrumented, PlanUse, Written};
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::{self, ModuleScan};
-use pathprof_techniques::{FunctionPlan, ModulePlan, PathTable, Width};
+use pathprof_techniques::{Action, FunctionPlan, ModulePlan, PathTable, Width};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use wasm_encoder::reencode::Reencode;
@@ -164,6 +164,8 @@ pub struct Instrumenter<'a> {
     check: OutputCheck,
     /// The module-level registers ([`Instrumenter::set_module_plan`]).
     globals: Vec<Width>,
+    /// Bytes of the stack region ([`Instrumenter::set_module_plan`]).
+    stack_bytes: u32,
 }
 
 /// Whether [`Instrumenter::finish`] validates the module it assembled.
@@ -213,6 +215,7 @@ impl<'a> Instrumenter<'a> {
             peel_max_bytes: super::peel::PEEL_MAX_BYTES,
             check: OutputCheck::Validate,
             globals: Vec::new(),
+            stack_bytes: 0,
             scan,
         })
     }
@@ -222,6 +225,8 @@ impl<'a> Instrumenter<'a> {
     /// of the functions taken after this may use.
     pub fn set_module_plan(&mut self, plan: &ModulePlan) {
         self.globals = plan.globals.clone();
+        self.stack_bytes = plan.stack_bytes;
+        self.layout.reserve_stack(plan.stack_bytes);
     }
 
     /// Peels innermost loops of up to `max_bytes` bytes of code so that
@@ -299,6 +304,12 @@ impl<'a> Instrumenter<'a> {
                 reason: "traces, but the module was not set up with the trace import".into(),
             });
         }
+        if uses.stack && self.stack_bytes == 0 {
+            return Err(WasmError::BadPlan {
+                func_index: fcfg.func_index,
+                reason: "uses the stack region, but the module plan reserves none".into(),
+            });
+        }
         if matches!(plan.paths, PathTable::Hash { .. }) && self.helper_ty.is_none() {
             self.helper_ty = Some(self.types.intern(&[ValType::I32, ValType::I64], &[]));
         }
@@ -354,9 +365,49 @@ impl<'a> Instrumenter<'a> {
             func_index: fcfg.func_index,
             // After the buffered trace's position global (`trace_buffer`).
             globals_base: self.scan.num_globals + u32::from(self.trace_buffer().is_some()),
+            stack_base: super::layout::STACK_BASE as u32,
+            foreign: self.foreign_tables(fcfg.func_index, plan)?,
         };
         let body = &self.scan.bodies[i];
         body::rewrite_body(&self.ctx(), fcfg, plan, prepared.uses, lower, body, out)
+    }
+
+    /// The tables of the functions `plan` counts in with [`Action::In`]:
+    /// they must be laid out already (every function is, when the whole
+    /// module is instrumented at once).
+    fn foreign_tables(&self, func_index: u32, plan: &FunctionPlan) -> Result<Vec<(u32, Foreign)>> {
+        let mut funcs = std::collections::BTreeSet::new();
+        let mut visit = |actions: &[Action]| foreign_funcs(actions, &mut funcs);
+        plan.edges.iter().for_each(&mut visit);
+        if let Some(inter) = &plan.interproc {
+            visit(&inter.entry);
+            visit(&inter.exit);
+            for c in &inter.calls {
+                visit(&c.before);
+                visit(&c.after);
+            }
+        }
+        funcs
+            .into_iter()
+            .map(|f| {
+                let fl = self.layout.function(f).ok_or_else(|| WasmError::BadPlan {
+                    func_index,
+                    reason: format!(
+                        "counts in the tables of function {f}, which has no plan laid out"
+                    ),
+                })?;
+                Ok((
+                    f,
+                    Foreign {
+                        paths: fl.paths,
+                        paths_offset: fl.paths_offset,
+                        slots_offset: fl.slots_offset,
+                        ppp_offset: fl.ppp_offset,
+                        ppp_len: fl.ppp_len,
+                    },
+                ))
+            })
+            .collect()
     }
 
     /// Where a buffered trace keeps its records: the memory after the
@@ -673,6 +724,23 @@ mod tests {
             let truncated = &valid[..cut];
             assert_eq!(streamed(truncated), whole(truncated), "cut at {cut}");
             assert!(streamed(truncated).is_err());
+        }
+    }
+}
+
+/// The functions whose tables `actions` count in ([`Action::In`]).
+fn foreign_funcs(actions: &[Action], out: &mut std::collections::BTreeSet<u32>) {
+    for a in actions {
+        match a {
+            Action::In(inner) => {
+                out.insert(inner.func);
+            }
+            Action::ForEachMember(m) => foreign_funcs(&m.body, out),
+            Action::IfNonZero(b) => {
+                foreign_funcs(&b.then, out);
+                foreign_funcs(&b.otherwise, out);
+            }
+            _ => {}
         }
     }
 }

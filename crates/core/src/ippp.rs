@@ -1,0 +1,345 @@
+//! The `ippp` mode: interprocedural preferential path profiling over
+//! depth-k path segments (K. Vaswani's thesis, 3.4.4-3.4.5) on a whole
+//! module. The interesting segments come from a segment profile of the
+//! same module (`run --segments K`, 3.5.2's first scheme); the module's
+//! supergraph is numbered as the segment recorder numbers it, every
+//! function's expanded graph built, and every function planned
+//! (`pathprof_techniques::ippp`) and rewritten in one pass.
+//!
+//! The instrumented module carries, besides `__pathprof.meta`, the section
+//! [`IPPP_SECTION`]: the supergraph, `k`, the policy and the interesting
+//! segments, from which `collect` builds the same expanded graphs again
+//! (deterministic) to decode what the run counted.
+
+use std::collections::BTreeMap;
+
+use anyhow::{anyhow, bail, Context, Result};
+use pathprof_graph::interproc::{FuncId, Supergraph};
+use pathprof_graph::ippp::{expand_all_fitting, Expanded, Ippp, Ips, SubpathNumbering};
+use pathprof_profile::segments::{IpppSummary, SegmentCount, SegmentProfile, SubpathStep};
+use pathprof_profile::{Mode, Profile};
+use pathprof_techniques::ippp::{self as technique, Layout, Policy};
+use pathprof_techniques::{FunctionPlan, RawCounters};
+use pathprof_wasm::supergraph::ModuleSupergraph;
+use serde::{Deserialize, Serialize};
+
+use crate::options::Options;
+use crate::recorder::{instrument_whole, Instrumented};
+use crate::technique::Technique;
+
+/// The deepest segments accepted: a segment holds a subpath per call
+/// vertex at each depth, and the thesis measures k up to 3.
+pub const MAX_K: usize = 16;
+
+/// The custom section with what decoding needs.
+pub const IPPP_SECTION: &str = "__pathprof.ippp";
+
+/// What [`Technique::Ippp`] needs: the depth, the interesting segments
+/// and what to do with the others.
+#[derive(Clone, Debug, Default)]
+pub struct IpppOptions {
+    pub k: usize,
+    pub interesting: Vec<Ips>,
+    pub policy: pathprof_techniques::ppp::Policy,
+}
+
+/// What the [`IPPP_SECTION`] holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IpppMeta {
+    pub k: usize,
+    /// `record`, `count` or `ignore`.
+    pub policy: String,
+    pub hash_capacity: u32,
+    /// The interesting segments profiled (none through an indirect call).
+    pub interesting: Vec<Ips>,
+    pub through_indirect: u64,
+    /// Interesting segments left out because their start function's
+    /// expanded graph would have had too many paths with them.
+    pub too_many_paths: u64,
+    /// The supergraph, truncated where the subpaths needed it.
+    pub supergraph: Supergraph,
+    pub num_imported_funcs: u32,
+}
+
+/// A module's supergraph and its subpath numbering, as the segment
+/// recorder and IPPP both number it: functions whose subpaths 64 bits
+/// cannot number are truncated to `bound` acyclic paths of their own
+/// (Ball-Larus 5.3; always, with `force`, for tests). Refuses tail calls
+/// and exceptions, which segments are not defined across.
+pub fn numbered(
+    module: &[u8],
+    info: &pathprof_wasm::ModuleInfo,
+    bound: u64,
+    force: bool,
+) -> Result<(ModuleSupergraph, SubpathNumbering)> {
+    let mut msg = ModuleSupergraph::new(module, info)?;
+    for (f, func) in msg.supergraph.functions.iter().enumerate() {
+        let f = msg.num_imported_funcs as usize + f;
+        if !func.tail_calls.is_empty() {
+            bail!("function {f} makes a tail call (return_call*), which path segments are not defined across yet");
+        }
+        if !func.throws.is_empty() || !func.handlers.is_empty() {
+            bail!("function {f} throws or catches exceptions, which path segments are not defined across yet");
+        }
+    }
+    let numbering = match SubpathNumbering::new(&msg.supergraph) {
+        Ok(n) if !force => n,
+        _ => {
+            // A truncated edge ends a subpath (and the segments open on
+            // it) as a backedge does.
+            for f in &mut msg.supergraph.functions {
+                f.truncated = pathprof_graph::interproc::hybrid::truncation(&f.cfg, bound)
+                    .map_err(|e| anyhow!("truncating: {e}"))?;
+            }
+            SubpathNumbering::new(&msg.supergraph)
+                .map_err(|e| anyhow!("numbering the subpaths: {e}"))?
+        }
+    };
+    Ok((msg, numbering))
+}
+
+fn policy_name(p: pathprof_techniques::ppp::Policy) -> &'static str {
+    use pathprof_techniques::ppp::Policy as P;
+    match p {
+        P::Record => "record",
+        P::Count => "count",
+        P::Ignore => "ignore",
+    }
+}
+
+impl IpppMeta {
+    fn policy(&self) -> Result<Policy> {
+        Ok(match self.policy.as_str() {
+            "record" => Policy::Record {
+                capacity: self.hash_capacity,
+            },
+            "count" => Policy::Count,
+            "ignore" => Policy::Ignore,
+            p => bail!("corrupt {IPPP_SECTION} section: unknown policy {p:?}"),
+        })
+    }
+}
+
+/// The expanded graphs and layout of a module for its interesting segments.
+struct Planned {
+    num: SubpathNumbering,
+    expanded: Vec<Expanded>,
+    layout: Layout,
+}
+
+/// Plans for the interesting segments, all of them, as `collect` does.
+fn planned(
+    num: SubpathNumbering,
+    k: usize,
+    interesting: &[Ips],
+    num_imported_funcs: u32,
+) -> Result<Planned> {
+    let expanded = Ippp::new(&num, k, interesting)
+        .map_err(|e| anyhow!("numbering the interesting segments: {e}"))?
+        .expanded;
+    let layout = Layout::new(&num, &expanded, k, num_imported_funcs)?;
+    Ok(Planned {
+        num,
+        expanded,
+        layout,
+    })
+}
+
+/// Plans for as many of the interesting segments as the numbering takes
+/// (in the order given: [`expand_all_fitting`]); returns them too.
+fn planned_fitting(
+    num: SubpathNumbering,
+    k: usize,
+    interesting: &[Ips],
+    num_imported_funcs: u32,
+) -> Result<(Planned, Vec<Ips>)> {
+    let (expanded, kept) = expand_all_fitting(&num, k, interesting)
+        .map_err(|e| anyhow!("numbering the interesting segments: {e}"))?;
+    let layout = Layout::new(&num, &expanded, k, num_imported_funcs)?;
+    let p = Planned {
+        num,
+        expanded,
+        layout,
+    };
+    Ok((p, kept))
+}
+
+/// Instruments `module` for interprocedural PPP.
+pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
+    let o = &opts.ippp;
+    if !(1..=MAX_K).contains(&o.k) {
+        bail!("-k {}: the depth must be 1 to {MAX_K}", o.k);
+    }
+    pathprof_wasm::Scanned::validated(module)?;
+    let info = pathprof_wasm::analyze(module)?;
+    let (msg, num) = numbered(module, &info, opts.ball_larus.truncate_above, false)?;
+    let mut interesting = Vec::new();
+    let mut through_indirect = 0;
+    let mut seen = std::collections::BTreeSet::new();
+    for ips in o.interesting.iter().filter(|i| seen.insert(*i)) {
+        if technique::through_indirect_call(&num, ips)
+            .map_err(|e| anyhow!("an interesting segment is not one of this module: {e}"))?
+        {
+            through_indirect += 1;
+        } else {
+            interesting.push(ips.clone());
+        }
+    }
+    let given = interesting.len();
+    let (p, mut interesting) = planned_fitting(num, o.k, &interesting, msg.num_imported_funcs)?;
+    let too_many_paths = (given - interesting.len()) as u64;
+    interesting.sort();
+    let meta = IpppMeta {
+        k: o.k,
+        policy: policy_name(o.policy).into(),
+        hash_capacity: opts.ball_larus.hash_capacity.max(2).next_power_of_two(),
+        interesting,
+        through_indirect,
+        too_many_paths,
+        supergraph: msg.supergraph.clone(),
+        num_imported_funcs: msg.num_imported_funcs,
+    };
+    let policy = meta.policy()?;
+    let plans: Vec<Option<FunctionPlan>> = info
+        .functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            f.as_ref().ok().map(|fcfg| {
+                technique::plan(
+                    &p.num,
+                    &p.expanded,
+                    &p.layout,
+                    FuncId::new(i),
+                    &msg.call_index[i],
+                    policy,
+                )
+                .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))
+            })
+        })
+        .collect();
+    let section = serde_json::to_vec(&meta)?;
+    instrument_whole(
+        module,
+        &info,
+        Technique::Ippp,
+        opts,
+        (&p.layout.module_plan(), &plans),
+        (IPPP_SECTION, &section),
+    )
+}
+
+/// Reads the [`IPPP_SECTION`] of an instrumented module, if it has one.
+pub fn read_meta(instrumented: &[u8]) -> Result<Option<IpppMeta>> {
+    let Some(bytes) = pathprof_wasm::custom_section(instrumented, IPPP_SECTION)? else {
+        return Ok(None);
+    };
+    let meta = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow!("corrupt {IPPP_SECTION} section: {e}"))?;
+    Ok(Some(meta))
+}
+
+/// Decodes the counters of every function (`(module function index, raw
+/// counters)`) into `profile`'s segments.
+pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profile) -> Result<()> {
+    let num = SubpathNumbering::new(&meta.supergraph)
+        .map_err(|e| anyhow!("corrupt {IPPP_SECTION} section: {e}"))?;
+    let p = planned(num, meta.k, &meta.interesting, meta.num_imported_funcs)?;
+    let ip = Ippp {
+        subpaths: &p.num,
+        k: meta.k,
+        expanded: p.expanded.clone(),
+    };
+    let mut interesting: BTreeMap<Ips, u64> =
+        meta.interesting.iter().map(|i| (i.clone(), 0)).collect();
+    let mut untested: BTreeMap<Ips, u64> = BTreeMap::new();
+    let (mut uninteresting, mut lost) = (0u64, 0u64);
+    for (func_index, r) in raw {
+        let f = func_index
+            .checked_sub(meta.num_imported_funcs)
+            .map(|f| f as usize)
+            .filter(|&f| f < p.expanded.len())
+            .context("corrupt counters: a function outside the supergraph")?;
+        let f = FuncId::new(f);
+        lost = lost.saturating_add(r.lost);
+        uninteresting = uninteresting.saturating_add(r.slots.first().copied().unwrap_or(0));
+        let x = &p.expanded[f.index()];
+        for &(bl, count) in &r.paths {
+            let ips = match x.ball_larus.iter().position(|&b| b == bl) {
+                Some(i) => {
+                    let c = interesting.get_mut(&x.interesting[i]).expect("listed");
+                    *c = c.saturating_add(count);
+                    continue;
+                }
+                None => ip.decode_ball_larus(f, bl).map_err(|e| {
+                    anyhow!("corrupt counters: segment {bl} of function {func_index}: {e}")
+                })?,
+            };
+            uninteresting = uninteresting.saturating_add(count);
+            let c = untested.entry(ips).or_insert(0);
+            *c = c.saturating_add(count);
+        }
+    }
+    let spell = |(ips, count): (Ips, u64)| spell(&p.num, &ips, count);
+    let summary = IpppSummary {
+        interesting: meta.interesting.len() as u64,
+        through_indirect: meta.through_indirect,
+        too_many_paths: meta.too_many_paths,
+        policy: meta.policy.clone(),
+        uninteresting,
+        untested: untested.into_iter().map(spell).collect::<Result<_>>()?,
+        lost,
+    };
+    profile.mode = Mode::Segments;
+    profile.segments = Some(Box::new(SegmentProfile {
+        k: meta.k as u32,
+        num_imported_funcs: meta.num_imported_funcs,
+        segments: interesting.into_iter().map(spell).collect::<Result<_>>()?,
+        subpaths: 0,
+        ippp: Some(summary),
+    }));
+    Ok(())
+}
+
+/// Segment `ips` spelt out for the profile.
+pub fn spell(num: &SubpathNumbering, ips: &Ips, count: u64) -> Result<SegmentCount> {
+    let steps = ips
+        .iter()
+        .map(|r| {
+            let subpath = num
+                .decode(*r)
+                .map_err(|e| anyhow!("decoding subpath {} of {:?}: {e}", r.id, r.func))?;
+            Ok(SubpathStep {
+                func: r.func,
+                id: r.id,
+                subpath,
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(SegmentCount { steps, count })
+}
+
+/// The interesting segments of a segment profile: every segment it
+/// counted, and its depth.
+pub fn interesting_of(profile: &Profile) -> Result<(usize, Vec<Ips>)> {
+    let s = profile
+        .segments
+        .as_deref()
+        .context("not a segment profile (make one with `pathprof run --segments K`)")?;
+    // Hottest first: the order in which segments are kept when not all fit.
+    let mut hot: Vec<&SegmentCount> = s.segments.iter().filter(|c| c.count > 0).collect();
+    hot.sort_by_key(|c| std::cmp::Reverse(c.count));
+    let ips = hot
+        .into_iter()
+        .map(|c| {
+            c.steps
+                .iter()
+                .map(|st| pathprof_graph::ippp::SubpathRef {
+                    func: st.func,
+                    id: st.id,
+                })
+                .collect()
+        })
+        .collect();
+    Ok((s.k as usize, ips))
+}

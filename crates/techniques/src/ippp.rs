@@ -1,0 +1,600 @@
+//! Interprocedural preferential path profiling (K. Vaswani, "Efficient
+//! Online Path Profiling", thesis 3.4.4-3.4.5) as plans: the wasm
+//! instrumentation of the reference walk [`pathprof_graph::ippp::walk`],
+//! from the expanded graphs of [`pathprof_graph::ippp::expand`].
+//!
+//! The walk keeps a register pair (Ball-Larus, PPP) per open segment. The
+//! segments open in one activation are not bounded by `k` (a loop body of
+//! `c` calls opens `c` of them), so a fixed set of locals cannot hold them
+//! (docs/decisions.md#ips-recorded). What makes them cheap: the segments
+//! started in one activation and still open are always in the same copy of
+//! their start function's expanded graph, so every edge adds the same
+//! increments to all of them. They form a *group*: one accumulator pair,
+//! and a list of members in a stack region of the counter memory, each
+//! stored as its value minus the accumulator when it joined.
+//!
+//! State, per activation of function `h`:
+//! - the root register of the walk as `A + DELTA`: `A` is the accumulator
+//!   of `h`'s own group (copy 0 of `h`'s expanded graph, where the root
+//!   register is too), `DELTA` changes only where the root restarts. A
+//!   member joining at a call is stored as `DELTA` itself;
+//! - per copy of another function's expanded graph that `h` appears in
+//!   (static): the accumulator pair of the group in that copy, its member
+//!   count and list address; zero members when the activation is not in
+//!   that context. At most one group is in a copy at a time: a copy is one
+//!   chain of call sites from its start function.
+//!
+//! Where the rules of the walk run:
+//! - entry: take the groups the caller passed for each copy from module
+//!   registers (and clear the count, so a later entry from elsewhere sees
+//!   none); open `h`'s own list on the stack region if `h` starts segments
+//!   that go into calls (its *frame*: a member per such call site, plus one);
+//! - an edge: every accumulator adds its copy's increments (3.4.5's
+//!   per-context increments, here per copy);
+//! - a backedge (or a truncated edge): every group adds its copy's dummy
+//!   `w -> EXIT` and is *classified* (each member checked as 3.2.3 checks a
+//!   path) and emptied; the root restarts along `ENTRY -> v`;
+//! - a call at `c` to `g`: the root joins `h`'s group; each group whose
+//!   copy inlines `(c, g)` below depth `k` goes to that copy of `g` through
+//!   module registers, adding `c -> ENTRY'`; the others add `c -> EXIT` and
+//!   are classified. After the call, the groups come back the same way and
+//!   the root restarts along `ENTRY -> r`;
+//! - exit: `h`'s own group is classified (the function returned); the
+//!   others add `EXIT' -> r` and go back to the caller.
+//!
+//! Counting: a member of start function `f` is counted in `f`'s tables
+//! (its PPP table, its hash table of the others) wherever it is classified
+//! ([`Action::In`]): a segment's Ball-Larus id is only unique within its
+//! start function's expanded graph, whose ids may take all 64 bits.
+//!
+//! Departures from the thesis:
+//! - Indirect calls end segments: the caller cannot tell the callee's copy
+//!   before the call. Interesting segments through an indirect call are
+//!   left out of the interesting set ([`through_indirect_call`]).
+//! - The stack region is of fixed size; a run that nests frames deeper
+//!   traps (`unreachable`) rather than count wrongly.
+//! - Tail calls and exceptions are refused before planning, as by the
+//!   segmenter.
+
+use std::collections::BTreeMap;
+
+use pathprof_graph::interproc::{Callee, FuncId};
+use pathprof_graph::ippp::subpath::CutRole;
+use pathprof_graph::ippp::{Expanded, Ips, SubpathEnd, SubpathNumbering};
+use pathprof_graph::{EdgeId, GraphError};
+
+use crate::plan::{
+    Action, CallActions, EdgeActions, ForEachMember, FunctionPlan, GlobalReg, In, Interproc,
+    ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, Push, Reg, Width, PPP_HOLE,
+};
+
+const DELTA: (Reg, Reg) = (0, 1);
+const ACC: (Reg, Reg) = (2, 3);
+const LEN0: Reg = 4;
+const PTR0: Reg = 5;
+const TMP: (Reg, Reg) = (6, 7);
+const INDEX: Reg = 8;
+const SCRATCH: Reg = 9;
+const FIXED: usize = 10;
+/// Registers per copy: accumulator pair, member count, list address.
+const PER_COPY: usize = 4;
+/// The most copies a function's registers can hold.
+pub const MAX_COPIES: usize = (256 - FIXED) / PER_COPY;
+
+/// Module register of the stack pointer (an offset in the stack region).
+const G_SP: GlobalReg = 0;
+
+/// Bytes of the stack region: 64 Ki members.
+pub const STACK_BYTES: u32 = 1 << 20;
+
+/// What the instrumentation cannot do for a module.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    #[error("function {function}: it appears in {copies} contexts of interesting segments, more than the {max} its registers hold; choose fewer interesting segments or a smaller -k")]
+    TooManyContexts {
+        function: u32,
+        copies: usize,
+        max: usize,
+    },
+}
+
+/// What every function's plan shares: the copies each function appears
+/// in and the module registers their groups pass through.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub k: usize,
+    pub num_imported_funcs: u32,
+    /// Per function: the copies of other expanded graphs (or non-root
+    /// copies of its own) it appears in, as (start function, copy).
+    pub copies: Vec<Vec<(FuncId, usize)>>,
+    /// Module register index of each copy's first register, per
+    /// (start function, copy).
+    global_of: BTreeMap<(FuncId, usize), GlobalReg>,
+    /// Per function: the first supergraph call site id of its calls.
+    first_site: Vec<usize>,
+    globals: usize,
+}
+
+/// Whether depth-`k` IPS `ips` passes an indirect call site.
+pub fn through_indirect_call(num: &SubpathNumbering, ips: &Ips) -> Result<bool, GraphError> {
+    let first_site = first_sites(num);
+    for s in &ips[..ips.len().saturating_sub(1)] {
+        if let SubpathEnd::Call(i) = num.decode(*s)?.end {
+            let site = first_site[s.func.index()] + i;
+            if matches!(num.callees.get(site), Some(Callee::Indirect(_))) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+fn first_sites(num: &SubpathNumbering) -> Vec<usize> {
+    let mut first = vec![0; num.functions.len() + 1];
+    for s in &num.sites {
+        first[s.func.index() + 1] += 1;
+    }
+    for f in 0..num.functions.len() {
+        first[f + 1] += first[f];
+    }
+    first
+}
+
+impl Layout {
+    /// Lays out the module (supergraph function `i` is module function
+    /// `num_imported_funcs + i`) for the expanded graphs `x` of depth `k`.
+    pub fn new(
+        num: &SubpathNumbering,
+        x: &[Expanded],
+        k: usize,
+        num_imported_funcs: u32,
+    ) -> Result<Layout, Unsupported> {
+        let n = num.functions.len();
+        let mut copies = vec![Vec::new(); n];
+        let mut global_of = BTreeMap::new();
+        let mut globals = 1;
+        for (f, e) in x.iter().enumerate() {
+            for (c, copy) in e.copies.iter().enumerate().skip(1) {
+                copies[copy.func.index()].push((FuncId::new(f), c));
+                global_of.insert((FuncId::new(f), c), globals as GlobalReg);
+                globals += PER_COPY;
+            }
+        }
+        if let Some((h, list)) = copies
+            .iter()
+            .enumerate()
+            .find(|(_, l)| l.len() > MAX_COPIES)
+        {
+            return Err(Unsupported::TooManyContexts {
+                function: num_imported_funcs + h as u32,
+                copies: list.len(),
+                max: MAX_COPIES,
+            });
+        }
+        Ok(Layout {
+            k,
+            num_imported_funcs,
+            copies,
+            global_of,
+            first_site: first_sites(num),
+            globals,
+        })
+    }
+
+    /// The module registers: the stack pointer, then four per copy.
+    pub fn module_plan(&self) -> ModulePlan {
+        ModulePlan {
+            globals: vec![Width::I64; self.globals],
+            stack_bytes: STACK_BYTES,
+        }
+    }
+}
+
+/// The PPP table of start function `f`'s expanded graph: per PPP id from
+/// its smallest, the Ball-Larus id of the interesting segment with it.
+fn ppp_table(e: &Expanded) -> Option<PppTable> {
+    if e.interesting.is_empty() {
+        return None;
+    }
+    let min = e.ppp.numbering.min;
+    let len = (e.ppp.numbering.max - min) as usize + 1;
+    let mut expected = vec![PPP_HOLE; len];
+    for (&id, &i) in &e.table {
+        expected[(id - min) as usize] = e.ball_larus[i];
+    }
+    Some(PppTable { min: 0, expected })
+}
+
+/// What happens to a member that is not interesting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Count its offset Ball-Larus id in the function's hash table.
+    Record {
+        capacity: u32,
+    },
+    /// One counter per function.
+    Count,
+    Ignore,
+}
+
+/// A group of segments as one activation holds it.
+#[derive(Copy, Clone, Debug)]
+struct Group {
+    root: FuncId,
+    copy: usize,
+    acc: (Reg, Reg),
+    len: Reg,
+    ptr: Reg,
+}
+
+struct Planner<'a> {
+    num: &'a SubpathNumbering,
+    x: &'a [Expanded],
+    layout: &'a Layout,
+    h: FuncId,
+    policy: Policy,
+    /// Whether `h` starts segments that go into calls (its own group).
+    grouped: bool,
+    groups: Vec<Group>,
+}
+
+/// The plan of function `h`, whose supergraph calls are wasm call sites
+/// `calls`; `None` when it needs no instrumentation (no calls, no copies).
+pub fn plan(
+    num: &SubpathNumbering,
+    x: &[Expanded],
+    layout: &Layout,
+    h: FuncId,
+    calls: &[u32],
+    policy: Policy,
+) -> Option<FunctionPlan> {
+    let split = &num.functions[h.index()].split;
+    let copies = &layout.copies[h.index()];
+    if split.call_vertex.is_empty() && copies.is_empty() {
+        return None;
+    }
+    let grouped = !x[h.index()].copies[0].children.is_empty();
+    let mut groups = Vec::new();
+    if grouped {
+        groups.push(Group {
+            root: h,
+            copy: 0,
+            acc: ACC,
+            len: LEN0,
+            ptr: PTR0,
+        });
+    }
+    for (j, &(root, copy)) in copies.iter().enumerate() {
+        let r = (FIXED + PER_COPY * j) as Reg;
+        groups.push(Group {
+            root,
+            copy,
+            acc: (r, r + 1),
+            len: r + 2,
+            ptr: r + 3,
+        });
+    }
+    let p = Planner {
+        num,
+        x,
+        layout,
+        h,
+        policy,
+        grouped,
+        groups,
+    };
+    let own = &x[h.index()];
+    let counts = !split.call_vertex.is_empty();
+    let edges = EdgeActions::from_fn(split.original_edges, |e, out| p.edge(EdgeId::new(e), out));
+    let calls = (0..split.call_vertex.len())
+        .map(|k| p.call(k, calls[k]))
+        .collect();
+    Some(FunctionPlan {
+        registers: vec![Width::I64; FIXED + PER_COPY * copies.len()],
+        paths: match policy {
+            Policy::Record { capacity } if counts => PathTable::Hash { capacity },
+            _ => PathTable::None,
+        },
+        slots: u32::from(policy == Policy::Count && counts),
+        ppp: ppp_table(own).filter(|_| counts),
+        edges,
+        interproc: Some(Box::new(Interproc {
+            entry: p.entry(),
+            exit: p.exit(),
+            calls,
+        })),
+    })
+}
+
+/// `reg += value` unless it is 0.
+fn add(out: &mut Vec<Action>, reg: Reg, value: i64) {
+    if value != 0 {
+        out.push(Action::Add { reg, value });
+    }
+}
+
+/// `dst = src + b`.
+fn copy_plus(out: &mut Vec<Action>, dst: Reg, src: Reg, b: i64) {
+    out.push(Action::Set { reg: dst, value: 0 });
+    out.push(Action::MulAdd(Box::new(MulAdd {
+        reg: dst,
+        a: 1,
+        src,
+        b,
+    })));
+}
+
+fn to_global(global: GlobalReg, reg: Reg) -> Action {
+    Action::LocalToGlobal { global, reg }
+}
+
+fn from_global(reg: Reg, global: GlobalReg) -> Action {
+    Action::GlobalToLocal { reg, global }
+}
+
+impl Planner<'_> {
+    fn expanded(&self, f: FuncId) -> &Expanded {
+        &self.x[f.index()]
+    }
+
+    /// The increments of call-cut DAG edge `d` of `h` in `g`'s copy (0 for
+    /// an edge the copy drops: only ENTRY's dummies, which no group takes).
+    fn inc(&self, g: (FuncId, usize), d: pathprof_graph::DagEdgeId) -> (i64, i64) {
+        let (bl, ppp) = self.expanded(g.0).increment(g.1, d).unwrap_or((0, 0));
+        (bl as i64, ppp)
+    }
+
+    /// Every accumulator adds its copy's increments of DAG edge `d`.
+    fn advance(&self, d: pathprof_graph::DagEdgeId, out: &mut Vec<Action>) {
+        let (bl, ppp) = self.inc((self.h, 0), d);
+        add(out, ACC.0, bl);
+        add(out, ACC.1, ppp);
+        for g in self.groups.iter().filter(|g| g.len != LEN0) {
+            let (bl, ppp) = self.inc((g.root, g.copy), d);
+            add(out, g.acc.0, bl);
+            add(out, g.acc.1, ppp);
+        }
+    }
+
+    /// The actions that count a value `(bl, ppp) + extra` of start function
+    /// `root` held in registers `regs`, in `root`'s tables.
+    fn classify(&self, root: FuncId, regs: (Reg, Reg), extra: (i64, i64)) -> Vec<Action> {
+        let e = self.expanded(root);
+        let otherwise = match self.policy {
+            Policy::Record { .. } => Otherwise::Record,
+            Policy::Count => Otherwise::Count { slot: 0 },
+            Policy::Ignore => Otherwise::Ignore,
+        };
+        let action = if e.interesting.is_empty() {
+            match otherwise {
+                Otherwise::Record => Action::CountPath {
+                    reg: regs.0,
+                    offset: extra.0,
+                },
+                Otherwise::Count { slot } => Action::CountSlot { index: slot },
+                Otherwise::Ignore => return vec![],
+            }
+        } else {
+            Action::CountPpp(Box::new(PppEnd {
+                bl: regs.0,
+                bl_offset: extra.0,
+                ppp: regs.1,
+                ppp_offset: extra.1.wrapping_sub(e.ppp.numbering.min),
+                otherwise,
+            }))
+        };
+        if root == self.h {
+            return vec![action];
+        }
+        vec![Action::In(Box::new(In {
+            func: self.layout.num_imported_funcs + root.index() as u32,
+            action,
+        }))]
+    }
+
+    /// Classifies and empties group `g`, every member plus `extra`.
+    fn close(&self, g: &Group, extra: (i64, i64), out: &mut Vec<Action>) {
+        let body = self.classify(g.root, TMP, extra);
+        if body.is_empty() {
+            out.push(Action::Set {
+                reg: g.len,
+                value: 0,
+            });
+            return;
+        }
+        out.push(Action::ForEachMember(Box::new(ForEachMember {
+            ptr: g.ptr,
+            len: g.len,
+            index: INDEX,
+            acc: g.acc,
+            tmp: TMP,
+            body,
+        })));
+    }
+
+    /// The increments of the exit dummy `exit` in `g`'s copy.
+    fn exit_inc(&self, g: &Group, exit: pathprof_graph::DagEdgeId) -> (i64, i64) {
+        self.inc((g.root, g.copy), exit)
+    }
+
+    /// The root register restarts along `ENTRY -> v` (DAG edge `entry`);
+    /// `kept`: `h`'s own group still has members.
+    fn restart(&self, entry: pathprof_graph::DagEdgeId, kept: bool, out: &mut Vec<Action>) {
+        let (bl, ppp) = self.inc((self.h, 0), entry);
+        if kept {
+            for (delta, acc, v) in [(DELTA.0, ACC.0, bl), (DELTA.1, ACC.1, ppp)] {
+                out.push(Action::Set {
+                    reg: delta,
+                    value: v,
+                });
+                out.push(Action::MulAdd(Box::new(MulAdd {
+                    reg: delta,
+                    a: -1,
+                    src: acc,
+                    b: 0,
+                })));
+            }
+        } else {
+            out.push(Action::Set {
+                reg: ACC.0,
+                value: bl,
+            });
+            out.push(Action::Set {
+                reg: ACC.1,
+                value: ppp,
+            });
+            if self.grouped {
+                out.push(Action::Set {
+                    reg: DELTA.0,
+                    value: 0,
+                });
+                out.push(Action::Set {
+                    reg: DELTA.1,
+                    value: 0,
+                });
+            }
+        }
+    }
+
+    fn edge(&self, e: EdgeId, out: &mut Vec<Action>) {
+        match self.num.functions[self.h.index()].roles[e.index()] {
+            CutRole::Real(d) => self.advance(d, out),
+            CutRole::Cut { exit, entry } => {
+                for g in &self.groups {
+                    self.close(g, self.exit_inc(g, exit), out);
+                }
+                self.restart(entry, false, out);
+            }
+            CutRole::Unreachable => {}
+        }
+    }
+
+    /// The module register of copy `(f, c)`'s field `i` (0, 1: the
+    /// accumulator pair, 2: the member count, 3: the list address).
+    fn global(&self, f: FuncId, c: usize, i: u32) -> GlobalReg {
+        self.layout.global_of[&(f, c)] + i
+    }
+
+    fn call(&self, k: usize, site: u32) -> CallActions {
+        let f = &self.num.functions[self.h.index()];
+        let CutRole::Cut { exit, entry } = f.roles[f.split.call_edge[k].index()] else {
+            // Not reached from ENTRY: never runs.
+            return CallActions {
+                site,
+                ..CallActions::default()
+            };
+        };
+        let callee = match &self.num.callees[self.layout.first_site[self.h.index()] + k] {
+            Callee::Direct(g) => Some(*g),
+            Callee::Indirect(_) => None,
+        };
+        let (mut before, mut after) = (vec![], vec![]);
+        if self.grouped {
+            before.push(Action::Push(Box::new(Push {
+                ptr: PTR0,
+                len: LEN0,
+                bl: DELTA.0,
+                ppp: DELTA.1,
+            })));
+        } else {
+            let (bl, ppp) = self.inc((self.h, 0), exit);
+            before.extend(self.classify(self.h, ACC, (bl, ppp)));
+        }
+        let mut own_kept = false;
+        for g in &self.groups {
+            let copy = &self.expanded(g.root).copies[g.copy];
+            let child = callee
+                .filter(|_| copy.depth < self.layout.k)
+                .and_then(|q| copy.children.get(&(k, q)));
+            let Some(&c) = child else {
+                self.close(g, self.exit_inc(g, exit), &mut before);
+                continue;
+            };
+            own_kept |= g.len == LEN0;
+            let x = self.expanded(g.root);
+            let enter = x.of(x.copies[c].enter.expect("an inlined copy is entered"));
+            copy_plus(&mut before, TMP.0, g.acc.0, enter.0 as i64);
+            copy_plus(&mut before, TMP.1, g.acc.1, enter.1);
+            before.push(to_global(self.global(g.root, c, 0), TMP.0));
+            before.push(to_global(self.global(g.root, c, 1), TMP.1));
+            before.push(to_global(self.global(g.root, c, 2), g.len));
+            before.push(to_global(self.global(g.root, c, 3), g.ptr));
+            after.push(from_global(g.acc.0, self.global(g.root, c, 0)));
+            after.push(from_global(g.acc.1, self.global(g.root, c, 1)));
+            after.push(from_global(g.len, self.global(g.root, c, 2)));
+            after.push(Action::Set {
+                reg: SCRATCH,
+                value: 0,
+            });
+            after.push(to_global(self.global(g.root, c, 2), SCRATCH));
+        }
+        self.restart(entry, own_kept, &mut after);
+        if let Some(link) = f.split.link_after[k] {
+            if let CutRole::Real(d) = f.roles[link.index()] {
+                self.advance(d, &mut after);
+            }
+        }
+        CallActions {
+            site,
+            before,
+            after,
+            instead_of_exit: false,
+        }
+    }
+
+    /// Bytes of `h`'s member list: one per call site its own segments go
+    /// on from, plus the root joining at a call that ends them.
+    fn frame_bytes(&self) -> i64 {
+        let sites: std::collections::BTreeSet<usize> = self.expanded(self.h).copies[0]
+            .children
+            .keys()
+            .map(|&(k, _)| k)
+            .collect();
+        16 * (sites.len() as i64 + 1)
+    }
+
+    fn entry(&self) -> Vec<Action> {
+        let mut out = vec![];
+        for g in self.groups.iter().filter(|g| g.len != LEN0) {
+            out.push(from_global(g.acc.0, self.global(g.root, g.copy, 0)));
+            out.push(from_global(g.acc.1, self.global(g.root, g.copy, 1)));
+            out.push(from_global(g.len, self.global(g.root, g.copy, 2)));
+            out.push(from_global(g.ptr, self.global(g.root, g.copy, 3)));
+            out.push(Action::Set {
+                reg: SCRATCH,
+                value: 0,
+            });
+            out.push(to_global(self.global(g.root, g.copy, 2), SCRATCH));
+        }
+        if self.grouped {
+            out.push(from_global(PTR0, G_SP));
+            copy_plus(&mut out, SCRATCH, PTR0, self.frame_bytes());
+            out.push(Action::TrapIfAbove {
+                reg: SCRATCH,
+                limit: STACK_BYTES,
+            });
+            out.push(to_global(G_SP, SCRATCH));
+        }
+        out
+    }
+
+    fn exit(&self) -> Vec<Action> {
+        let mut out = vec![];
+        for g in &self.groups {
+            if g.len == LEN0 {
+                self.close(g, (0, 0), &mut out);
+                out.push(to_global(G_SP, PTR0));
+                continue;
+            }
+            let x = self.expanded(g.root);
+            let leave = x.copies[g.copy].leave.expect("an inlined copy is left");
+            let (bl, ppp) = x.of(leave);
+            add(&mut out, g.acc.0, bl as i64);
+            add(&mut out, g.acc.1, ppp);
+            out.push(to_global(self.global(g.root, g.copy, 0), g.acc.0));
+            out.push(to_global(self.global(g.root, g.copy, 1), g.acc.1));
+            out.push(to_global(self.global(g.root, g.copy, 2), g.len));
+        }
+        out
+    }
+}
