@@ -150,7 +150,7 @@ fn check_run(
     );
     assert_eq!(summary.interesting, kept.len() as u64, "{at}");
     assert_eq!(
-        summary.too_many_paths,
+        summary.too_many_paths + summary.too_many_contexts,
         (direct.len() - kept.len()) as u64,
         "{at}"
     );

@@ -210,7 +210,7 @@ fn segment_residuals_refuse_what_they_cannot_compare() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
-        format!("pathprof: error: {}: a segments profile holds interprocedural path segments, not paths of one function; give a path or PPP profile (segment profiles are compared by residual-report; interprocedural PPP is not built yet)\n", seg.display())
+        format!("pathprof: error: {}: a segments profile holds interprocedural path segments, not paths of one function; give a path or PPP profile (a segment profile names the interesting segments of --mode ippp, and residual-report compares segment profiles)\n", seg.display())
     );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_pathprof"))
         .args(["run", "--mode", "edge", "--segments", "2"])

@@ -56,6 +56,9 @@ pub struct IpppMeta {
     /// Interesting segments left out because their start function's
     /// expanded graph would have had too many paths with them.
     pub too_many_paths: u64,
+    /// Interesting segments left out because a function they enter would
+    /// appear in more contexts than its registers hold.
+    pub too_many_contexts: u64,
     /// The supergraph, truncated where the subpaths needed it.
     pub supergraph: Supergraph,
     pub num_imported_funcs: u32,
@@ -145,23 +148,63 @@ fn planned(
     })
 }
 
-/// Plans for as many of the interesting segments as the numbering takes
-/// (in the order given: [`expand_all_fitting`]); returns them too.
+/// Plans for as many of the interesting segments as the numbering and
+/// the registers take, the first (hottest) kept first; returns them, and
+/// how many were left out for the numbering and for the registers.
+///
+/// The numbering: [`expand_all_fitting`]. The registers: a function that
+/// appears in more contexts than [`technique::MAX_COPIES`] loses the
+/// coldest segments that enter it until it fits.
 fn planned_fitting(
     num: SubpathNumbering,
     k: usize,
     interesting: &[Ips],
     num_imported_funcs: u32,
-) -> Result<(Planned, Vec<Ips>)> {
-    let (expanded, kept) = expand_all_fitting(&num, k, interesting)
-        .map_err(|e| anyhow!("numbering the interesting segments: {e}"))?;
-    let layout = Layout::new(&num, &expanded, k, num_imported_funcs)?;
-    let p = Planned {
-        num,
-        expanded,
-        layout,
-    };
-    Ok((p, kept))
+) -> Result<(Planned, Vec<Ips>, u64, u64)> {
+    let mut list = interesting.to_vec();
+    let (mut too_many_paths, mut too_many_contexts) = (0u64, 0u64);
+    loop {
+        let (expanded, kept) = expand_all_fitting(&num, k, &list)
+            .map_err(|e| anyhow!("numbering the interesting segments: {e}"))?;
+        too_many_paths += (list.len() - kept.len()) as u64;
+        match Layout::new(&num, &expanded, k, num_imported_funcs) {
+            Ok(layout) => {
+                let p = Planned {
+                    num,
+                    expanded,
+                    layout,
+                };
+                return Ok((p, kept, too_many_paths, too_many_contexts));
+            }
+            Err(technique::Unsupported::TooManyContexts {
+                function,
+                copies,
+                max,
+            }) => {
+                let h = FuncId::new((function - num_imported_funcs) as usize);
+                let enters = |s: &Ips| s[1..].iter().any(|r| r.func == h);
+                // The coldest that enter it: one context each at most.
+                let mut drop = copies - max;
+                let before = kept.len();
+                let mut out: Vec<Ips> = kept
+                    .into_iter()
+                    .rev()
+                    .filter(|s| {
+                        let gone = drop > 0 && enters(s);
+                        drop -= usize::from(gone);
+                        !gone
+                    })
+                    .collect();
+                out.reverse();
+                if out.len() == before {
+                    bail!("function {function}: {copies} contexts, and no interesting segment to leave out");
+                }
+                too_many_contexts += (before - out.len()) as u64;
+                // Those left out for the numbering are out for good.
+                list = out;
+            }
+        }
+    }
 }
 
 /// Instruments `module` for interprocedural PPP.
@@ -185,9 +228,8 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
             interesting.push(ips.clone());
         }
     }
-    let given = interesting.len();
-    let (p, mut interesting) = planned_fitting(num, o.k, &interesting, msg.num_imported_funcs)?;
-    let too_many_paths = (given - interesting.len()) as u64;
+    let (p, mut interesting, too_many_paths, too_many_contexts) =
+        planned_fitting(num, o.k, &interesting, msg.num_imported_funcs)?;
     interesting.sort();
     let meta = IpppMeta {
         k: o.k,
@@ -196,6 +238,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         interesting,
         through_indirect,
         too_many_paths,
+        too_many_contexts,
         supergraph: msg.supergraph.clone(),
         num_imported_funcs: msg.num_imported_funcs,
     };
@@ -285,6 +328,7 @@ pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profil
         interesting: meta.interesting.len() as u64,
         through_indirect: meta.through_indirect,
         too_many_paths: meta.too_many_paths,
+        too_many_contexts: meta.too_many_contexts,
         policy: meta.policy.clone(),
         uninteresting,
         untested: untested.into_iter().map(spell).collect::<Result<_>>()?,

@@ -616,7 +616,7 @@ mod tests {
 pub fn no_paths(mode: pathprof_profile::Mode, file: &std::path::Path) -> anyhow::Error {
     use pathprof_profile::Mode;
     let why = match mode {
-        Mode::Segments => "a segments profile holds interprocedural path segments, not paths of one function; give a path or PPP profile (segment profiles are compared by residual-report; interprocedural PPP is not built yet)".to_string(),
+        Mode::Segments => "a segments profile holds interprocedural path segments, not paths of one function; give a path or PPP profile (a segment profile names the interesting segments of --mode ippp, and residual-report compares segment profiles)".to_string(),
         Mode::Context | Mode::Piecewise => format!("a {mode} profile holds interprocedural paths, not paths of one function; give a path or PPP profile"),
         Mode::IntraContext => "an intra-context profile holds paths with loop contexts, not Ball-Larus paths; give a path or PPP profile".to_string(),
         _ => "an edge profile has no paths; give a path or PPP profile".to_string(),

@@ -118,7 +118,9 @@ pub fn residual(
             untested_executions: untested_flow,
             percent_frequency_untested: percent(untested_flow, total),
         },
-        left_out: field_build.map_or(0, |ip| ip.through_indirect + ip.too_many_paths),
+        left_out: field_build.map_or(0, |ip| {
+            ip.through_indirect + ip.too_many_paths + ip.too_many_contexts
+        }),
         untested,
     })
 }
@@ -161,7 +163,7 @@ impl SegmentResidual {
         if self.left_out > 0 {
             let _ = writeln!(
                 out,
-                "(the field build left {} tested segments out of its interesting set: through an indirect call or beyond 64-bit path numbers; they count as untested here)",
+                "(the field build left {} tested segments out of its interesting set: through an indirect call, beyond 64-bit path numbers or in too many contexts; they count as untested here)",
                 self.left_out
             );
         }

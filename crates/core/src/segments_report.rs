@@ -100,11 +100,11 @@ pub fn render(profile: &Profile, rows: &[SegmentRow], top: usize) -> String {
                     String::new()
                 }
             );
-            if ip.through_indirect + ip.too_many_paths > 0 {
+            if ip.through_indirect + ip.too_many_paths + ip.too_many_contexts > 0 {
                 let _ = writeln!(
                     s,
-                    "left out of the interesting set: {} through an indirect call, {} beyond 64-bit path numbers",
-                    ip.through_indirect, ip.too_many_paths
+                    "left out of the interesting set: {} through an indirect call, {} beyond 64-bit path numbers, {} in too many contexts",
+                    ip.through_indirect, ip.too_many_paths, ip.too_many_contexts
                 );
             }
         }

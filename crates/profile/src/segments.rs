@@ -43,6 +43,10 @@ pub struct IpppSummary {
     /// function's expanded graph would have more paths than 64 bits
     /// number (the hottest are kept first).
     pub too_many_paths: u64,
+    /// Interesting segments given but not profiled: a function they enter
+    /// would appear in more contexts than its registers hold (the
+    /// coldest left out first).
+    pub too_many_contexts: u64,
     /// What happened to the others: `record`, `count` or `ignore`.
     pub policy: String,
     /// How many segments that are not interesting closed (`record` and

@@ -64,8 +64,9 @@ use pathprof_graph::ippp::{Expanded, Ips, SubpathEnd, SubpathNumbering};
 use pathprof_graph::{EdgeId, GraphError};
 
 use crate::plan::{
-    Action, CallActions, EdgeActions, ForEachMember, FunctionPlan, GlobalReg, In, Interproc,
-    ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, Push, Reg, Width, PPP_HOLE,
+    Action, CallActions, EdgeActions, ForEachMember, FunctionPlan, GlobalReg, IfNonZero, In,
+    Interproc, ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, Push, Reg, Width,
+    PPP_HOLE,
 };
 
 const DELTA: (Reg, Reg) = (0, 1);
@@ -75,7 +76,10 @@ const PTR0: Reg = 5;
 const TMP: (Reg, Reg) = (6, 7);
 const INDEX: Reg = 8;
 const SCRATCH: Reg = 9;
-const FIXED: usize = 10;
+/// Non-zero while the activation may hold groups of other functions'
+/// segments: it was entered with some, and no backedge closed them since.
+const ACTIVE: Reg = 10;
+const FIXED: usize = 11;
 /// Registers per copy: accumulator pair, member count, list address.
 const PER_COPY: usize = 4;
 /// The most copies a function's registers can hold.
@@ -83,6 +87,15 @@ pub const MAX_COPIES: usize = (256 - FIXED) / PER_COPY;
 
 /// Module register of the stack pointer (an offset in the stack region).
 const G_SP: GlobalReg = 0;
+/// Module register set by a caller that passes groups to its callee, which
+/// clears it: a callee entered without groups (the common case) reads its
+/// copies' registers not at all.
+const G_PASS: GlobalReg = 1;
+/// The first module register of the copies'.
+const G_COPIES: usize = 2;
+/// Copy accumulators on an edge above which the edge tests [`ACTIVE`]
+/// first: a test costs about what two adds cost.
+const GUARD_ABOVE: usize = 2;
 
 /// Bytes of the stack region: 64 Ki members.
 pub const STACK_BYTES: u32 = 1 << 20;
@@ -152,7 +165,7 @@ impl Layout {
         let n = num.functions.len();
         let mut copies = vec![Vec::new(); n];
         let mut global_of = BTreeMap::new();
-        let mut globals = 1;
+        let mut globals = G_COPIES;
         for (f, e) in x.iter().enumerate() {
             for (c, copy) in e.copies.iter().enumerate().skip(1) {
                 copies[copy.func.index()].push((FuncId::new(f), c));
@@ -181,7 +194,8 @@ impl Layout {
         })
     }
 
-    /// The module registers: the stack pointer, then four per copy.
+    /// The module registers: the stack pointer, the pass flag, then four
+    /// per copy.
     pub fn module_plan(&self) -> ModulePlan {
         ModulePlan {
             globals: vec![Width::I64; self.globals],
@@ -324,6 +338,15 @@ fn copy_plus(out: &mut Vec<Action>, dst: Reg, src: Reg, b: i64) {
     })));
 }
 
+/// `if reg != 0 { then }`.
+fn if_nonzero(reg: Reg, then: Vec<Action>) -> Action {
+    Action::IfNonZero(Box::new(IfNonZero {
+        reg,
+        then,
+        otherwise: vec![],
+    }))
+}
+
 fn to_global(global: GlobalReg, reg: Reg) -> Action {
     Action::LocalToGlobal { global, reg }
 }
@@ -349,10 +372,16 @@ impl Planner<'_> {
         let (bl, ppp) = self.inc((self.h, 0), d);
         add(out, ACC.0, bl);
         add(out, ACC.1, ppp);
+        let mut copies = vec![];
         for g in self.groups.iter().filter(|g| g.len != LEN0) {
             let (bl, ppp) = self.inc((g.root, g.copy), d);
-            add(out, g.acc.0, bl);
-            add(out, g.acc.1, ppp);
+            add(&mut copies, g.acc.0, bl);
+            add(&mut copies, g.acc.1, ppp);
+        }
+        if copies.len() > GUARD_ABOVE {
+            out.push(if_nonzero(ACTIVE, copies));
+        } else {
+            out.extend(copies);
         }
     }
 
@@ -463,6 +492,13 @@ impl Planner<'_> {
                 for g in &self.groups {
                     self.close(g, self.exit_inc(g, exit), out);
                 }
+                if self.groups.iter().any(|g| g.len != LEN0) {
+                    // Every other function's group is closed.
+                    out.push(Action::Set {
+                        reg: ACTIVE,
+                        value: 0,
+                    });
+                }
                 self.restart(entry, false, out);
             }
             CutRole::Unreachable => {}
@@ -500,7 +536,7 @@ impl Planner<'_> {
             let (bl, ppp) = self.inc((self.h, 0), exit);
             before.extend(self.classify(self.h, ACC, (bl, ppp)));
         }
-        let mut own_kept = false;
+        let (mut own_kept, mut passes) = (false, false);
         for g in &self.groups {
             let copy = &self.expanded(g.root).copies[g.copy];
             let child = callee
@@ -511,6 +547,7 @@ impl Planner<'_> {
                 continue;
             };
             own_kept |= g.len == LEN0;
+            passes = true;
             let x = self.expanded(g.root);
             let enter = x.of(x.copies[c].enter.expect("an inlined copy is entered"));
             copy_plus(&mut before, TMP.0, g.acc.0, enter.0 as i64);
@@ -527,6 +564,13 @@ impl Planner<'_> {
                 value: 0,
             });
             after.push(to_global(self.global(g.root, c, 2), SCRATCH));
+        }
+        if passes {
+            before.push(Action::Set {
+                reg: SCRATCH,
+                value: 1,
+            });
+            before.push(to_global(G_PASS, SCRATCH));
         }
         self.restart(entry, own_kept, &mut after);
         if let Some(link) = f.split.link_after[k] {
@@ -553,18 +597,32 @@ impl Planner<'_> {
         16 * (sites.len() as i64 + 1)
     }
 
+    /// Whether `h` appears in other functions' expanded graphs.
+    fn has_copies(&self) -> bool {
+        self.groups.iter().any(|g| g.len != LEN0)
+    }
+
     fn entry(&self) -> Vec<Action> {
         let mut out = vec![];
-        for g in self.groups.iter().filter(|g| g.len != LEN0) {
-            out.push(from_global(g.acc.0, self.global(g.root, g.copy, 0)));
-            out.push(from_global(g.acc.1, self.global(g.root, g.copy, 1)));
-            out.push(from_global(g.len, self.global(g.root, g.copy, 2)));
-            out.push(from_global(g.ptr, self.global(g.root, g.copy, 3)));
-            out.push(Action::Set {
-                reg: SCRATCH,
-                value: 0,
-            });
-            out.push(to_global(self.global(g.root, g.copy, 2), SCRATCH));
+        if self.has_copies() {
+            // Only when the caller passed groups: take every copy's
+            // (those not passed have no members).
+            let mut take = vec![
+                Action::Set {
+                    reg: SCRATCH,
+                    value: 0,
+                },
+                to_global(G_PASS, SCRATCH),
+            ];
+            for g in self.groups.iter().filter(|g| g.len != LEN0) {
+                take.push(from_global(g.acc.0, self.global(g.root, g.copy, 0)));
+                take.push(from_global(g.acc.1, self.global(g.root, g.copy, 1)));
+                take.push(from_global(g.len, self.global(g.root, g.copy, 2)));
+                take.push(from_global(g.ptr, self.global(g.root, g.copy, 3)));
+                take.push(to_global(self.global(g.root, g.copy, 2), SCRATCH));
+            }
+            out.push(from_global(ACTIVE, G_PASS));
+            out.push(if_nonzero(ACTIVE, take));
         }
         if self.grouped {
             out.push(from_global(PTR0, G_SP));
@@ -580,20 +638,28 @@ impl Planner<'_> {
 
     fn exit(&self) -> Vec<Action> {
         let mut out = vec![];
+        let mut back = vec![];
         for g in &self.groups {
             if g.len == LEN0 {
                 self.close(g, (0, 0), &mut out);
                 out.push(to_global(G_SP, PTR0));
                 continue;
             }
+            // A group with members goes back; the caller reads an empty
+            // one as the count cleared at entry.
             let x = self.expanded(g.root);
             let leave = x.copies[g.copy].leave.expect("an inlined copy is left");
             let (bl, ppp) = x.of(leave);
-            add(&mut out, g.acc.0, bl as i64);
-            add(&mut out, g.acc.1, ppp);
-            out.push(to_global(self.global(g.root, g.copy, 0), g.acc.0));
-            out.push(to_global(self.global(g.root, g.copy, 1), g.acc.1));
-            out.push(to_global(self.global(g.root, g.copy, 2), g.len));
+            let mut give = vec![];
+            add(&mut give, g.acc.0, bl as i64);
+            add(&mut give, g.acc.1, ppp);
+            give.push(to_global(self.global(g.root, g.copy, 0), g.acc.0));
+            give.push(to_global(self.global(g.root, g.copy, 1), g.acc.1));
+            give.push(to_global(self.global(g.root, g.copy, 2), g.len));
+            back.push(if_nonzero(g.len, give));
+        }
+        if !back.is_empty() {
+            out.push(if_nonzero(ACTIVE, back));
         }
         out
     }
