@@ -216,18 +216,15 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     pathprof_wasm::Scanned::validated(module)?;
     let info = pathprof_wasm::analyze(module)?;
     let (msg, num) = numbered(module, &info, opts.ball_larus.truncate_above, false)?;
-    let mut interesting = Vec::new();
-    let mut through_indirect = 0;
     let mut seen = std::collections::BTreeSet::new();
-    for ips in o.interesting.iter().filter(|i| seen.insert(*i)) {
-        if technique::through_indirect_call(&num, ips)
-            .map_err(|e| anyhow!("an interesting segment is not one of this module: {e}"))?
-        {
-            through_indirect += 1;
-        } else {
-            interesting.push(ips.clone());
-        }
-    }
+    let given: Vec<Ips> = o
+        .interesting
+        .iter()
+        .filter(|i| seen.insert(*i))
+        .cloned()
+        .collect();
+    let (interesting, through_indirect) = technique::through_indirect_call(&num, &given)
+        .map_err(|e| anyhow!("an interesting segment is not one of this module: {e}"))?;
     let (p, mut interesting, too_many_paths, too_many_contexts) =
         planned_fitting(num, o.k, &interesting, msg.num_imported_funcs)?;
     interesting.sort();

@@ -128,18 +128,32 @@ pub struct Layout {
     globals: usize,
 }
 
-/// Whether depth-`k` IPS `ips` passes an indirect call site.
-pub fn through_indirect_call(num: &SubpathNumbering, ips: &Ips) -> Result<bool, GraphError> {
+/// The IPS of `list` that pass no indirect call site, in order, and how
+/// many do.
+pub fn through_indirect_call(
+    num: &SubpathNumbering,
+    list: &[Ips],
+) -> Result<(Vec<Ips>, u64), GraphError> {
     let first_site = first_sites(num);
-    for s in &ips[..ips.len().saturating_sub(1)] {
-        if let SubpathEnd::Call(i) = num.decode(*s)?.end {
-            let site = first_site[s.func.index()] + i;
-            if matches!(num.callees.get(site), Some(Callee::Indirect(_))) {
-                return Ok(true);
+    let passes = |ips: &Ips| -> Result<bool, GraphError> {
+        for s in &ips[..ips.len().saturating_sub(1)] {
+            if let SubpathEnd::Call(i) = num.decode(*s)?.end {
+                let site = first_site[s.func.index()] + i;
+                if matches!(num.callees.get(site), Some(Callee::Indirect(_))) {
+                    return Ok(true);
+                }
             }
         }
+        Ok(false)
+    };
+    let mut kept = Vec::with_capacity(list.len());
+    for ips in list {
+        if !passes(ips)? {
+            kept.push(ips.clone());
+        }
     }
-    Ok(false)
+    let through = (list.len() - kept.len()) as u64;
+    Ok((kept, through))
 }
 
 fn first_sites(num: &SubpathNumbering) -> Vec<usize> {
