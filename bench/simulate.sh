@@ -3,10 +3,11 @@
 # benchmark suite's train inputs (issue 30, "Measured"; BENCHMARKS.md,
 # "Hardware path profiler (simulated)").
 #
-#   bash bench/simulate.sh [all|singles|sweep] [PROGRAMS...]
+#   bash bench/simulate.sh [all|singles|sweep|caches] [PROGRAMS...]
 #
 # `singles` runs everything but the sweep, `sweep` only the sweep (the two
-# can run side by side on two cores); the default is all, on the whole suite.
+# can run side by side on two cores), `caches` only the two cache-miss
+# metrics; the default is all, on the whole suite.
 #
 # Needs a release pathprof and the suite:
 #   cargo build --release -p pathprof --bin pathprof
@@ -23,6 +24,8 @@
 #               time ratio
 #   frequency   512 x 4 xor LFU, BL paths, path frequency, queues 0..8
 #   instructions, mispredictions: the same with that metric per path
+#   l1_misses, l2_misses: the same with the data-cache model's misses per
+#               path (the run records its loads and stores)
 #   loop, call  extended paths across one backward branch / one call
 #   space_saving, frequent: the replacement policies that compete with LFU
 #   sweep       the 144 configurations of --sweep, with the chart, without
@@ -43,7 +46,7 @@ mkdir -p "$out"
 
 what=all
 case "${1:-}" in
-    all | singles | sweep)
+    all | singles | sweep | caches)
         what="$1"
         shift
         ;;
@@ -80,12 +83,22 @@ singles() {
         sim "$p-mispredictions" "$prog" --config "$out/$p.toml" --metric mispredictions
     done
     sim instructions "$prog" --metric instructions
+    caches "$prog"
     sim loop "$prog" --path-type extended-loop --max-extension 1
     sim call "$prog" --path-type extended-call --max-extension 1
 }
 
+caches() {
+    sim l1_misses "$1" --metric l1-misses
+    sim l2_misses "$1" --metric l2-misses
+}
+
 for prog in "${programs[@]}"; do
     echo "$prog" >&2
+    if [[ $what == caches ]]; then
+        caches "$prog"
+        continue
+    fi
     [[ $what == sweep ]] || singles "$prog"
     [[ $what == singles ]] ||
         sim sweep "$prog" --config "$out/sweep.toml" --sweep --chart "docs/sim-sweep-$prog.svg"

@@ -24,13 +24,20 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::{Context, Result};
 use pathprof_runner::{RunOptions, RunOutcome, TraceEvent, TraceSink, TraceTo};
 use pathprof_wasm::branches::{BranchEvent, BranchStream, Frame};
-use pathprof_wasm::WasmError;
+use pathprof_wasm::{WasmError, ACCESS_STORE};
 
 use crate::driver::{self, Technique};
 
-/// A trace sink that turns edge events into branch events for `F`.
-pub struct BranchSink<F: FnMut(BranchEvent)> {
+/// A trace sink that turns edge events into branch events for `F`, and
+/// passes the data accesses of a module traced with them
+/// ([`pathprof_wasm::trace_accesses`]) to `A` as (address, is a store), in
+/// the order the run made them: an access reaches `A` after the branches
+/// before it and before those after it. (One approximation: a tail call or
+/// a throw is passed on when the next edge says where it went, so an access
+/// made in between, by code the trace does not see, comes before it.)
+pub struct BranchSink<F: FnMut(BranchEvent), A: FnMut(u32, bool) = fn(u32, bool)> {
     stream: BranchStream<F>,
+    on_access: Option<A>,
     /// The first event the stream could not place.
     error: Option<WasmError>,
 }
@@ -38,9 +45,21 @@ pub struct BranchSink<F: FnMut(BranchEvent)> {
 impl<F: FnMut(BranchEvent)> BranchSink<F> {
     /// A sink for runs of `module` (the original, uninstrumented bytes).
     pub fn new(module: &[u8], on_branch: F) -> Result<Self> {
+        BranchSink::build(module, on_branch, None)
+    }
+}
+
+impl<F: FnMut(BranchEvent), A: FnMut(u32, bool)> BranchSink<F, A> {
+    /// A sink that also takes the run's data accesses.
+    pub fn with_accesses(module: &[u8], on_branch: F, on_access: A) -> Result<Self> {
+        BranchSink::build(module, on_branch, Some(on_access))
+    }
+
+    fn build(module: &[u8], on_branch: F, on_access: Option<A>) -> Result<Self> {
         let info = pathprof_wasm::analyze(module)?;
         Ok(BranchSink {
             stream: BranchStream::new(module, &info, on_branch)?,
+            on_access,
             error: None,
         })
     }
@@ -57,12 +76,18 @@ impl<F: FnMut(BranchEvent)> BranchSink<F> {
     }
 }
 
-impl<F: FnMut(BranchEvent) + Send> TraceSink for BranchSink<F> {
+impl<F: FnMut(BranchEvent) + Send, A: FnMut(u32, bool) + Send> TraceSink for BranchSink<F, A> {
     fn events(&mut self, events: &[TraceEvent]) {
         if self.error.is_some() {
             return;
         }
         for e in events {
+            if e.func >= ACCESS_STORE {
+                if let Some(on_access) = &mut self.on_access {
+                    on_access(e.edge, e.func == ACCESS_STORE);
+                }
+                continue;
+            }
             if let Err(err) = self.stream.edge(e.func, e.edge) {
                 self.error = Some(err);
                 return;
@@ -77,11 +102,47 @@ impl<F: FnMut(BranchEvent) + Send> TraceSink for BranchSink<F> {
 pub fn run_command<F: FnMut(BranchEvent) + Send + 'static>(
     engine: &wasmtime::Engine,
     module: &[u8],
-    mut opts: RunOptions,
+    opts: RunOptions,
     on_branch: F,
 ) -> Result<(RunOutcome, Vec<Frame>)> {
-    let sink = Arc::new(Mutex::new(BranchSink::new(module, on_branch)?));
-    let traced = driver::instrument(module, Technique::Trace, &driver::Options::default())?;
+    let sink = BranchSink::new(module, on_branch)?;
+    run_traced(engine, module, opts, sink, false)
+}
+
+/// [`run_command`] that also passes each load and store of the program's
+/// memories to `on_access` as (effective address, is a store), in order
+/// with the branches (see [`BranchSink`]).
+pub fn run_command_with_accesses<F, A>(
+    engine: &wasmtime::Engine,
+    module: &[u8],
+    opts: RunOptions,
+    on_branch: F,
+    on_access: A,
+) -> Result<(RunOutcome, Vec<Frame>)>
+where
+    F: FnMut(BranchEvent) + Send + 'static,
+    A: FnMut(u32, bool) + Send + 'static,
+{
+    let sink = BranchSink::with_accesses(module, on_branch, on_access)?;
+    run_traced(engine, module, opts, sink, true)
+}
+
+fn run_traced<F, A>(
+    engine: &wasmtime::Engine,
+    module: &[u8],
+    mut opts: RunOptions,
+    sink: BranchSink<F, A>,
+    accesses: bool,
+) -> Result<(RunOutcome, Vec<Frame>)>
+where
+    F: FnMut(BranchEvent) + Send + 'static,
+    A: FnMut(u32, bool) + Send + 'static,
+{
+    let sink = Arc::new(Mutex::new(sink));
+    let mut traced = driver::instrument(module, Technique::Trace, &driver::Options::default())?;
+    if accesses {
+        traced.bytes = pathprof_wasm::trace_accesses(&traced.bytes)?;
+    }
     opts.trace = Some(TraceTo::new(sink.clone()));
     let outcome = pathprof_runner::run_command(engine, &traced.bytes, &opts)
         .context("running the traced module")?;

@@ -290,6 +290,10 @@ enum MetricArg {
     Frequency,
     Instructions,
     Mispredictions,
+    /// Data accesses that miss the L1 cache model (the run records its loads and stores).
+    L1Misses,
+    /// Data accesses that miss the L2 cache model.
+    L2Misses,
 }
 
 #[derive(Args)]
@@ -1231,6 +1235,8 @@ fn sim_config(a: &SimulateArgs) -> Result<SimConfig> {
             MetricArg::Frequency => Metric::Frequency,
             MetricArg::Instructions => Metric::Instructions,
             MetricArg::Mispredictions => Metric::Mispredictions,
+            MetricArg::L1Misses => Metric::L1Misses,
+            MetricArg::L2Misses => Metric::L2Misses,
         };
     }
     if let Some(d) = a.stack_depth {

@@ -10,6 +10,11 @@
 //! profile of the same path type (an unbounded table fed the same paths),
 //! their complete and dynamic overlap (5.5.2), the table's statistics and
 //! the modelled overhead per branch-queue length (5.5.3).
+//!
+//! With a cache-miss metric the module also records its loads and stores
+//! ([`pathprof_wasm::trace_accesses`]); they reach the simulators with the
+//! batch of branches they fall among, each placed after the branches that
+//! preceded it, so a path's misses are those of its own accesses.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,7 +23,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use pathprof_runner::{Exit, RunOptions};
 use pathprof_simulator::{
-    BranchEvent, HotPath, HptConfig, IndexFn, PathType, Replacement, SimConfig, SimResult, Sweep,
+    BranchEvent, HotPath, HptConfig, IndexFn, MemoryAccess, Metric, PathType, Replacement,
+    SimConfig, SimResult, Sweep,
 };
 
 use crate::source::SourceMap;
@@ -33,6 +39,8 @@ pub struct Simulated {
     pub results: Vec<SimResult>,
     /// Branch events the run produced.
     pub branches: u64,
+    /// Data accesses the run made, when a cache metric asked for them.
+    pub accesses: Option<u64>,
     /// Wall time of the run with its simulation (instrumenting and
     /// compiling excluded).
     pub seconds: f64,
@@ -52,30 +60,48 @@ pub fn simulate(
     configs: Vec<SimConfig>,
     threads: usize,
 ) -> Result<Simulated> {
+    let with_accesses = configs
+        .iter()
+        .any(|c| matches!(c.metric, Metric::L1Misses | Metric::L2Misses));
     let mut sweep = Sweep::new(configs)?;
     sweep.set_threads(threads);
     let state = Arc::new(Mutex::new(Feeder {
         sweep,
         batch: Vec::with_capacity(BATCH),
+        accesses: Vec::new(),
         branches: 0,
+        access_count: 0,
         cpu_seconds: 0.0,
     }));
     let engine = pathprof_runner::engine_without_fuel()?;
     let feeder = Arc::clone(&state);
     let clock = Instant::now();
     let cpu = crate::run_cmd::thread_cpu_s();
-    let (outcome, _frames) = crate::branch_trace::run_command(&engine, module, opts, move |ev| {
+    let on_branch = move |ev| {
         feeder
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(ev)
-    })?;
+    };
+    let (outcome, _frames) = if with_accesses {
+        let feeder = Arc::clone(&state);
+        let on_access = move |addr, store| {
+            feeder
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .access(addr, store)
+        };
+        crate::branch_trace::run_command_with_accesses(&engine, module, opts, on_branch, on_access)?
+    } else {
+        crate::branch_trace::run_command(&engine, module, opts, on_branch)?
+    };
     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
     state.flush();
     Ok(Simulated {
         exit: outcome.exit,
         results: state.sweep.results(),
         branches: state.branches,
+        accesses: with_accesses.then_some(state.access_count),
         seconds: clock.elapsed().as_secs_f64(),
         cpu_seconds: crate::run_cmd::thread_cpu_s() - cpu,
         simulator_cpu_seconds: state.cpu_seconds,
@@ -86,7 +112,10 @@ pub fn simulate(
 struct Feeder {
     sweep: Sweep,
     batch: Vec<BranchEvent>,
+    /// The data accesses among the batch's branches.
+    accesses: Vec<MemoryAccess>,
     branches: u64,
+    access_count: u64,
     /// CPU time spent in `sweep.feed`.
     cpu_seconds: f64,
 }
@@ -99,12 +128,26 @@ impl Feeder {
         }
     }
 
+    fn access(&mut self, addr: u32, store: bool) {
+        self.accesses.push(MemoryAccess {
+            at: self.batch.len() as u32,
+            addr: u64::from(addr),
+            store,
+        });
+        // A loop of accesses without a branch must not grow without bound.
+        if self.accesses.len() == 4 * BATCH {
+            self.flush();
+        }
+    }
+
     fn flush(&mut self) {
         self.branches += self.batch.len() as u64;
+        self.access_count += self.accesses.len() as u64;
         let start = crate::run_cmd::thread_cpu_s();
-        self.sweep.feed(&self.batch);
+        self.sweep.feed_with_accesses(&self.batch, &self.accesses);
         self.cpu_seconds += crate::run_cmd::thread_cpu_s() - start;
         self.batch.clear();
+        self.accesses.clear();
     }
 }
 
@@ -247,6 +290,26 @@ pub fn render(r: &SimResult, places: &Places, top: usize) -> String {
         "path stack: {} branches, {} paths ({} split, {} discarded by throws), {} overflows, {} in flight at the end\n",
         d.branches, d.paths, d.splits, d.discarded_paths, d.stack.overflows, r.paths_in_flight
     );
+    if let Some(p) = &r.predictor {
+        s += &format!(
+            "branch predictor (model): {} conditional branches, {} mispredicted ({:.2} %)\n",
+            p.branches,
+            p.mispredictions,
+            crate::report::percent(p.mispredictions, p.branches)
+        );
+    }
+    let k = &r.caches;
+    if k.accesses > 0 {
+        s += &format!(
+            "data caches (model): {} accesses ({} stores), {} L1 misses ({:.2} %), {} L2 misses ({:.2} %)\n",
+            k.accesses,
+            k.stores,
+            k.l1_misses,
+            crate::report::percent(k.l1_misses, k.accesses),
+            k.l2_misses,
+            crate::report::percent(k.l2_misses, k.accesses)
+        );
+    }
     for t in &r.timing {
         s += &format!(
             "timing: queue of {}: {} stall cycles over {} base cycles = {:.3} % overhead\n",
@@ -400,6 +463,8 @@ pub fn json(sim: &Simulated) -> Result<String> {
     #[derive(serde::Serialize)]
     struct Doc<'a> {
         branches: u64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        accesses: Option<u64>,
         seconds: f64,
         cpu_seconds: f64,
         simulator_cpu_seconds: f64,
@@ -413,6 +478,7 @@ pub fn json(sim: &Simulated) -> Result<String> {
     };
     serde_json::to_string_pretty(&Doc {
         branches: sim.branches,
+        accesses: sim.accesses,
         seconds: sim.seconds,
         cpu_seconds: sim.cpu_seconds,
         simulator_cpu_seconds: sim.simulator_cpu_seconds,

@@ -58,3 +58,13 @@ pub struct BranchEvent {
     /// instructions metric and of the timing model's base cycles (5.4).
     pub instrs: u32,
 }
+
+/// A data access (load or store) of the run, for the cache model (5.3's
+/// cache-miss metric), placed among a batch's branches: it came after the
+/// first `at` branches of the batch and before the others.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MemoryAccess {
+    pub at: u32,
+    pub addr: u64,
+    pub store: bool,
+}

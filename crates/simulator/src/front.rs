@@ -23,7 +23,7 @@ use crate::config::{Metric, SimConfig};
 use crate::descriptor::PathDescriptor;
 use crate::detector::{DetectorStats, OpCounts, PathDetector};
 use crate::error::SimError;
-use crate::event::{BranchEvent, BranchKind};
+use crate::event::{BranchEvent, BranchKind, MemoryAccess};
 use crate::hpt::{ExactTable, HptConfig};
 use crate::overlap::WindowClock;
 use crate::ppcr::BranchClass;
@@ -154,16 +154,42 @@ impl Front {
     /// Turns the first branches of `batch` (up to [`CHUNK`], or to the end
     /// of a window) into the stream [`Front::steps`] and [`Front::paths`].
     /// Returns how many it took and whether the last closed a window.
-    pub fn run(&mut self, batch: &[BranchEvent]) -> (usize, bool) {
+    ///
+    /// `accesses` are the data accesses still to come, placed among the
+    /// branches of a batch whose first branch is `batch[0]` less `base`
+    /// (see [`MemoryAccess::at`]); those before a branch taken go to the
+    /// cache model first, and `accesses` is moved past them.
+    pub fn run(
+        &mut self,
+        batch: &[BranchEvent],
+        accesses: &mut &[MemoryAccess],
+        base: usize,
+    ) -> (usize, bool) {
         // The metric chosen once per chunk, not per branch.
         match self.metric {
-            Metric::Frequency => self.run_as::<FREQUENCY>(batch),
-            Metric::Instructions => self.run_as::<INSTRUCTIONS>(batch),
-            _ => self.run_as::<MODELLED>(batch),
+            Metric::Frequency => self.run_as::<FREQUENCY>(batch, accesses, base),
+            Metric::Instructions => self.run_as::<INSTRUCTIONS>(batch, accesses, base),
+            _ => self.run_as::<MODELLED>(batch, accesses, base),
         }
     }
 
-    fn run_as<const METRIC: u8>(&mut self, batch: &[BranchEvent]) -> (usize, bool) {
+    /// The accesses of `accesses` before branch `at` of their batch.
+    pub fn accesses_before(&mut self, accesses: &mut &[MemoryAccess], at: usize) {
+        while let Some((a, rest)) = accesses.split_first() {
+            if a.at as usize > at {
+                break;
+            }
+            self.memory_access(a.addr, a.store);
+            *accesses = rest;
+        }
+    }
+
+    fn run_as<const METRIC: u8>(
+        &mut self,
+        batch: &[BranchEvent],
+        accesses: &mut &[MemoryAccess],
+        base: usize,
+    ) -> (usize, bool) {
         self.paths.clear();
         let n = batch.len().min(CHUNK);
         // Written in place: no capacity check per branch.
@@ -171,6 +197,9 @@ impl Front {
         let mut steps = std::mem::take(&mut self.steps);
         let mut done = (n, false);
         for (i, (ev, step)) in batch.iter().zip(&mut steps).enumerate() {
+            if !accesses.is_empty() {
+                self.accesses_before(accesses, base + i);
+            }
             *step = self.branch::<METRIC>(ev, i as u32);
             if let Some(clock) = &mut self.clock {
                 if clock.tick(ev.instrs) {

@@ -140,7 +140,7 @@ mod testing;
 pub use config::{Metric, SimConfig, SweepConfig};
 pub use descriptor::PathDescriptor;
 pub use error::SimError;
-pub use event::{BranchEvent, BranchKind};
+pub use event::{BranchEvent, BranchKind, MemoryAccess};
 pub use hpt::{HotPath, HptConfig, IndexFn, Replacement};
 pub use ppcr::PathType;
 pub use simulator::{SimResult, Simulator, Sweep};

@@ -17,17 +17,18 @@
 //! order of the work on each table is that of the branch-by-branch
 //! description above, so the results are the same.
 //!
-//! Memory accesses ([`Simulator::memory_access`]) go to the cache model;
-//! with a cache metric, their misses join the block event counter of the
-//! next branch fed, so a producer calls it between the branches it falls
-//! between (splitting its batches there).
+//! Memory accesses go to the cache model; with a cache metric, their misses
+//! join the block event counter of the next branch. A producer passes them
+//! with the batch they fall in ([`Simulator::feed_with_accesses`], each
+//! placed by the number of branches before it), or calls
+//! [`Simulator::memory_access`] between two batches.
 
 use crate::back::Back;
 use crate::cache::CacheStats;
 use crate::config::{SimConfig, SweepConfig};
 use crate::detector::DetectorStats;
 use crate::error::SimError;
-use crate::event::BranchEvent;
+use crate::event::{BranchEvent, MemoryAccess};
 use crate::front::{front_key, Front};
 use crate::hpt::{HotPath, HptStats};
 use crate::overlap::{overlap, DynamicOverlap};
@@ -88,7 +89,13 @@ impl Simulator {
 
     /// The next branches of the stream.
     pub fn feed(&mut self, batch: &[BranchEvent]) {
-        feed_group(&mut self.front, &mut [&mut self.back], batch, 1);
+        self.feed_with_accesses(batch, &[]);
+    }
+
+    /// The next branches of the stream and the data accesses among them
+    /// (in order of [`MemoryAccess::at`]).
+    pub fn feed_with_accesses(&mut self, batch: &[BranchEvent], accesses: &[MemoryAccess]) {
+        feed_group(&mut self.front, &mut [&mut self.back], batch, accesses, 1);
     }
 
     /// What was measured so far (the stream may go on).
@@ -97,12 +104,20 @@ impl Simulator {
     }
 }
 
-/// Feeds `batch` through `front` to `backs`, chunk by chunk, on up to
-/// `threads` threads (each taking a contiguous share of the backs).
-fn feed_group(front: &mut Front, backs: &mut [&mut Back], batch: &[BranchEvent], threads: usize) {
+/// Feeds `batch` and the data accesses among its branches through `front`
+/// to `backs`, chunk by chunk, on up to `threads` threads (each taking a
+/// contiguous share of the backs).
+fn feed_group(
+    front: &mut Front,
+    backs: &mut [&mut Back],
+    batch: &[BranchEvent],
+    mut accesses: &[MemoryAccess],
+    threads: usize,
+) {
     let mut rest = batch;
     while !rest.is_empty() {
-        let (taken, closed) = front.run(rest);
+        let base = batch.len() - rest.len();
+        let (taken, closed) = front.run(rest, &mut accesses, base);
         let (steps, paths) = (front.steps(), front.paths());
         let threads = threads.min(backs.len());
         if threads <= 1 {
@@ -121,6 +136,8 @@ fn feed_group(front: &mut Front, backs: &mut [&mut Back], batch: &[BranchEvent],
         }
         rest = &rest[taken..];
     }
+    // Those after the last branch: their misses go to the next batch's first.
+    front.accesses_before(&mut accesses, usize::MAX);
 }
 
 fn result(config: &SimConfig, front: &Front, back: &Back) -> SimResult {
@@ -220,9 +237,15 @@ impl Sweep {
 
     /// Feeds `batch` to every configuration.
     pub fn feed(&mut self, batch: &[BranchEvent]) {
+        self.feed_with_accesses(batch, &[]);
+    }
+
+    /// Feeds `batch` and the data accesses among its branches (in order of
+    /// [`MemoryAccess::at`]) to every configuration.
+    pub fn feed_with_accesses(&mut self, batch: &[BranchEvent], accesses: &[MemoryAccess]) {
         for g in &mut self.groups {
             let mut backs: Vec<&mut Back> = g.backs.iter_mut().collect();
-            feed_group(&mut g.front, &mut backs, batch, self.threads);
+            feed_group(&mut g.front, &mut backs, batch, accesses, self.threads);
         }
     }
 

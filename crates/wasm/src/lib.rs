@@ -44,7 +44,8 @@ pub use module::{
 };
 pub use rewrite::{
     counter_layout, hollow, instrument, instrument_checked, instrument_into, instrument_module,
-    read_counters, read_header, BodyValidators, CodeMap, CounterHeader, CounterIdentity,
-    CounterLayout, FunctionLayout, Holes, Hollowed, Instrumented, Instrumenter, OutputCheck,
-    Scanned, TraceMode, Written, COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
+    read_counters, read_header, trace_accesses, BodyValidators, CodeMap, CounterHeader,
+    CounterIdentity, CounterLayout, FunctionLayout, Holes, Hollowed, Instrumented, Instrumenter,
+    OutputCheck, Scanned, TraceMode, Written, ACCESS_LOAD, ACCESS_STORE, COUNTERS_EXPORT,
+    LAYOUT_VERSION, PEEL_MAX_BYTES,
 };

@@ -28,6 +28,9 @@ pub struct Counts {
     pub self_loops: BTreeMap<(u32, u32), u64>,
     /// (function, edge) -> times crossed
     pub edges: BTreeMap<(u32, u32), u64>,
+    /// Per path, the sum of the weights [`PathCounter::weigh`] gave its
+    /// executions (absent when it gave none).
+    pub weights: BTreeMap<PathKey, u64>,
 }
 
 /// A function's CFG as the oracle needs it.
@@ -104,6 +107,8 @@ struct Activation {
     blocks: Vec<u32>,
     /// Wasm frames on the stack when the activation ran (0: not known).
     depth: u32,
+    /// What [`PathCounter::weigh`] gave the path in flight.
+    weight: u64,
 }
 
 /// Recomputes all counts from a trace of `(function index, edge index)`.
@@ -139,6 +144,14 @@ pub struct PathCounter {
 }
 
 impl PathCounter {
+    /// Adds `w` to the weight of the path in flight in the activation on
+    /// top of the stack (nothing when none is live).
+    pub fn weigh(&mut self, w: u64) {
+        if let Some(top) = self.stack.last_mut() {
+            top.weight += w;
+        }
+    }
+
     /// Crossing edge `e` of function `f`, with the wasm frames on the stack
     /// when that is known ([`count_at_depths`]).
     pub fn event(&mut self, graphs: &BTreeMap<u32, FuncGraph>, f: u32, e: u32, depth: Option<u32>) {
@@ -168,6 +181,9 @@ impl PathCounter {
                 kind: format!("{}->{end}", a.start),
                 blocks: a.blocks.clone(),
             };
+            if a.weight > 0 {
+                *c.weights.entry(key.clone()).or_insert(0) += a.weight;
+            }
             *c.paths.entry(key).or_insert(0) += 1;
         };
         if src == Cfg::ENTRY {
@@ -180,11 +196,13 @@ impl PathCounter {
                         start: "handler",
                         blocks: Vec::new(),
                         depth,
+                        weight: 0,
                     });
                 }
                 let top = stack.last_mut().unwrap();
                 top.start = "handler";
                 top.blocks = Vec::new();
+                top.weight = 0;
                 if dst == Cfg::EXIT {
                     // A catch clause that targets the function's own label.
                     finish(c, top, "exit");
@@ -198,6 +216,7 @@ impl PathCounter {
                     start: "entry",
                     blocks: vec![dst.index() as u32],
                     depth,
+                    weight: 0,
                 });
             }
             return;
@@ -226,6 +245,7 @@ impl PathCounter {
                 "cut"
             };
             top.blocks = vec![dst.index() as u32];
+            top.weight = 0;
         } else if dst == Cfg::EXIT {
             finish(c, top, "exit");
             stack.pop();

@@ -128,6 +128,18 @@ fn mispredictions_metric() {
     assert_eq!((p.branches, p.mispredictions), (2, 2));
 }
 
+/// The L1 misses of `l1_misses_join_the_next_branch`'s accesses, per path
+/// of `stream`: P1 (100, two branches) gets the cold miss at 0 (the store
+/// to 0 hits), P3 (100, one branch) the misses at 32768 and at 0 again,
+/// which 32768 evicted from the direct-mapped L1.
+fn l1_misses_by_path() -> Vec<(PathDescriptor, u64)> {
+    vec![
+        (path(100, 1, 0), 2),
+        (path(100, 2, 0b11), 1),
+        (path(200, 0, 0), 0),
+    ]
+}
+
 #[test]
 fn l1_misses_join_the_next_branch() {
     // Before branch 2 (P1): 0 miss, 0 hit. Before branch 5 (P3): 32768
@@ -146,16 +158,39 @@ fn l1_misses_join_the_next_branch() {
     s.memory_access(0, false);
     s.feed(&st[4..]);
     let r = s.result();
-    let want = vec![
-        (path(100, 1, 0), 2),
-        (path(100, 2, 0b11), 1),
-        (path(200, 0, 0), 0),
-    ];
-    assert_eq!(weights(&r.exact_profile), want);
+    assert_eq!(weights(&r.exact_profile), l1_misses_by_path());
     assert_eq!(
         (r.caches.accesses, r.caches.l1_misses, r.caches.l2_misses),
         (4, 3, 2)
     );
+}
+
+#[test]
+fn accesses_placed_in_a_batch_join_the_branch_after_them() {
+    // The accesses of `l1_misses_join_the_next_branch`, in one batch: two
+    // after branch 1, two after branch 4; the same misses, the same paths.
+    let at = |at, addr, store| MemoryAccess { at, addr, store };
+    let accesses = [
+        at(1, 0, false),
+        at(1, 0, true),
+        at(4, 32768, false),
+        at(4, 0, false),
+    ];
+    let config = SimConfig {
+        metric: Metric::L1Misses,
+        ..SimConfig::default()
+    };
+    let mut s = Simulator::new(config.clone()).expect("valid");
+    s.feed_with_accesses(&stream(), &accesses);
+    let r = s.result();
+    assert_eq!(weights(&r.exact_profile), l1_misses_by_path());
+    assert_eq!((r.caches.accesses, r.caches.l1_misses), (4, 3));
+    // After the last branch: counted by the cache, joining no path yet.
+    let mut sweep = Sweep::new([config]).expect("valid");
+    sweep.feed_with_accesses(&stream()[..4], &[at(4, 64, false)]);
+    let r = &sweep.results()[0];
+    assert_eq!((r.caches.accesses, r.caches.l1_misses), (1, 1));
+    assert!(r.exact_profile.iter().all(|p| p.weight == 0));
 }
 
 #[test]

@@ -35,6 +35,7 @@
 //! as branch hints) are dropped, as the offsets no longer hold; DWARF
 //! sections are kept as they are and go stale.
 
+pub mod accesses;
 mod assemble;
 mod body;
 mod hollow;
@@ -50,6 +51,7 @@ pub use layout::{
     COUNTERS_EXPORT, HEADER_BYTES, LAYOUT_VERSION, MAGIC, MAX_PROBES,
 };
 
+pub use accesses::{trace_accesses, ACCESS_LOAD, ACCESS_STORE};
 pub use hollow::{hollow, Holes, Hollowed};
 pub use peel::PEEL_MAX_BYTES;
 pub use stream::{BodyValidators, Instrumenter, OutputCheck, Scanned};

@@ -75,14 +75,25 @@ impl TraceBuffer {
     /// `flush` when the buffer fills (see the module documentation).
     pub fn emit(&self, sink: &mut InstructionSink<'_>, flush: u32, func: u32, edge: u32) {
         let record = (u64::from(edge) << 32) | u64::from(func);
-        let at = MemArg {
-            offset: 0,
-            align: 3,
-            memory_index: self.memory,
-        };
+        let at = self.record_at();
         sink.global_get(self.pos)
             .i64_const(record as i64)
             .i64_store(at);
+        self.advance(sink, flush);
+    }
+
+    /// The record's memory argument: 8-byte aligned, in the trace memory.
+    pub fn record_at(&self) -> MemArg {
+        MemArg {
+            offset: 0,
+            align: 3,
+            memory_index: self.memory,
+        }
+    }
+
+    /// Moves past the record just stored, flushing through `flush` when
+    /// the buffer is full.
+    pub fn advance(&self, sink: &mut InstructionSink<'_>, flush: u32) {
         sink.global_get(self.pos)
             .i32_const(TRACE_RECORD_BYTES as i32)
             .i32_add()
