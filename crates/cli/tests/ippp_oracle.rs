@@ -24,8 +24,9 @@ use common::segments::{ids, module, record, spell, spelt, wat_modules, Module, S
 use pathprof::driver::{self, Technique};
 use pathprof::ippp::IpppOptions;
 use pathprof_graph::interproc::Callee;
+use pathprof_graph::interproc::FuncId;
 use pathprof_graph::ippp::{Ips, SubpathEnd};
-use pathprof_graph::testing::ippp::{ips, ips_cut, marks, wpp};
+use pathprof_graph::testing::ippp::{edge_marks, ips, ips_truncated, marks, wpp, Truncation};
 use pathprof_profile::segments::SegmentCount;
 use pathprof_techniques::ppp::Policy;
 use pathprof_wasm::supergraph::events;
@@ -59,6 +60,31 @@ struct Covered {
     untested: usize,
     through_indirect: usize,
     too_many_paths: usize,
+    truncated: u64,
+    truncated_starts: usize,
+}
+
+/// The oracle's segments of a run cut where the instrumentation cuts them:
+/// at calls into contexts no interesting segment enters, and below the
+/// start functions the profile says were truncated, at edges no
+/// interesting segment takes in that context (those returned apart).
+fn cut(
+    subpaths: &[pathprof_graph::testing::ippp::Done],
+    k: usize,
+    kept: &BTreeSet<Spelt>,
+    sp: &pathprof_profile::segments::SegmentProfile,
+) -> (BTreeMap<Spelt, u64>, BTreeMap<Spelt, u64>) {
+    let summary = sp.ippp.as_ref().expect("an IPPP summary");
+    let kept_edges = edge_marks(kept);
+    let truncation = Truncation {
+        starts: summary
+            .truncated_starts
+            .iter()
+            .map(|&f| FuncId::new((f - sp.num_imported_funcs) as usize))
+            .collect(),
+        kept: &kept_edges,
+    };
+    ips_truncated(subpaths, k, Some(&marks(kept)), Some(&truncation))
 }
 
 /// A run of the uninstrumented program: its output and its subpaths.
@@ -164,12 +190,17 @@ fn check_run(
         );
     }
     let kept_set: BTreeSet<Spelt> = kept.iter().cloned().collect();
-    let want = ips_cut(&o.subpaths, k, Some(&marks(&kept_set)));
+    let (want, truncated) = cut(&o.subpaths, k, &kept_set, sp);
     let mut got: BTreeMap<Spelt, u64> = got_interesting.clone();
     let untested = spelt(num, &summary.untested);
     assert_eq!(
+        summary.truncated,
+        truncated.values().sum::<u64>(),
+        "{at}: truncated segments"
+    );
+    assert_eq!(
         summary.uninteresting,
-        untested.values().sum::<u64>(),
+        untested.values().sum::<u64>() + summary.truncated,
         "{at}"
     );
     for (s, c) in untested {
@@ -184,6 +215,8 @@ fn check_run(
         want.values().sum::<u64>()
     );
     covered.runs += 1;
+    covered.truncated += summary.truncated;
+    covered.truncated_starts += summary.truncated_starts.len();
     covered.interesting_counted += got_interesting.len();
     covered.untested += summary.untested.len();
     covered.through_indirect += indirect.len();
@@ -214,8 +247,8 @@ fn c_programs_count_their_interesting_segments_exactly() {
         }
     }
     eprintln!(
-        "{} runs: {} interesting segments counted, {} others, {} through indirect calls, {} left out (too many paths)",
-        covered.runs, covered.interesting_counted, covered.untested, covered.through_indirect, covered.too_many_paths
+        "{} runs: {} interesting segments counted, {} others, {} through indirect calls, {} left out (too many paths), {} truncated below {} truncated start functions",
+        covered.runs, covered.interesting_counted, covered.untested, covered.through_indirect, covered.too_many_paths, covered.truncated, covered.truncated_starts
     );
     assert!(covered.runs >= 180, "only {} runs checked", covered.runs);
     assert!(covered.interesting_counted > 1000);
@@ -224,6 +257,7 @@ fn c_programs_count_their_interesting_segments_exactly() {
         covered.through_indirect > 0,
         "no segment through an indirect call"
     );
+    assert!(covered.truncated > 0, "no segment was truncated");
 }
 
 #[test]
@@ -270,7 +304,8 @@ fn residual_of_a_field_build_is_the_oracles_untested_segments() {
         let (_, profile) = programs::profiled_run(&engine, &bytes, Technique::Ippp, &opts, &field);
         let sp = profile.segments.as_ref().unwrap();
         let kept: BTreeSet<Spelt> = sp.segments.iter().map(|s| spell(num, s)).collect();
-        let cut = ips_cut(&o.subpaths, k, Some(&marks(&kept)));
+        let (cut, truncated) = cut(&o.subpaths, k, &kept, sp);
+        let truncated: u64 = truncated.values().sum();
         let untested: BTreeMap<&Spelt, u64> = cut
             .iter()
             .filter(|(s, _)| !kept.contains(*s))
@@ -287,10 +322,14 @@ fn residual_of_a_field_build_is_the_oracles_untested_segments() {
         assert_eq!(s.k, k as u32);
         assert_eq!(s.field_segments, cut.len(), "k={k}");
         assert_eq!(s.untested_segments, untested.len(), "k={k}");
-        assert_eq!(s.field_executions, cut.values().sum::<u64>(), "k={k}");
+        assert_eq!(
+            s.field_executions,
+            cut.values().sum::<u64>() + truncated,
+            "k={k}"
+        );
         assert_eq!(
             s.untested_executions,
-            untested.values().sum::<u64>(),
+            untested.values().sum::<u64>() + truncated,
             "k={k}"
         );
         let mut counts: Vec<u64> = r.untested.iter().map(|row| row.count).collect();

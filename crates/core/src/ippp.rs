@@ -15,7 +15,10 @@ use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Context, Result};
 use pathprof_graph::interproc::{FuncId, Supergraph};
-use pathprof_graph::ippp::{expand_all_fitting, Expanded, Ippp, Ips, SubpathNumbering};
+use pathprof_graph::ippp::{
+    expand_all_fitting, expand_all_truncated, Expanded, Ippp, Ips, SubpathNumbering,
+};
+use pathprof_graph::GraphError;
 use pathprof_profile::segments::{IpppSummary, SegmentCount, SegmentProfile, SubpathStep};
 use pathprof_profile::{Mode, Profile};
 use pathprof_techniques::ippp::{self as technique, Layout, Policy};
@@ -59,6 +62,10 @@ pub struct IpppMeta {
     /// Interesting segments left out because a function they enter would
     /// appear in more contexts than its registers hold.
     pub too_many_contexts: u64,
+    /// The start functions (module indices) whose expanded graphs were
+    /// truncated (3.4.4 step 5).
+    #[serde(default)]
+    pub truncated_starts: Vec<u32>,
     /// The supergraph, truncated where the subpaths needed it.
     pub supergraph: Supergraph,
     pub num_imported_funcs: u32,
@@ -131,15 +138,15 @@ struct Planned {
 }
 
 /// Plans for the interesting segments, all of them, as `collect` does.
-fn planned(
-    num: SubpathNumbering,
-    k: usize,
-    interesting: &[Ips],
-    num_imported_funcs: u32,
-) -> Result<Planned> {
-    let expanded = Ippp::new(&num, k, interesting)
-        .map_err(|e| anyhow!("numbering the interesting segments: {e}"))?
-        .expanded;
+fn planned(num: SubpathNumbering, meta: &IpppMeta) -> Result<Planned> {
+    let (k, num_imported_funcs) = (meta.k, meta.num_imported_funcs);
+    let truncated: Vec<FuncId> = meta
+        .truncated_starts
+        .iter()
+        .map(|&f| FuncId::new(f.saturating_sub(num_imported_funcs) as usize))
+        .collect();
+    let expanded = expand_all_truncated(&num, k, &meta.interesting, &truncated)
+        .map_err(|e| anyhow!("numbering the interesting segments: {e}"))?;
     let layout = Layout::new(&num, &expanded, k, num_imported_funcs)?;
     Ok(Planned {
         num,
@@ -236,6 +243,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         through_indirect,
         too_many_paths,
         too_many_contexts,
+        truncated_starts: truncated_starts(&p.expanded, msg.num_imported_funcs),
         supergraph: msg.supergraph.clone(),
         num_imported_funcs: msg.num_imported_funcs,
     };
@@ -269,6 +277,14 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     )
 }
 
+/// The module indices of the functions whose expanded graphs `x` are truncated.
+fn truncated_starts(x: &[Expanded], num_imported_funcs: u32) -> Vec<u32> {
+    (0..x.len() as u32)
+        .filter(|&f| x[f as usize].truncated())
+        .map(|f| num_imported_funcs + f)
+        .collect()
+}
+
 /// Reads the [`IPPP_SECTION`] of an instrumented module, if it has one.
 pub fn read_meta(instrumented: &[u8]) -> Result<Option<IpppMeta>> {
     let Some(bytes) = pathprof_wasm::custom_section(instrumented, IPPP_SECTION)? else {
@@ -284,7 +300,7 @@ pub fn read_meta(instrumented: &[u8]) -> Result<Option<IpppMeta>> {
 pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profile) -> Result<()> {
     let num = SubpathNumbering::new(&meta.supergraph)
         .map_err(|e| anyhow!("corrupt {IPPP_SECTION} section: {e}"))?;
-    let p = planned(num, meta.k, &meta.interesting, meta.num_imported_funcs)?;
+    let p = planned(num, meta)?;
     let ip = Ippp {
         subpaths: &p.num,
         k: meta.k,
@@ -293,7 +309,7 @@ pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profil
     let mut interesting: BTreeMap<Ips, u64> =
         meta.interesting.iter().map(|i| (i.clone(), 0)).collect();
     let mut untested: BTreeMap<Ips, u64> = BTreeMap::new();
-    let (mut uninteresting, mut lost) = (0u64, 0u64);
+    let (mut uninteresting, mut lost, mut truncated) = (0u64, 0u64, 0u64);
     for (func_index, r) in raw {
         let f = func_index
             .checked_sub(meta.num_imported_funcs)
@@ -305,17 +321,20 @@ pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profil
         uninteresting = uninteresting.saturating_add(r.slots.first().copied().unwrap_or(0));
         let x = &p.expanded[f.index()];
         for &(bl, count) in &r.paths {
-            let ips = match x.ball_larus.iter().position(|&b| b == bl) {
-                Some(i) => {
-                    let c = interesting.get_mut(&x.interesting[i]).expect("listed");
-                    *c = c.saturating_add(count);
-                    continue;
-                }
-                None => ip.decode_ball_larus(f, bl).map_err(|e| {
-                    anyhow!("corrupt counters: segment {bl} of function {func_index}: {e}")
-                })?,
+            let corrupt = |e: GraphError| {
+                anyhow!("corrupt counters: segment {bl} of function {func_index}: {e}")
             };
+            if let Some(i) = x.ball_larus.iter().position(|&b| b == bl) {
+                let c = interesting.get_mut(&x.interesting[i]).expect("listed");
+                *c = c.saturating_add(count);
+                continue;
+            }
             uninteresting = uninteresting.saturating_add(count);
+            if x.ends_cut(bl).map_err(corrupt)? {
+                truncated = truncated.saturating_add(count);
+                continue;
+            }
+            let ips = ip.decode_ball_larus(f, bl).map_err(corrupt)?;
             let c = untested.entry(ips).or_insert(0);
             *c = c.saturating_add(count);
         }
@@ -326,6 +345,8 @@ pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profil
         through_indirect: meta.through_indirect,
         too_many_paths: meta.too_many_paths,
         too_many_contexts: meta.too_many_contexts,
+        truncated_starts: meta.truncated_starts.clone(),
+        truncated,
         policy: meta.policy.clone(),
         uninteresting,
         untested: untested.into_iter().map(spell).collect::<Result<_>>()?,

@@ -96,10 +96,12 @@ pub fn residual(
         .collect();
     let counts: BTreeMap<SegmentKey, u64> = ran.iter().map(|s| (s.key(), s.count)).collect();
     let r = Residual::new(&tested_set, &counts);
-    // Under `count`, the untested segments were counted, not listed.
-    let counted = field_build
-        .filter(|ip| ip.policy == "count")
-        .map_or(0, |ip| ip.uninteresting);
+    // Under `count`, the untested segments were counted, not listed; under
+    // `record`, those truncated were (their identity was not followed).
+    let counted = field_build.map_or(0, |ip| match ip.policy.as_str() {
+        "count" => ip.uninteresting,
+        _ => ip.truncated,
+    });
     let total = r.field_flow.saturating_add(counted);
     let mut untested: Vec<SegmentRow> = ran
         .iter()

@@ -100,6 +100,14 @@ pub fn render(profile: &Profile, rows: &[SegmentRow], top: usize) -> String {
                     String::new()
                 }
             );
+            if !ip.truncated_starts.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "truncated (3.4.4 step 5) below {} start function(s): {} executions of others ended at an edge no interesting segment takes",
+                    ip.truncated_starts.len(),
+                    ip.truncated
+                );
+            }
             if ip.through_indirect + ip.too_many_paths + ip.too_many_contexts > 0 {
                 let _ = writeln!(
                     s,

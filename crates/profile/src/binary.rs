@@ -28,8 +28,10 @@ use crate::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
 /// transfer that mangles binary files, as PNG's signature does.
 pub const MAGIC: &[u8; 8] = b"\x89PPROF\r\n";
 
+/// `S`: the layout of the IPPP summary ([`IpppSummaryV1`] for profiles
+/// written before it had the truncation fields).
 #[derive(Serialize, Deserialize)]
-struct Wire {
+struct Wire<S = IpppSummary> {
     version: u32,
     module_hash: String,
     mode: Mode,
@@ -41,18 +43,69 @@ struct Wire {
     skipped: Vec<Skipped>,
     functions: Vec<WireFunction>,
     interproc: Option<WireInterproc>,
-    segments: Option<WireSegments>,
+    segments: Option<WireSegments<S>>,
     intra_context: Option<IntraContextProfile>,
 }
 
 /// [`SegmentProfile`] with every field written: postcard cannot skip one.
 #[derive(Serialize, Deserialize)]
-struct WireSegments {
+struct WireSegments<S = IpppSummary> {
     k: u32,
     num_imported_funcs: u32,
     segments: Vec<SegmentCount>,
     subpaths: u64,
-    ippp: Option<IpppSummary>,
+    ippp: Option<S>,
+}
+
+/// [`IpppSummary`] as binary profiles of version 1 wrote it before the
+/// expanded graphs were truncated (2026-11-26): read, never written.
+#[derive(Serialize, Deserialize)]
+struct IpppSummaryV1 {
+    interesting: u64,
+    through_indirect: u64,
+    too_many_paths: u64,
+    too_many_contexts: u64,
+    policy: String,
+    uninteresting: u64,
+    untested: Vec<SegmentCount>,
+    lost: u64,
+}
+
+impl Wire<IpppSummaryV1> {
+    fn upgrade(self) -> Wire {
+        let segments = self.segments.map(|s| WireSegments {
+            k: s.k,
+            num_imported_funcs: s.num_imported_funcs,
+            segments: s.segments,
+            subpaths: s.subpaths,
+            ippp: s.ippp.map(|i| IpppSummary {
+                interesting: i.interesting,
+                through_indirect: i.through_indirect,
+                too_many_paths: i.too_many_paths,
+                too_many_contexts: i.too_many_contexts,
+                truncated_starts: Vec::new(),
+                truncated: 0,
+                policy: i.policy,
+                uninteresting: i.uninteresting,
+                untested: i.untested,
+                lost: i.lost,
+            }),
+        });
+        Wire {
+            version: self.version,
+            module_hash: self.module_hash,
+            mode: self.mode,
+            runs: self.runs,
+            abrupt_runs: self.abrupt_runs,
+            sources: self.sources,
+            edge_kinds: self.edge_kinds,
+            skipped: self.skipped,
+            functions: self.functions,
+            interproc: self.interproc,
+            segments,
+            intra_context: self.intra_context,
+        }
+    }
 }
 
 impl From<SegmentProfile> for WireSegments {
@@ -328,10 +381,19 @@ pub fn version(bytes: &[u8]) -> Option<u32> {
 /// caller names the file.
 pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
     let bytes = bytes.strip_prefix(MAGIC).ok_or("no binary profile magic")?;
-    let wire: Wire = match postcard::take_from_bytes::<Wire>(bytes) {
+    let current = postcard::take_from_bytes::<Wire>(bytes);
+    let wire: Wire = match current {
         Ok((wire, [])) => wire,
-        Ok(_) => return Err("bytes after the end of the profile".into()),
-        Err(e) => return Err(format!("corrupt binary profile: {e}")),
+        // An IPPP profile of the older layout?
+        _ => match postcard::take_from_bytes::<Wire<IpppSummaryV1>>(bytes) {
+            Ok((old, [])) if old.segments.as_ref().is_some_and(|s| s.ippp.is_some()) => {
+                old.upgrade()
+            }
+            _ => match current {
+                Ok(_) => return Err("bytes after the end of the profile".into()),
+                Err(e) => return Err(format!("corrupt binary profile: {e}")),
+            },
+        },
     };
     let functions = wire
         .functions
@@ -611,4 +673,80 @@ fn decode_data(d: WireData, edges: &[Edge], nodes: usize) -> Result<FunctionData
             edge_counts,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPPP profile written before the summary had the truncation
+    /// fields still reads, with none truncated.
+    #[test]
+    fn an_ippp_profile_of_the_older_layout_reads() {
+        let step = |count| SegmentCount {
+            steps: Vec::new(),
+            count,
+        };
+        let old: Wire<IpppSummaryV1> = Wire {
+            version: crate::FORMAT_VERSION,
+            module_hash: "ab".into(),
+            mode: Mode::Segments,
+            runs: 1,
+            abrupt_runs: 0,
+            sources: Vec::new(),
+            edge_kinds: Vec::new(),
+            skipped: Vec::new(),
+            functions: Vec::new(),
+            interproc: None,
+            segments: Some(WireSegments {
+                k: 2,
+                num_imported_funcs: 3,
+                segments: vec![step(7)],
+                subpaths: 0,
+                ippp: Some(IpppSummaryV1 {
+                    interesting: 1,
+                    through_indirect: 2,
+                    too_many_paths: 3,
+                    too_many_contexts: 4,
+                    policy: "record".into(),
+                    uninteresting: 5,
+                    untested: vec![step(5)],
+                    lost: 6,
+                }),
+            }),
+            intra_context: None,
+        };
+        let bytes = postcard::to_extend(&old, MAGIC.to_vec()).unwrap();
+        let p = decode(&bytes).unwrap();
+        let s = p.segments.expect("segments");
+        assert_eq!((s.k, s.num_imported_funcs, s.segments.len()), (2, 3, 1));
+        let i = s.ippp.expect("the summary");
+        assert_eq!(
+            (
+                i.interesting,
+                i.through_indirect,
+                i.too_many_paths,
+                i.too_many_contexts
+            ),
+            (1, 2, 3, 4)
+        );
+        assert_eq!((i.uninteresting, i.lost, i.truncated), (5, 6, 0));
+        assert_eq!((i.policy.as_str(), i.untested.len()), ("record", 1));
+        assert!(i.truncated_starts.is_empty());
+        // The current layout round-trips.
+        let mut q = Profile::new("ab".into(), Mode::Segments);
+        q.segments = Some(Box::new(SegmentProfile {
+            k: 2,
+            num_imported_funcs: 3,
+            segments: vec![step(7)],
+            subpaths: 0,
+            ippp: Some(IpppSummary {
+                truncated_starts: vec![9],
+                truncated: 4,
+                ..i.clone()
+            }),
+        }));
+        let i2 = decode(&encode(&q)).unwrap().segments.unwrap().ippp.unwrap();
+        assert_eq!((i2.truncated_starts, i2.truncated), (vec![9], 4));
+    }
 }

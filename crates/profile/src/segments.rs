@@ -47,10 +47,20 @@ pub struct IpppSummary {
     /// would appear in more contexts than its registers hold (the
     /// coldest left out first).
     pub too_many_contexts: u64,
+    /// The start functions (module indices) whose expanded graphs were
+    /// truncated: there a segment no interesting one extends may end at a
+    /// cut edge (Vaswani 3.4.4 step 5).
+    #[serde(default)]
+    pub truncated_starts: Vec<u32>,
+    /// Under `record`: how many of the segments that are not interesting
+    /// ended at a cut edge (counted in `uninteresting`, not in `untested`,
+    /// as the rest of them was not followed).
+    #[serde(default)]
+    pub truncated: u64,
     /// What happened to the others: `record`, `count` or `ignore`.
     pub policy: String,
     /// How many segments that are not interesting closed (`record` and
-    /// `count`).
+    /// `count`), truncated ones included.
     pub uninteresting: u64,
     /// Under `record`: the segments that are not interesting, each as
     /// far as the instrumentation followed it (up to the call where no

@@ -30,7 +30,9 @@
 //!   none); open `h`'s own list on the stack region if `h` starts segments
 //!   that go into calls (its *frame*: a member per such call site, plus one);
 //! - an edge: every accumulator adds its copy's increments (3.4.5's
-//!   per-context increments, here per copy);
+//!   per-context increments, here per copy); a group in a copy that cuts
+//!   the edge (a truncated expanded graph, 3.4.4 step 5) is classified
+//!   there and emptied, its segments truncated;
 //! - a backedge (or a truncated edge): every group adds its copy's dummy
 //!   `w -> EXIT` and is *classified* (each member checked as 3.2.3 checks a
 //!   path) and emptied; the root restarts along `ENTRY -> v`;
@@ -381,7 +383,9 @@ impl Planner<'_> {
         (bl as i64, ppp)
     }
 
-    /// Every accumulator adds its copy's increments of DAG edge `d`.
+    /// Every accumulator adds its copy's increments of DAG edge `d`; a
+    /// group in a copy that cuts `d` (truncation) is classified there and
+    /// emptied: its segments end, truncated.
     fn advance(&self, d: pathprof_graph::DagEdgeId, out: &mut Vec<Action>) {
         let (bl, ppp) = self.inc((self.h, 0), d);
         add(out, ACC.0, bl);
@@ -389,6 +393,10 @@ impl Planner<'_> {
         let mut copies = vec![];
         for g in self.groups.iter().filter(|g| g.len != LEN0) {
             let (bl, ppp) = self.inc((g.root, g.copy), d);
+            if self.expanded(g.root).is_cut(g.copy, d) {
+                self.close(g, (bl, ppp), &mut copies);
+                continue;
+            }
             add(&mut copies, g.acc.0, bl);
             add(&mut copies, g.acc.1, ppp);
         }

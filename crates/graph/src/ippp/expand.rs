@@ -22,10 +22,22 @@
 //! context (here per copy: [`Expanded::increment`]) and the caller passes
 //! the copy it is in; [`crate::ippp::walk`] runs so.
 //!
+//! Truncation (3.4.4 step 5: "ensure that edges traversed by IPSs ... are
+//! not truncated"): when the expanded graph has more paths than 64 bits
+//! number, [`expand_all_fitting`] builds it again with every edge of a
+//! callee's copy that no interesting IPS takes in that copy *cut*: it goes
+//! to the graph's EXIT instead of on ([`Expanded::is_cut`]). An IPS that
+//! takes a cut edge ends there, counted as *truncated*; the interesting
+//! ones never do, so they stay exact.
+//!
 //! Departures from the thesis:
-//! - The expanded graph is not truncated (3.4.4 step 5 truncates only off
-//!   the interesting IPS): too many paths is an error,
-//!   [`GraphError::TooManyPaths`].
+//! - Truncation cuts only in callee copies, never in the start function's
+//!   own (root) copy, whose paths are those of intraprocedural profiling;
+//!   and a truncated IPS is not restarted after the cut (Ball-Larus
+//!   truncation would start a new path there): the rest of it, which no
+//!   interesting IPS can be, is not followed. Where even the truncated
+//!   graph has too many paths, interesting IPS are left out, hottest kept
+//!   first.
 //! - PPP is [`crate::ppp::choose`]: Fig. 3.10, or Ball-Larus where that is
 //!   more compact.
 
@@ -92,6 +104,9 @@ pub struct Expanded {
     /// PPP id to the interesting IPS with that id (its index), as the
     /// instrumented program's path array holds it.
     pub table: BTreeMap<i64, usize>,
+    /// Per edge of `dag`: it is cut (truncation, step 5), going to EXIT in
+    /// place of its call-cut DAG edge's end.
+    pub cut: Vec<bool>,
 }
 
 impl Expanded {
@@ -101,6 +116,29 @@ impl Expanded {
     pub fn increment(&self, copy: usize, d: DagEdgeId) -> Option<(u64, i64)> {
         let x = (*self.copies.get(copy)?.edge_of.get(d.index())?)?;
         Some(self.of(x))
+    }
+
+    /// Whether edge `d` of copy `copy`'s call-cut DAG is cut there.
+    pub fn is_cut(&self, copy: usize, d: DagEdgeId) -> bool {
+        self.copies
+            .get(copy)
+            .and_then(|c| *c.edge_of.get(d.index())?)
+            .is_some_and(|x| self.cut[x.index()])
+    }
+
+    /// Whether the graph was truncated.
+    pub fn truncated(&self) -> bool {
+        self.cut.contains(&true)
+    }
+
+    /// Whether the IPS with Ball-Larus id `bl` ends at a cut edge: it was
+    /// truncated, and [`Expanded::decode_ball_larus`] cannot spell it.
+    pub fn ends_cut(&self, bl: u64) -> Result<bool, GraphError> {
+        if !self.truncated() {
+            return Ok(false);
+        }
+        let path = regenerate(&self.dag, &self.numbering, bl)?;
+        Ok(path.last().is_some_and(|x| self.cut[x.index()]))
     }
 
     /// The increments of expanded-graph edge `x`.
@@ -127,6 +165,9 @@ impl Expanded {
         let mut out = Vec::new();
         let mut sum = 0u64;
         for x in regenerate(&self.dag, &self.numbering, bl)? {
+            if self.cut[x.index()] {
+                return Err(TRUNCATED);
+            }
             match self.origin[x.index()] {
                 Origin::Edge { copy, d } => {
                     let func = self.copies[copy].func;
@@ -179,6 +220,10 @@ const NOT_AN_IPS: GraphError = GraphError::InvalidNumbering {
     reason: "an interesting IPS is not a sequence of subpaths through calls and returns",
 };
 
+const TRUNCATED: GraphError = GraphError::InvalidNumbering {
+    reason: "the IPS was truncated at a cut edge: it has no subpaths to spell",
+};
+
 /// Builds and numbers the expanded graph of every function for the
 /// depth-`k` IPS `interesting` (each starts in the function of its first
 /// subpath).
@@ -186,6 +231,17 @@ pub fn expand_all(
     num: &SubpathNumbering,
     k: usize,
     interesting: &[Ips],
+) -> Result<Vec<Expanded>, GraphError> {
+    expand_all_truncated(num, k, interesting, &[])
+}
+
+/// As [`expand_all`], with the expanded graphs of the functions
+/// `truncated` truncated (as [`expand_all_fitting`] made them).
+pub fn expand_all_truncated(
+    num: &SubpathNumbering,
+    k: usize,
+    interesting: &[Ips],
+    truncated: &[FuncId],
 ) -> Result<Vec<Expanded>, GraphError> {
     let mut by_func: Vec<Vec<Ips>> = vec![Vec::new(); num.functions.len()];
     for ips in interesting {
@@ -201,20 +257,18 @@ pub fn expand_all(
         .map(|(f, mut list)| {
             list.sort();
             list.dedup();
-            Expanded::new(num, FuncId::new(f), k, list)
+            let f = FuncId::new(f);
+            Expanded::new(num, f, k, list, truncated.contains(&f))
         })
         .collect()
 }
 
-/// As [`expand_all`], leaving out of each function whose expanded graph
-/// would have more paths than 64 bits number (or PPP ids than `i64`
-/// holds) the interesting IPS that do not fit: taken in the order given,
-/// each is kept if the graph with it and those kept before still numbers.
+/// As [`expand_all`], truncating (3.4.4 step 5) each function's expanded
+/// graph that would have more paths than 64 bits number (or PPP ids than
+/// `i64` holds), and where even the truncated graph has too many, leaving
+/// out the interesting IPS that do not fit: taken in the order given, each
+/// is kept if the graph with it and those kept before still numbers.
 /// Returns the expanded graphs and the IPS kept, in the order given.
-///
-/// A departure from the thesis, whose step 5 truncates the expanded graph
-/// off the interesting IPS instead: here the graph stays whole, so an IPS
-/// left out is profiled as one that is not interesting.
 pub fn expand_all_fitting(
     num: &SubpathNumbering,
     k: usize,
@@ -228,37 +282,11 @@ pub fn expand_all_fitting(
             list.push(ips.clone());
         }
     }
-    let sorted = |list: &[Ips]| {
-        let mut list = list.to_vec();
-        list.sort();
-        list
-    };
     let mut graphs = Vec::with_capacity(by_func.len());
     let mut kept_all = Vec::new();
     for (f, list) in by_func.into_iter().enumerate() {
-        let f = FuncId::new(f);
-        match Expanded::new(num, f, k, sorted(&list)) {
-            Ok(x) => {
-                graphs.push(x);
-                kept_all.extend(list);
-                continue;
-            }
-            Err(GraphError::TooManyPaths) => {}
-            Err(e) => return Err(e),
-        }
-        let mut kept: Vec<Ips> = Vec::new();
-        let mut last = Expanded::new(num, f, k, Vec::new())?;
-        for ips in list {
-            kept.push(ips);
-            match Expanded::new(num, f, k, sorted(&kept)) {
-                Ok(x) => last = x,
-                Err(GraphError::TooManyPaths) => {
-                    kept.pop();
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        graphs.push(last);
+        let (x, kept) = fitting(num, FuncId::new(f), k, list)?;
+        graphs.push(x);
         kept_all.extend(kept);
     }
     let order: BTreeMap<&Ips, usize> = interesting
@@ -269,6 +297,41 @@ pub fn expand_all_fitting(
         .collect();
     kept_all.sort_by_key(|s| order[s]);
     Ok((graphs, kept_all))
+}
+
+/// Function `f`'s expanded graph for as many of `list` as fit: whole, else
+/// truncated, else truncated with those that fit (in order).
+fn fitting(
+    num: &SubpathNumbering,
+    f: FuncId,
+    k: usize,
+    list: Vec<Ips>,
+) -> Result<(Expanded, Vec<Ips>), GraphError> {
+    let sorted = |list: &[Ips]| {
+        let mut list = list.to_vec();
+        list.sort();
+        list
+    };
+    for truncate in [false, true] {
+        match Expanded::new(num, f, k, sorted(&list), truncate) {
+            Ok(x) => return Ok((x, list)),
+            Err(GraphError::TooManyPaths) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut kept: Vec<Ips> = Vec::new();
+    let mut last = Expanded::new(num, f, k, Vec::new(), true)?;
+    for ips in list {
+        kept.push(ips);
+        match Expanded::new(num, f, k, sorted(&kept), true) {
+            Ok(x) => last = x,
+            Err(GraphError::TooManyPaths) => {
+                kept.pop();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((last, kept))
 }
 
 /// How a subpath of an IPS moves the copy the IPS is in.
@@ -295,11 +358,14 @@ fn move_after(f: &FunctionSubpaths, ips: &Ips, j: usize, path: &[DagEdgeId]) -> 
 }
 
 impl Expanded {
+    /// With `truncate`, every edge of a callee's copy that no interesting
+    /// IPS takes in that copy is cut.
     fn new(
         num: &SubpathNumbering,
         func: FuncId,
         k: usize,
         interesting: Vec<Ips>,
+        truncate: bool,
     ) -> Result<Expanded, GraphError> {
         let mut copies = vec![new_copy(func, None, 0)];
         let mut decoded: Vec<Vec<Vec<DagEdgeId>>> = Vec::new();
@@ -331,13 +397,19 @@ impl Expanded {
         }
         let (mut edges, mut origin) = (Vec::new(), Vec::new());
         lay_out(num, &mut copies, &mut edges, &mut origin);
-        let dag = Dag::from_edges(2, &edges);
-        let numbering = number(&dag)?;
         let paths: Vec<Vec<DagEdgeId>> = interesting
             .iter()
             .zip(&decoded)
             .map(|(ips, d)| expanded_path(num, &copies, ips, d))
             .collect::<Result<_, _>>()?;
+        // Cutting moves edges' ends, never their ids: `paths` still holds.
+        let cut = if truncate {
+            cut_unmarked(num, &copies, &mut edges, &origin, &paths)
+        } else {
+            vec![false; edges.len()]
+        };
+        let dag = Dag::from_edges(2, &edges);
+        let numbering = number(&dag)?;
         let ball_larus = paths.iter().map(|p| numbering.path_sum(p)).collect();
         let ppp = choose(&dag, &numbering, &paths)?;
         let table = paths
@@ -355,8 +427,44 @@ impl Expanded {
             ball_larus,
             ppp,
             table,
+            cut,
         })
     }
+}
+
+/// Truncation (3.4.4 step 5): sends every edge of a non-root copy that
+/// no interesting path `paths` takes, and that does not go to EXIT
+/// already, to EXIT. Only edges of the function's CFG are cut, not the
+/// links the call split adds between a return site and the block's next
+/// call: a segment is cut where it leaves what interesting ones take in
+/// the program's own control flow. Returns which edges it cut.
+fn cut_unmarked(
+    num: &SubpathNumbering,
+    copies: &[ContextCopy],
+    edges: &mut [(NodeId, NodeId, DagEdgeKind)],
+    origin: &[Origin],
+    paths: &[Vec<DagEdgeId>],
+) -> Vec<bool> {
+    let mut marked = vec![false; edges.len()];
+    for x in paths.iter().flatten() {
+        marked[x.index()] = true;
+    }
+    let mut cut = vec![false; edges.len()];
+    for (x, edge) in edges.iter_mut().enumerate() {
+        let Origin::Edge { copy, d } = origin[x] else {
+            continue;
+        };
+        let f = &num.functions[copies[copy].func.index()];
+        let original = match f.dag.edge(d).kind {
+            DagEdgeKind::Real(e) => f.split.is_original(e),
+            _ => false,
+        };
+        if original && copies[copy].parent.is_some() && !marked[x] && edge.1 != Cfg::EXIT {
+            edge.1 = Cfg::EXIT;
+            cut[x] = true;
+        }
+    }
+    cut
 }
 
 fn new_copy(func: FuncId, parent: Option<(usize, usize)>, depth: usize) -> ContextCopy {

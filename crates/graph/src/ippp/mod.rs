@@ -77,7 +77,9 @@ pub mod segment;
 pub mod subpath;
 pub mod walk;
 
-pub use expand::{expand_all, expand_all_fitting, ContextCopy, Expanded, Origin};
+pub use expand::{
+    expand_all, expand_all_fitting, expand_all_truncated, ContextCopy, Expanded, Origin,
+};
 pub use residual::Residual;
 pub use segment::{ips_profile, Ips, IpsProfile, Segmenter, Step};
 pub use subpath::{Subpath, SubpathEnd, SubpathNumbering, SubpathRef, SubpathStart};

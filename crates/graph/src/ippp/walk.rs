@@ -14,6 +14,8 @@
 //!
 //! What happens where:
 //! - an edge: every register of the activation adds its copy's increments;
+//! - a cut edge of a truncated expanded graph (in a callee's copy): the
+//!   registers in that copy end there, *truncated*;
 //! - a backedge: the open registers add the copy's dummy `w -> EXIT` and
 //!   are *classified*; the root register, a subpath that is no IPS, starts
 //!   again at the copy's dummy `ENTRY -> v`;
@@ -54,6 +56,9 @@ pub struct IpppCounts {
     /// often an IPS that is not interesting closed (untested, in residual
     /// profiling); [`Ippp::decode_ball_larus`] spells it out.
     pub uninteresting: BTreeMap<(FuncId, u64), u64>,
+    /// Per start function: how many IPS ended at a cut edge of its
+    /// truncated expanded graph ([`Expanded::is_cut`]).
+    pub truncated: BTreeMap<FuncId, u64>,
 }
 
 /// A register pair in one copy of one expanded graph.
@@ -200,6 +205,23 @@ impl Walker<'_, '_> {
         r.ppp = r.ppp.wrapping_add(ppp);
     }
 
+    /// Every open register adds the increments of DAG edge `d`; those in a
+    /// copy that cuts it end there, truncated.
+    fn advance(&mut self, open: &mut Vec<Register>, d: DagEdgeId) -> Result<(), GraphError> {
+        let ip = self.ip;
+        let mut kept = Vec::with_capacity(open.len());
+        for mut r in std::mem::take(open) {
+            self.add(&mut r, d)?;
+            if ip.expanded[r.root.index()].is_cut(r.copy, d) {
+                *self.counts.truncated.entry(r.root).or_insert(0) += 1;
+            } else {
+                kept.push(r);
+            }
+        }
+        *open = kept;
+        Ok(())
+    }
+
     fn classify(&mut self, r: Register) {
         match self.ip.expanded[r.root.index()].lookup(r.ppp, r.bl) {
             Some(_) => *self.counts.interesting.entry((r.root, r.ppp)).or_insert(0) += 1,
@@ -274,9 +296,7 @@ impl Walker<'_, '_> {
         match f.roles[e.index()] {
             CutRole::Real(d) => {
                 self.add(&mut top.root, d)?;
-                for r in &mut top.open {
-                    self.add(r, d)?;
-                }
+                self.advance(&mut top.open, d)?;
             }
             CutRole::Cut { exit, entry } => {
                 for mut r in std::mem::take(&mut top.open) {
@@ -333,9 +353,7 @@ impl Walker<'_, '_> {
         if let Some(link) = f.split.link_after[at.index] {
             if let CutRole::Real(d) = f.roles[link.index()] {
                 self.add(&mut caller.root, d)?;
-                for r in &mut caller.open {
-                    self.add(r, d)?;
-                }
+                self.advance(&mut caller.open, d)?;
             }
             caller.node = f.split.cfg.dst(link);
         }

@@ -20,6 +20,8 @@ pub enum Next {
     Caller(Option<usize>),
     /// It ended at a backedge.
     Loop,
+    /// It was in flight when the run ended ([`wpp_unfinished`]).
+    Unfinished,
 }
 
 /// A subpath of the run: the activation that made it, its function, the
@@ -59,6 +61,17 @@ impl Act {
 /// The run's subpaths in order (the WPP). A subpath in flight at the end
 /// is left out.
 pub fn wpp(sg: &Supergraph, events: &[Event]) -> Vec<Done> {
+    cut_run(sg, events, false)
+}
+
+/// As [`wpp`], followed by the subpaths in flight when the run ended
+/// (outermost first), as far as they went: where a segment was
+/// truncated can be in one of them.
+pub fn wpp_unfinished(sg: &Supergraph, events: &[Event]) -> Vec<Done> {
+    cut_run(sg, events, true)
+}
+
+fn cut_run(sg: &Supergraph, events: &[Event], unfinished: bool) -> Vec<Done> {
     // Truncated edges (Ball-Larus 5.3) end a subpath as backedges do.
     let back = path_ends(sg);
     let starts = sg.site_starts();
@@ -102,6 +115,11 @@ pub fn wpp(sg: &Supergraph, events: &[Event]) -> Vec<Done> {
             Event::Throw { .. } | Event::TailCall { .. } => unreachable!("not generated"),
         }
     }
+    if unfinished {
+        for mut act in stack {
+            out.push(act.finish(SubpathEnd::Exit, Next::Unfinished));
+        }
+    }
     out
 }
 
@@ -142,9 +160,53 @@ pub fn marks(interesting: &BTreeSet<Spelt>) -> Marks {
     out
 }
 
+/// The CFG edges the IPS `interesting` take in each context below their
+/// start: (start function, context, edge).
+pub type EdgeMarks = BTreeSet<(FuncId, Vec<(usize, FuncId)>, crate::EdgeId)>;
+
+/// The [`EdgeMarks`] of `interesting`.
+pub fn edge_marks(interesting: &BTreeSet<Spelt>) -> EdgeMarks {
+    let mut out = EdgeMarks::new();
+    for ips in interesting {
+        let mut ctx = Vec::new();
+        for (j, (_, sub)) in ips.iter().enumerate() {
+            if !ctx.is_empty() {
+                out.extend(sub.edges.iter().map(|&e| (ips[0].0, ctx.clone(), e)));
+            }
+            match sub.end {
+                SubpathEnd::Call(i) if j + 1 < ips.len() => ctx.push((i, ips[j + 1].0)),
+                SubpathEnd::Exit => {
+                    ctx.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// Truncated expanded graphs: in a context below one of `starts`, an IPS
+/// that takes a CFG edge `kept` does not hold ends there.
+pub struct Truncation<'a> {
+    pub starts: BTreeSet<FuncId>,
+    pub kept: &'a EdgeMarks,
+}
+
 /// As [`ips`], but with `marks`, an IPS is also cut (closed) at a call
 /// into a context that is not marked.
 pub fn ips_cut(wpp: &[Done], k: usize, marks: Option<&Marks>) -> BTreeMap<Spelt, u64> {
+    ips_truncated(wpp, k, marks, None).0
+}
+
+/// As [`ips_cut`], and with `truncation`, an IPS below a truncated start
+/// function that takes an edge no interesting IPS takes in that context
+/// ends there: returned apart, spelt up to the subpath it ended in.
+pub fn ips_truncated(
+    wpp: &[Done],
+    k: usize,
+    marks: Option<&Marks>,
+    truncation: Option<&Truncation<'_>>,
+) -> (BTreeMap<Spelt, u64>, BTreeMap<Spelt, u64>) {
     // Per subpath, the next one of the same activation; per activation,
     // its first.
     let mut next_same = vec![None; wpp.len()];
@@ -156,7 +218,16 @@ pub fn ips_cut(wpp: &[Done], k: usize, marks: Option<&Marks>) -> BTreeMap<Spelt,
         }
         first.entry(d.activation).or_insert(j);
     }
-    let mut out = BTreeMap::new();
+    let (mut out, mut truncated) = (BTreeMap::new(), BTreeMap::new());
+    let cuts = |start: FuncId, ctx: &Vec<(usize, FuncId)>, sub: &Subpath| {
+        truncation.is_some_and(|t| {
+            t.starts.contains(&start)
+                && sub
+                    .edges
+                    .iter()
+                    .any(|&e| !t.kept.contains(&(start, ctx.clone(), e)))
+        })
+    };
     for (i, d) in wpp.iter().enumerate() {
         let Next::Callee(..) = d.next else { continue };
         let mut taken = vec![i];
@@ -167,7 +238,16 @@ pub fn ips_cut(wpp: &[Done], k: usize, marks: Option<&Marks>) -> BTreeMap<Spelt,
         let closed = loop {
             let at = *taken.last().expect("not empty");
             let cur = &wpp[at];
+            if depth > 0 && cuts(d.func, &ctx, &cur.subpath) {
+                let spelt = taken
+                    .iter()
+                    .map(|&j| (wpp[j].func, wpp[j].subpath.clone()))
+                    .collect();
+                *truncated.entry(spelt).or_insert(0) += 1;
+                break false;
+            }
             let next = match (cur.next, cur.subpath.end) {
+                (Next::Unfinished, _) => break false,
                 (Next::Callee(a, g), SubpathEnd::Call(i)) if depth < k => {
                     ctx.push((i, g));
                     if marks.is_some_and(|m| !m.contains(&(d.func, ctx.clone()))) {
@@ -197,5 +277,5 @@ pub fn ips_cut(wpp: &[Done], k: usize, marks: Option<&Marks>) -> BTreeMap<Spelt,
             *out.entry(spelt).or_insert(0) += 1;
         }
     }
-    out
+    (out, truncated)
 }

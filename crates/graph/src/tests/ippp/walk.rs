@@ -11,9 +11,11 @@ use proptest::prelude::*;
 use super::example::{program, run};
 use super::props::{arb_plain_supergraph, spell};
 use crate::interproc::{Event, FuncId, Supergraph};
-use crate::ippp::{ips_profile, Ippp, Ips, SubpathNumbering};
+use crate::ippp::{expand_all_truncated, ips_profile, Ippp, Ips, SubpathNumbering};
 use crate::testing::interproc::random_execution;
-use crate::testing::ippp::{ips, ips_cut, marks, wpp, Spelt};
+use crate::testing::ippp::{
+    edge_marks, ips, ips_truncated, marks, wpp_unfinished, Spelt, Truncation,
+};
 
 /// f3's expanded graph for the depth-1 IPS of the example (p3p4, p7p8p9):
 /// f4 copied at C's call, f5 at D's. NumPaths by hand: r1 1, f5's copy
@@ -89,14 +91,41 @@ fn per_context_increments() {
     assert!(counts.uninteresting.is_empty());
 }
 
+/// The walk of `reference` against the enumerator, with interesting IPS
+/// from `train`, for k = 1..3: on the expanded graphs as they are, and on
+/// every function's graph truncated (3.4.4 step 5).
 fn check(sg: &Supergraph, train: &[Event], reference: &[Event]) -> Result<(), TestCaseError> {
     let num = SubpathNumbering::new(sg).unwrap();
-    let ref_wpp = wpp(sg, reference);
+    let all: Vec<FuncId> = (0..num.functions.len()).map(FuncId::new).collect();
     for k in 1..=3 {
-        let interesting: Vec<Ips> = ips_profile(&num, k, train).unwrap().into_keys().collect();
-        let ip = match Ippp::new(&num, k, &interesting) {
-            Ok(ip) => ip,
-            Err(crate::GraphError::TooManyPaths) => continue,
+        for truncated in [&[][..], &all[..]] {
+            check_k(sg, &num, k, truncated, train, reference)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_k(
+    sg: &Supergraph,
+    num: &SubpathNumbering,
+    k: usize,
+    truncated: &[FuncId],
+    train: &[Event],
+    reference: &[Event],
+) -> Result<(), TestCaseError> {
+    // With the subpaths in flight at the end: a segment may be truncated
+    // in one, and the walk counts it there.
+    let ref_wpp = wpp_unfinished(sg, reference);
+    {
+        let num = num;
+        let interesting: Vec<Ips> = ips_profile(num, k, train).unwrap().into_keys().collect();
+        let ip = match expand_all_truncated(num, k, &interesting, truncated) {
+            Ok(expanded) => Ippp {
+                subpaths: num,
+                k,
+                expanded,
+            },
+            Err(crate::GraphError::TooManyPaths) => return Ok(()),
             Err(e) => panic!("{e}"),
         };
         let spelt_interesting: BTreeSet<Spelt> = interesting
@@ -124,12 +153,27 @@ fn check(sg: &Supergraph, train: &[Event], reference: &[Event]) -> Result<(), Te
             prop_assert!(!spelt_interesting.contains(&spelt));
             *untested.entry(spelt).or_insert(0) += c;
         }
-        let cut = ips_cut(&ref_wpp, k, Some(&marks(&spelt_interesting)));
+        let kept = edge_marks(&spelt_interesting);
+        let truncation = Truncation {
+            starts: truncated.iter().copied().collect(),
+            kept: &kept,
+        };
+        let (cut, cut_off) = ips_truncated(
+            &ref_wpp,
+            k,
+            Some(&marks(&spelt_interesting)),
+            Some(&truncation),
+        );
         let cut_untested: BTreeMap<Spelt, u64> = cut
             .into_iter()
             .filter(|(s, _)| !spelt_interesting.contains(s))
             .collect();
         prop_assert_eq!(&untested, &cut_untested, "k = {}", k);
+        let mut per_start: BTreeMap<FuncId, u64> = BTreeMap::new();
+        for (s, c) in cut_off {
+            *per_start.entry(s[0].0).or_insert(0) += c;
+        }
+        prop_assert_eq!(&counts.truncated, &per_start, "k = {}", k);
     }
     Ok(())
 }
