@@ -1,0 +1,184 @@
+//! What the report shows of each function, computed once from the profile:
+//! its flow (path executions), edge and block counts, coverage, and its
+//! paths regenerated to blocks with the CFG edges between them.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use pathprof_graph::{Cfg, NodeId};
+use pathprof_profile::{cfg_of, FunctionData, FunctionProfile, Profile};
+use pathprof_techniques::ppp::Policy;
+
+use crate::export::{self, FileCoverage};
+use crate::report::{self, HotPath};
+
+/// One function of the profile.
+pub(crate) struct FunctionView<'p> {
+    pub f: &'p FunctionProfile,
+    pub name: String,
+    /// How many paths ran through it: Ball-Larus paths and self-loop
+    /// iterations for a path profile; for edge counts, the entries plus
+    /// the backedge traversals, since every path starts at the entry or
+    /// after a backedge (section 4).
+    pub flow: u64,
+    /// Per CFG edge ([`report::edge_counts`]).
+    pub edge_counts: Vec<u64>,
+    /// Per node ([`export::block_counts`]).
+    pub block_counts: Vec<u64>,
+    /// Blocks that ran, and all blocks.
+    pub blocks_run: usize,
+    pub blocks_total: usize,
+    /// The LCOV line records of the function, by file (empty without
+    /// DWARF lines).
+    pub files: Vec<FileCoverage>,
+    /// Its paths, most frequent first.
+    pub paths: Vec<PathView>,
+}
+
+/// One counted path of a function.
+pub(crate) struct PathView {
+    /// The path's name in URLs: its Ball-Larus number, or `s` and the self
+    /// loop's slot.
+    pub id: String,
+    pub row: HotPath,
+    /// Share of the function's flow, in percent.
+    pub share: f64,
+    /// Under a residual build (PPP recording the paths it was not told
+    /// about): a path no test ran.
+    pub untested: bool,
+    /// The CFG edges between its blocks, in order.
+    pub edges: Vec<usize>,
+}
+
+impl FunctionView<'_> {
+    /// Lines that ran and lines with a count, over all its files.
+    pub fn lines(&self) -> (usize, usize) {
+        let lines = self.files.iter().flat_map(|c| &c.lines);
+        let run = lines.clone().filter(|l| l.count > 0).count();
+        (run, lines.count())
+    }
+
+    /// The share of its lines (or, without lines, of its blocks) that ran,
+    /// and what it counts.
+    pub fn coverage(&self) -> (usize, usize, &'static str) {
+        match self.lines() {
+            (_, 0) => (self.blocks_run, self.blocks_total, "blocks"),
+            (run, all) => (run, all, "lines"),
+        }
+    }
+}
+
+/// Every function of `profile`, by flow (most first; ties by index).
+pub(crate) fn functions(profile: &Profile) -> Result<Vec<FunctionView<'_>>> {
+    let mut rows: BTreeMap<u32, Vec<HotPath>> = BTreeMap::new();
+    for r in report::hot_rows(profile, None)? {
+        rows.entry(r.func_index).or_default().push(r);
+    }
+    let mut out: Vec<FunctionView> = profile
+        .functions
+        .iter()
+        .map(|f| view(f, rows.remove(&f.func_index).unwrap_or_default()))
+        .collect();
+    out.sort_by(|a, b| {
+        b.flow
+            .cmp(&a.flow)
+            .then(a.f.func_index.cmp(&b.f.func_index))
+    });
+    Ok(out)
+}
+
+fn view(f: &FunctionProfile, rows: Vec<HotPath>) -> FunctionView<'_> {
+    let edge_counts = report::edge_counts(f);
+    let block_counts = export::block_counts(f, &edge_counts);
+    let real = |b: &usize| f.blocks[*b].is_some();
+    let blocks_total = (0..f.blocks.len()).filter(real).count();
+    let blocks_run = (0..f.blocks.len())
+        .filter(real)
+        .filter(|&b| block_counts[b] > 0)
+        .count();
+    let flow = match &f.data {
+        FunctionData::Path { .. } => report::path_executions(f),
+        FunctionData::Edge { .. } => edge_flow(f, &edge_counts),
+    };
+    let paths = rows.into_iter().map(|r| path_view(f, r, flow)).collect();
+    FunctionView {
+        f,
+        name: f.display_name(),
+        flow,
+        files: export::coverage_of(std::iter::once(f)).unwrap_or_default(),
+        edge_counts,
+        block_counts,
+        blocks_run,
+        blocks_total,
+        paths,
+    }
+}
+
+/// Entries plus backedge traversals: the paths that ran.
+fn edge_flow(f: &FunctionProfile, counts: &[u64]) -> u64 {
+    let cfg = cfg_of(&f.edges, f.blocks.len());
+    cfg.edge_ids()
+        .filter(|&e| cfg.src(e) == Cfg::ENTRY || cfg.is_backedge(e))
+        .map(|e| counts.get(e.index()).copied().unwrap_or(0))
+        .sum()
+}
+
+fn path_view(f: &FunctionProfile, row: HotPath, flow: u64) -> PathView {
+    let self_loop = row.kind == report::SELF_LOOP;
+    let id = match self_loop {
+        true => format!("s{}", row.path),
+        false => row.path.to_string(),
+    };
+    let nodes: Vec<NodeId> = row.blocks.iter().map(|b| b.block).collect();
+    let edges = match self_loop {
+        true => edge_between(f, nodes[0], nodes[0]).into_iter().collect(),
+        false => path_edges(f, &nodes, &row.kind),
+    };
+    PathView {
+        id,
+        share: report::percent(row.count, flow),
+        untested: untested(f, &row),
+        edges,
+        row,
+    }
+}
+
+/// The edges from each block of a path to the next, with the edge from
+/// ENTRY for a path from the entry and the one to EXIT for a path to an
+/// exit.
+fn path_edges(f: &FunctionProfile, nodes: &[NodeId], kind: &str) -> Vec<usize> {
+    let mut seq = Vec::with_capacity(nodes.len() + 2);
+    if kind.starts_with("entry") {
+        seq.push(Cfg::ENTRY);
+    }
+    seq.extend_from_slice(nodes);
+    if kind.ends_with("exit") {
+        seq.push(Cfg::EXIT);
+    }
+    seq.windows(2)
+        .filter_map(|w| edge_between(f, w[0], w[1]))
+        .collect()
+}
+
+fn edge_between(f: &FunctionProfile, src: NodeId, dst: NodeId) -> Option<usize> {
+    f.edges.iter().position(|e| e.src == src && e.dst == dst)
+}
+
+/// Whether a residual build's path is one testing never ran: the build
+/// records every path, and knew the tested ones as its interesting paths
+/// (Vaswani 3.5.1).
+fn untested(f: &FunctionProfile, row: &HotPath) -> bool {
+    let FunctionData::Path {
+        ppp: Some(info), ..
+    } = &f.data
+    else {
+        return false;
+    };
+    if info.policy != Policy::Record {
+        return false;
+    }
+    match row.kind == report::SELF_LOOP {
+        true => !info.tested_self_loops.contains(&(row.path as u32)),
+        false => info.interesting.binary_search(&row.path).is_err(),
+    }
+}
