@@ -12,27 +12,31 @@ use std::process::Command;
 
 use common::bin::{pathprof, stderr};
 use common::programs::root;
+use pathprof_graph::interproc::PathStep;
+use pathprof_profile::interproc::InterprocProfile;
 use pathprof_profile::{FunctionData, Profile};
 
 /// A path profile of `sort.O0 -q 5 3 9 -1 7`, written by `pathprof run`
 /// into `dir`.
 fn sort_profile(dir: &Path) -> PathBuf {
+    profile_of(dir, "sort", &[], &["-q", "5", "3", "9", "-1", "7"])
+}
+
+/// `pathprof run MODE_ARGS sort.O0.wasm -o dir/NAME.profile -- ARGS`.
+fn profile_of(dir: &Path, name: &str, mode_args: &[&str], args: &[&str]) -> PathBuf {
     let wasm = root().join("tests/fixtures/c/build/sort.O0.wasm");
     assert!(wasm.is_file(), "run scripts/build-c-fixtures.sh first");
-    let profile = dir.join("sort.profile");
-    let o = pathprof(&[
-        "run",
+    let profile = dir.join(format!("{name}.profile"));
+    let mut argv = vec!["run"];
+    argv.extend_from_slice(mode_args);
+    argv.extend([
         wasm.to_str().unwrap(),
         "-o",
         profile.to_str().unwrap(),
         "--",
-        "-q",
-        "5",
-        "3",
-        "9",
-        "-1",
-        "7",
     ]);
+    argv.extend_from_slice(args);
+    let o = pathprof(&argv);
     assert!(o.status.success(), "{}", stderr(&o));
     profile
 }
@@ -291,4 +295,161 @@ fn chromium_shows_the_functions_and_the_path_the_fragment_names() {
         checked += want.len();
     }
     assert!(checked >= 6, "{checked} lines checked");
+}
+
+/// The pages `pathprof html` writes for `profile` into `dir/NAME`.
+fn pages_of(profile: &Path, dir: &Path, name: &str, extra: &[&str]) -> BTreeMap<String, String> {
+    let out = dir.join(name);
+    let o = html(profile, &out, extra);
+    assert!(o.status.success(), "{}", stderr(&o));
+    listing(&out)
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(out.join(&f)).unwrap();
+            (f, text)
+        })
+        .collect()
+}
+
+/// An edge profile: a page per function that ran.
+#[test]
+fn html_reports_an_edge_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = profile_of(tmp.path(), "edges", &["--mode", "edge"], &["-q", "4", "1"]);
+    let p = Profile::read(&profile).unwrap();
+    let mut want: Vec<String> = p
+        .functions
+        .iter()
+        .filter(|f| match &f.data {
+            FunctionData::Edge { edge_counts, .. } => edge_counts.iter().any(|&c| c > 0),
+            _ => panic!("an edge profile"),
+        })
+        .map(|f| format!("f{}.html", f.func_index))
+        .collect();
+    want.push("index.html".into());
+    want.sort();
+    let pages = pages_of(&profile, tmp.path(), "report", &[]);
+    assert_eq!(pages.keys().cloned().collect::<Vec<_>>(), want);
+}
+
+/// A residual build's profile (PPP recording the paths it was not told
+/// about): each path a test never ran is marked untested.
+#[test]
+fn html_marks_the_untested_paths_of_a_residual_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tested = profile_of(tmp.path(), "tested", &[], &["5", "3"]);
+    let interesting = ["--mode", "ppp", "--interesting", tested.to_str().unwrap()];
+    let field = profile_of(
+        tmp.path(),
+        "field",
+        &interesting,
+        &["-q", "9", "-1", "7", "7"],
+    );
+    let p = Profile::read(&field).unwrap();
+    let mut want = 0;
+    for f in &p.functions {
+        let FunctionData::Path {
+            counts,
+            ppp: Some(info),
+            ..
+        } = &f.data
+        else {
+            continue;
+        };
+        want += counts
+            .paths
+            .iter()
+            .filter(|(n, _)| !info.interesting.contains(n))
+            .count();
+        want += (counts.self_loops.iter().enumerate())
+            .filter(|&(i, &c)| c > 0 && !info.tested_self_loops.contains(&(i as u32)))
+            .count();
+    }
+    assert!(want > 0, "the field run took paths the test did not");
+    let pages = pages_of(&field, tmp.path(), "report", &["--top", "100000"]);
+    let marked: usize = pages
+        .values()
+        .map(|h| h.matches("class=\"untested\">untested<").count())
+        .sum();
+    assert_eq!(marked, want);
+}
+
+/// A context profile: the index lists the functions its paths pass
+/// through, and a page lists the paths.
+#[test]
+fn html_lists_the_paths_of_a_context_profile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = profile_of(tmp.path(), "ctx", &["--mode", "context"], &["-q", "5", "3"]);
+    let p = Profile::read(&profile).unwrap();
+    let ip = p.interproc.as_deref().unwrap();
+    let pages = pages_of(&profile, tmp.path(), "report", &["--top", "5"]);
+    let table = &pages["paths.html"];
+    let rows = table.matches("<tr>").count() - 1;
+    assert_eq!(rows, ip.paths.len().min(5));
+    let main = p
+        .functions
+        .iter()
+        .find(|f| f.display_name() == "main")
+        .unwrap();
+    let through: u64 = (ip.paths.iter())
+        .filter(|path| {
+            let steps = path.path.steps.iter();
+            steps
+                .map(|s| step_function(ip, s))
+                .any(|f| f == Some(main.func_index))
+        })
+        .map(|path| path.count)
+        .sum();
+    assert!(through > 0);
+    let flows = attrs(&pages["index.html"], "data-function=\"main\"", "data-flow");
+    assert_eq!(flows, [through.to_string()]);
+}
+
+/// The module index of the function a step of an interprocedural path is
+/// in (a call's, its callee).
+fn step_function(ip: &InterprocProfile, step: &PathStep) -> Option<u32> {
+    match *step {
+        PathStep::Begin(f) | PathStep::Exit(f) => Some(ip.func_index(f)),
+        PathStep::Resume { func, .. }
+        | PathStep::Edge { func, .. }
+        | PathStep::End { func, .. } => Some(ip.func_index(func)),
+        PathStep::Call { callee, .. } => Some(ip.func_index(callee)),
+        PathStep::ResumeAfterCall(s) | PathStep::Return(s) | PathStep::Summary(s) => {
+            ip.site(s).map(|i| i.func_index)
+        }
+    }
+}
+
+/// Without DWARF lines, a function page lists the blocks with their
+/// byte offsets.
+#[test]
+fn html_lists_blocks_without_source_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wat = root().join("tests/fixtures/interproc/figure4.wat");
+    let profile = tmp.path().join("wat.profile");
+    let o = pathprof(&[
+        "run",
+        "--invoke",
+        "main",
+        wat.to_str().unwrap(),
+        "-o",
+        profile.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pages = pages_of(&profile, tmp.path(), "report", &[]);
+    let p = Profile::read(&profile).unwrap();
+    for f in &p.functions {
+        let Some(page) = pages.get(&format!("f{}.html", f.func_index)) else {
+            continue;
+        };
+        assert!(page.contains("The module has no DWARF lines"));
+        for (b, block) in f.blocks.iter().enumerate() {
+            if let Some(block) = block {
+                let row = format!("<tr id=\"k-b{b}\"");
+                assert!(page.contains(&row), "{row}");
+                assert!(page.contains(&format!("block {b} @{:#x}", block.offset)));
+            }
+        }
+    }
+    assert!(pages.len() > 1);
 }

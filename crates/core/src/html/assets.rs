@@ -54,6 +54,7 @@ table.list tr:nth-child(even) { background: #f6f6f6; }
 .cfg { flex: 0 0 auto; position: sticky; top: 0; max-height: 100vh; overflow: auto; }
 table.src { font: 12px/1.35 ui-monospace, monospace; width: 100%; }
 table.src td { padding: 0 6px; white-space: pre; }
+table.src td.count, table.src td.pos, table.src td.no { width: 1%; }
 table.src td.count { color: #555; text-align: right; min-width: 5em; }
 table.src td.pos { color: #b03000; text-align: right; min-width: 2.5em; font-weight: 600; }
 table.src td.no { color: #999; text-align: right; border-right: 1px solid #ddd; }

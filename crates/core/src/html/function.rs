@@ -46,10 +46,10 @@ pub(crate) fn page(v: &FunctionView, mode: &str, opts: &HtmlOptions) -> Function
         );
     }
     body.push_str(&selector(v, shown));
-    let _ = write!(
+    let _ = writeln!(
         body,
         "<div class=\"columns\"><div class=\"source\">{listing}</div>\
-         <div class=\"cfg\"><h2>Control-flow graph</h2>{}</div></div>\n",
+         <div class=\"cfg\"><h2>Control-flow graph</h2>{}</div></div>",
         svg::cfg_svg(v)
     );
     body.push_str(&path_table(v, shown));
@@ -67,15 +67,20 @@ pub(crate) fn page(v: &FunctionView, mode: &str, opts: &HtmlOptions) -> Function
 
 fn header(v: &FunctionView, mode: &str) -> String {
     let (run, all, what) = v.coverage();
+    let blocks = match what {
+        "lines" => format!(
+            " &middot; {} of {} blocks ran",
+            v.blocks_run, v.blocks_total
+        ),
+        _ => String::new(),
+    };
     format!(
         "<p><a href=\"index.html\">&larr; all functions</a></p>\n<h1>{}</h1>\n\
          <p class=\"meta\">function {} &middot; {mode} profile &middot; {} path executions &middot; \
-         {run} of {all} {what} ran &middot; {} of {} blocks ran</p>\n",
+         {run} of {all} {what} ran{blocks}</p>\n",
         escape(&v.name),
         v.f.func_index,
         v.flow,
-        v.blocks_run,
-        v.blocks_total
     )
 }
 

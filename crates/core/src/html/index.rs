@@ -5,6 +5,7 @@
 //! segments) or carry loop contexts (intra-context) also get a page of
 //! those paths, linked from here.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use anyhow::Result;
@@ -82,13 +83,28 @@ fn function_row(s: &mut String, rank: usize, v: &FunctionView, total: u64) {
     );
 }
 
+/// The page of a profile's paths that are not one function's.
+pub(crate) struct PathsPage {
+    pub html: String,
+    /// Per function (module index), the executions of the paths that pass
+    /// through it.
+    pub through: BTreeMap<u32, u64>,
+}
+
 /// The page of a profile's interprocedural or loop-context paths, the
 /// `top` most frequent; `None` for the modes whose paths are one
 /// function's.
-pub(crate) fn paths_page(profile: &Profile, top: usize) -> Result<Option<String>> {
+pub(crate) fn paths_page(profile: &Profile, top: usize) -> Result<Option<PathsPage>> {
+    let mut through = BTreeMap::new();
+    let mut add = |functions: &[u32], count: u64| {
+        for &f in functions {
+            *through.entry(f).or_insert(0) += count;
+        }
+    };
     let (heads, rows): (&[&str], Vec<Vec<String>>) = match profile.mode {
         Mode::Context | Mode::Piecewise => {
             let rows = interproc_report::rows(profile, None)?;
+            rows.iter().for_each(|r| add(&r.functions, r.count));
             let cells = rows.iter().map(|r| {
                 vec![
                     r.number.to_string(),
@@ -113,6 +129,7 @@ pub(crate) fn paths_page(profile: &Profile, top: usize) -> Result<Option<String>
         }
         Mode::Segments => {
             let rows = segments_report::rows(profile, None)?;
+            rows.iter().for_each(|r| add(&r.functions, r.count));
             let cells = rows.iter().map(|r| {
                 vec![
                     r.count.to_string(),
@@ -125,6 +142,7 @@ pub(crate) fn paths_page(profile: &Profile, top: usize) -> Result<Option<String>
         }
         Mode::IntraContext => {
             let rows = intra_context::rows(profile, None)?;
+            rows.iter().for_each(|r| add(&[r.func_index], r.count));
             let cells = rows.iter().map(|r| {
                 vec![
                     r.count.to_string(),
@@ -142,7 +160,10 @@ pub(crate) fn paths_page(profile: &Profile, top: usize) -> Result<Option<String>
         }
         _ => return Ok(None),
     };
-    Ok(Some(table_page(profile, heads, &rows, top)))
+    Ok(Some(PathsPage {
+        html: table_page(profile, heads, &rows, top),
+        through,
+    }))
 }
 
 fn table_page(profile: &Profile, heads: &[&str], rows: &[Vec<String>], top: usize) -> String {

@@ -51,18 +51,19 @@ pub struct Report {
 
 /// The report of `profile`.
 pub fn render(profile: &Profile, opts: &HtmlOptions) -> Result<Report> {
-    let views = model::functions(profile)?;
     let paths_page = index::paths_page(profile, opts.top)?;
+    let through = paths_page.as_ref().map(|p| p.through.clone());
+    let views = model::functions(profile, &through.unwrap_or_default())?;
     let mut pages = vec![(
         "index.html".to_string(),
         index::index(profile, &views, paths_page.is_some()),
     )];
     if let Some(page) = paths_page {
-        pages.push((index::PATHS_PAGE.to_string(), page));
+        pages.push((index::PATHS_PAGE.to_string(), page.html));
     }
     let mut missing_sources: Vec<String> = Vec::new();
     let mode = profile.mode.to_string();
-    for v in views.iter().filter(|v| v.flow > 0) {
+    for v in views.iter().filter(|v| v.has_page) {
         let page = function::page(v, &mode, opts);
         for file in page.missing {
             if !missing_sources.contains(&file) {

@@ -21,6 +21,10 @@ pub(crate) struct FunctionView<'p> {
     /// the backedge traversals, since every path starts at the entry or
     /// after a backedge (section 4).
     pub flow: u64,
+    /// Whether it gets a page: it has counts of its own and they ran. A
+    /// context or piecewise profile's functions have none: their flow is
+    /// that of the interprocedural paths through them.
+    pub has_page: bool,
     /// Per CFG edge ([`report::edge_counts`]).
     pub edge_counts: Vec<u64>,
     /// Per node ([`export::block_counts`]).
@@ -68,8 +72,13 @@ impl FunctionView<'_> {
     }
 }
 
-/// Every function of `profile`, by flow (most first; ties by index).
-pub(crate) fn functions(profile: &Profile) -> Result<Vec<FunctionView<'_>>> {
+/// Every function of `profile`, by flow (most first; ties by index);
+/// `through`: per function without counts of its own, the executions of
+/// the paths of other kinds through it.
+pub(crate) fn functions<'p>(
+    profile: &'p Profile,
+    through: &BTreeMap<u32, u64>,
+) -> Result<Vec<FunctionView<'p>>> {
     let mut rows: BTreeMap<u32, Vec<HotPath>> = BTreeMap::new();
     for r in report::hot_rows(profile, None)? {
         rows.entry(r.func_index).or_default().push(r);
@@ -78,6 +87,12 @@ pub(crate) fn functions(profile: &Profile) -> Result<Vec<FunctionView<'_>>> {
         .functions
         .iter()
         .map(|f| view(f, rows.remove(&f.func_index).unwrap_or_default()))
+        .map(|mut v| {
+            if v.flow == 0 {
+                v.flow = through.get(&v.f.func_index).copied().unwrap_or(0);
+            }
+            v
+        })
         .collect();
     out.sort_by(|a, b| {
         b.flow
@@ -105,6 +120,7 @@ fn view(f: &FunctionProfile, rows: Vec<HotPath>) -> FunctionView<'_> {
         f,
         name: f.display_name(),
         flow,
+        has_page: flow > 0,
         files: export::coverage_of(std::iter::once(f)).unwrap_or_default(),
         edge_counts,
         block_counts,
