@@ -111,17 +111,20 @@ pub struct AnnotatedLine<'t> {
 pub fn annotate<'t>(c: &FileCoverage, text: &'t str, only_counted: bool) -> Vec<AnnotatedLine<'t>> {
     let counts: BTreeMap<u32, u64> = c.lines.iter().map(|l| (l.line, l.count)).collect();
     let (first, last) = match (counts.keys().next(), counts.keys().last()) {
-        (Some(&a), Some(&b)) if only_counted => (a.saturating_sub(2).max(1), b + 2),
+        (Some(&a), Some(&b)) if only_counted => (a.saturating_sub(2).max(1), b.saturating_add(2)),
         _ => (1, u32::MAX),
     };
+    // Skipped, not filtered: a function's page reads a few lines of what
+    // may be a large file (an amalgamation).
     text.lines()
         .enumerate()
+        .skip(first as usize - 1)
+        .take((last - first) as usize + 1)
         .map(|(i, line)| AnnotatedLine {
             number: i as u32 + 1,
             count: counts.get(&(i as u32 + 1)).copied(),
             text: line,
         })
-        .filter(|l| (first..=last).contains(&l.number))
         .collect()
 }
 

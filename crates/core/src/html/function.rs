@@ -8,7 +8,7 @@
 //! the function's source files in order) or `k-b{block}`; the page's JSON
 //! gives each path the rows it marks with their positions.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -31,11 +31,30 @@ pub(crate) fn file_name(func_index: u32) -> String {
     format!("f{func_index}.html")
 }
 
-pub(crate) fn page(v: &FunctionView, mode: &str, opts: &HtmlOptions) -> FunctionPage {
+/// The source files read so far, by the name the line table gives (`None`
+/// when not found): each is read once for all the pages.
+#[derive(Default)]
+pub(crate) struct Sources(HashMap<String, Option<String>>);
+
+impl Sources {
+    fn text(&mut self, file: &str, dirs: &[PathBuf]) -> Option<&str> {
+        self.0
+            .entry(file.to_string())
+            .or_insert_with(|| show::find(file, dirs).and_then(|p| std::fs::read_to_string(p).ok()))
+            .as_deref()
+    }
+}
+
+pub(crate) fn page(
+    v: &FunctionView,
+    mode: &str,
+    opts: &HtmlOptions,
+    sources: &mut Sources,
+) -> FunctionPage {
     let shown = &v.paths[..v.paths.len().min(opts.top)];
     let (listing, missing) = match v.files.is_empty() {
         true => (blocks_listing(v), Vec::new()),
-        false => source_listing(&v.files, &opts.source_dirs),
+        false => source_listing(&v.files, &opts.source_dirs, sources),
     };
     let mut body = header(v, mode);
     for file in &missing {
@@ -119,15 +138,18 @@ fn label(p: &PathView) -> String {
 }
 
 /// The annotated lines of each file, and the files not found.
-fn source_listing(files: &[FileCoverage], dirs: &[PathBuf]) -> (String, Vec<String>) {
+fn source_listing(
+    files: &[FileCoverage],
+    dirs: &[PathBuf],
+    sources: &mut Sources,
+) -> (String, Vec<String>) {
     let (mut s, mut missing) = (String::new(), Vec::new());
     for (i, c) in files.iter().enumerate() {
-        let text = show::find(&c.file, dirs).and_then(|p| std::fs::read_to_string(p).ok());
-        let text = text.unwrap_or_else(|| {
+        let text = sources.text(&c.file, dirs).unwrap_or_else(|| {
             missing.push(c.file.clone());
-            String::new()
+            ""
         });
-        let mut lines = show::annotate(c, &text, true);
+        let mut lines = show::annotate(c, text, true);
         if lines.is_empty() {
             // Not found: its counted lines, without their text.
             lines = c

@@ -63,8 +63,9 @@ pub fn render(profile: &Profile, opts: &HtmlOptions) -> Result<Report> {
     }
     let mut missing_sources: Vec<String> = Vec::new();
     let mode = profile.mode.to_string();
+    let mut sources = function::Sources::default();
     for v in views.iter().filter(|v| v.has_page) {
-        let page = function::page(v, &mode, opts);
+        let page = function::page(v, &mode, opts, &mut sources);
         for file in page.missing {
             if !missing_sources.contains(&file) {
                 missing_sources.push(file);

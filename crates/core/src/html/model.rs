@@ -2,7 +2,7 @@
 //! its flow (path executions), edge and block counts, coverage, and its
 //! paths regenerated to blocks with the CFG edges between them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
 use pathprof_graph::{Cfg, NodeId};
@@ -115,7 +115,11 @@ fn view(f: &FunctionProfile, rows: Vec<HotPath>) -> FunctionView<'_> {
         FunctionData::Path { .. } => report::path_executions(f),
         FunctionData::Edge { .. } => edge_flow(f, &edge_counts),
     };
-    let paths = rows.into_iter().map(|r| path_view(f, r, flow)).collect();
+    let edges = EdgeIndex::new(f);
+    let paths = rows
+        .into_iter()
+        .map(|r| path_view(f, &edges, r, flow))
+        .collect();
     FunctionView {
         f,
         name: f.display_name(),
@@ -139,7 +143,7 @@ fn edge_flow(f: &FunctionProfile, counts: &[u64]) -> u64 {
         .sum()
 }
 
-fn path_view(f: &FunctionProfile, row: HotPath, flow: u64) -> PathView {
+fn path_view(f: &FunctionProfile, edges: &EdgeIndex, row: HotPath, flow: u64) -> PathView {
     let self_loop = row.kind == report::SELF_LOOP;
     let id = match self_loop {
         true => format!("s{}", row.path),
@@ -147,8 +151,8 @@ fn path_view(f: &FunctionProfile, row: HotPath, flow: u64) -> PathView {
     };
     let nodes: Vec<NodeId> = row.blocks.iter().map(|b| b.block).collect();
     let edges = match self_loop {
-        true => edge_between(f, nodes[0], nodes[0]).into_iter().collect(),
-        false => path_edges(f, &nodes, &row.kind),
+        true => edges.between(nodes[0], nodes[0]).into_iter().collect(),
+        false => path_edges(edges, &nodes, &row.kind),
     };
     PathView {
         id,
@@ -162,7 +166,7 @@ fn path_view(f: &FunctionProfile, row: HotPath, flow: u64) -> PathView {
 /// The edges from each block of a path to the next, with the edge from
 /// ENTRY for a path from the entry and the one to EXIT for a path to an
 /// exit.
-fn path_edges(f: &FunctionProfile, nodes: &[NodeId], kind: &str) -> Vec<usize> {
+fn path_edges(edges: &EdgeIndex, nodes: &[NodeId], kind: &str) -> Vec<usize> {
     let mut seq = Vec::with_capacity(nodes.len() + 2);
     if kind.starts_with("entry") {
         seq.push(Cfg::ENTRY);
@@ -172,12 +176,28 @@ fn path_edges(f: &FunctionProfile, nodes: &[NodeId], kind: &str) -> Vec<usize> {
         seq.push(Cfg::EXIT);
     }
     seq.windows(2)
-        .filter_map(|w| edge_between(f, w[0], w[1]))
+        .filter_map(|w| edges.between(w[0], w[1]))
         .collect()
 }
 
-fn edge_between(f: &FunctionProfile, src: NodeId, dst: NodeId) -> Option<usize> {
-    f.edges.iter().position(|e| e.src == src && e.dst == dst)
+/// A function's edges by their ends: a large function's thousands of
+/// paths look up their edges in it, not in the edge list.
+struct EdgeIndex(HashMap<(NodeId, NodeId), usize>);
+
+impl EdgeIndex {
+    fn new(f: &FunctionProfile) -> Self {
+        let mut map = HashMap::with_capacity(f.edges.len());
+        for (e, edge) in f.edges.iter().enumerate() {
+            // The first of parallel edges (a br_table's), as the order
+            // of the edge list gives them.
+            map.entry((edge.src, edge.dst)).or_insert(e);
+        }
+        EdgeIndex(map)
+    }
+
+    fn between(&self, src: NodeId, dst: NodeId) -> Option<usize> {
+        self.0.get(&(src, dst)).copied()
+    }
 }
 
 /// Whether a residual build's path is one testing never ran: the build
