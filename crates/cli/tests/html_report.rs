@@ -295,6 +295,11 @@ fn chromium_shows_the_functions_and_the_path_the_fragment_names() {
         checked += want.len();
     }
     assert!(checked >= 6, "{checked} lines checked");
+    // A fragment that names no path, malformed at that, is said so.
+    let page = out.join(format!("f{}.html", main.func_index));
+    let dom = rendered(&page, "#path=%ZZ<b>");
+    assert!(dom.contains("no path %ZZ%3Cb%3E among the paths listed here"));
+    assert_eq!(marked_lines(&dom), BTreeMap::new());
 }
 
 /// The pages `pathprof html` writes for `profile` into `dir/NAME`.

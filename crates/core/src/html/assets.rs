@@ -118,7 +118,8 @@ pub(crate) const FUNCTION_JS: &str = r#"
   }
   function fromFragment(event) {
     var m = /(?:^#|&)path=([^&]*)/.exec(location.hash);
-    var id = m ? decodeURIComponent(m[1]) : (data.paths.length ? data.paths[0].id : null);
+    var id = m ? m[1] : (data.paths.length ? data.paths[0].id : null);
+    try { id = id === null ? null : decodeURIComponent(id); } catch (e) { /* kept as typed */ }
     message.textContent = "";
     if (id !== null && !choose(id, event !== undefined)) {
       message.textContent = "no path " + id + " among the paths listed here";

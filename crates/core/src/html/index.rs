@@ -25,7 +25,7 @@ pub(crate) fn index(profile: &Profile, views: &[FunctionView], has_paths_page: b
         "<h1>pathprof report</h1>\n<p class=\"meta\">{} profile of module {} &middot; {} run(s) &middot; \
          {} functions &middot; {total} path executions</p>\n",
         profile.mode,
-        escape(&profile.module_hash[..profile.module_hash.len().min(12)]),
+        escape(&profile.module_hash.chars().take(12).collect::<String>()),
         profile.runs,
         views.len()
     );
