@@ -151,6 +151,14 @@ fn html_names_a_corrupted_profile_and_writes_nothing() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("bad.profile"), "{err}");
     assert_eq!(listing(tmp.path()), ["bad.profile", "sort.profile"]);
+    // A folder that cannot be created is named.
+    let out = tmp.path().join("no/such/report");
+    let o = html(&profile, &out, &[]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(&out.display().to_string()), "{err}");
+    assert_eq!(listing(tmp.path()), ["bad.profile", "sort.profile"]);
 }
 
 #[test]

@@ -79,7 +79,8 @@ pub fn render(profile: &Profile, opts: &HtmlOptions) -> Result<Report> {
     })
 }
 
-/// Refuses an existing `dir` unless `force`, before anything is computed.
+/// Refuses an existing `dir` unless `force`, and a `dir` whose parent is
+/// not a folder, before anything is computed.
 pub fn check_output(dir: &Path, force: bool) -> Result<()> {
     if !force && std::fs::symlink_metadata(dir).is_ok() {
         bail!(
@@ -87,7 +88,18 @@ pub fn check_output(dir: &Path, force: bool) -> Result<()> {
             dir.display()
         );
     }
+    if !parent_of(dir).is_dir() {
+        bail!("{}: its parent is not a folder", dir.display());
+    }
     Ok(())
+}
+
+/// The folder `dir` is in.
+fn parent_of(dir: &Path) -> PathBuf {
+    match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
 }
 
 /// Writes `report` as the folder `dir`, replacing it when `force`: into a
@@ -98,22 +110,20 @@ pub fn write(report: &Report, dir: &Path, force: bool) -> Result<()> {
         .file_name()
         .ok_or_else(|| anyhow!("{}: not a folder name", dir.display()))?
         .to_string_lossy();
-    let parent = match dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let parent = parent_of(dir);
     let pid = std::process::id();
     let tmp = parent.join(format!(".{name}.tmp-{pid}"));
-    let result = write_pages(report, &tmp).and_then(|()| replace(&tmp, dir, &parent, &name));
+    let result = write_pages(report, &tmp, dir).and_then(|()| replace(&tmp, dir, &parent, &name));
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
     }
     result
 }
 
-fn write_pages(report: &Report, tmp: &Path) -> Result<()> {
+/// Writes the pages into `tmp`; errors name `dir`, the folder asked for.
+fn write_pages(report: &Report, tmp: &Path, dir: &Path) -> Result<()> {
     let io = |p: &Path, e: std::io::Error| anyhow!("{}: {e}", p.display());
-    std::fs::create_dir(tmp).map_err(|e| io(tmp, e))?;
+    std::fs::create_dir(tmp).map_err(|e| io(dir, e))?;
     for (file, html) in &report.pages {
         let path = tmp.join(file);
         std::fs::write(&path, html).map_err(|e| io(&path, e))?;

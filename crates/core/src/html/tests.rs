@@ -14,9 +14,9 @@ fn node(i: usize) -> NodeId {
     NodeId::new(i)
 }
 
-/// A function of blocks 2.. (block `b` at line `10 + b - 2` of `t.c`)
-/// and `edges`, whose paths are those of `runs` (each the blocks it
-/// passes, with its count).
+/// A function of `blocks` blocks, 2.. (block `b` at line `10 + b - 2` of
+/// `t.c`), and `edges`, numbered as the instrumenter numbers it, with no
+/// counts yet.
 fn function(
     func_index: u32,
     name: &str,
@@ -97,8 +97,9 @@ fn number(f: &FunctionProfile, path: &[usize]) -> u64 {
         .sum()
 }
 
-/// Gives the paths through `via` (a block each path passes, or none for
-/// any path) the counts.
+/// Gives each path of `f` the count of the first of `runs` whose block it
+/// passes (`None`: any path), and returns the paths counted, as their
+/// edges, with their counts.
 fn count(f: &mut FunctionProfile, runs: &[(Option<usize>, u64)]) -> Vec<(Vec<usize>, u64)> {
     let mut out = Vec::new();
     for path in enumerate(f) {
