@@ -385,6 +385,12 @@ fn html_marks_the_untested_paths_of_a_residual_profile() {
         .map(|h| h.matches("class=\"untested\">untested<").count())
         .sum();
     assert_eq!(marked, want);
+    let per_function = attrs(&pages["index.html"], "data-untested=", "data-untested");
+    let listed: usize = per_function
+        .iter()
+        .map(|n| n.parse::<usize>().unwrap())
+        .sum();
+    assert_eq!(listed, want);
 }
 
 /// A context profile: the index lists the functions its paths pass

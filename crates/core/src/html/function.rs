@@ -105,7 +105,7 @@ fn header(v: &FunctionView, mode: &str) -> String {
 
 /// The path chooser, and where the script says a fragment named no path.
 fn selector(v: &FunctionView, shown: &[PathView]) -> String {
-    let mut s = String::from("<p id=\"path-message\" class=\"note-inline untested\"></p>\n");
+    let mut s = String::from("<p id=\"path-message\" class=\"untested\"></p>\n");
     if shown.is_empty() {
         let why = match v.f.data {
             pathprof_profile::FunctionData::Edge { .. } => "this profile counts edges, not paths",

@@ -43,19 +43,27 @@ pub(crate) fn index(profile: &Profile, views: &[FunctionView], has_paths_page: b
             profile.mode
         );
     }
-    body.push_str(
+    // A residual build's profile: how many paths of each no test ran.
+    let residual = views.iter().any(|v| v.untested() > 0);
+    let _ = writeln!(
+        body,
         "<table class=\"list functions\">\n<tr><th class=\"num\">#</th><th>function</th>\
          <th class=\"num\">flow</th><th class=\"num\">share</th><th class=\"num\">paths</th>\
-         <th>coverage</th></tr>\n",
+         {}<th>coverage</th></tr>",
+        if residual {
+            "<th class=\"num\">untested</th>"
+        } else {
+            ""
+        }
     );
     for (rank, v) in views.iter().enumerate() {
-        function_row(&mut body, rank + 1, v, total);
+        function_row(&mut body, rank + 1, v, total, residual);
     }
     body.push_str("</table>\n");
     assets::page("pathprof report", &body, None)
 }
 
-fn function_row(s: &mut String, rank: usize, v: &FunctionView, total: u64) {
+fn function_row(s: &mut String, rank: usize, v: &FunctionView, total: u64, residual: bool) {
     let name = match v.flow {
         0 => format!(
             "<span class=\"notrun\">{} (did not run)</span>",
@@ -69,10 +77,17 @@ fn function_row(s: &mut String, rank: usize, v: &FunctionView, total: u64) {
     };
     let (run, all, what) = v.coverage();
     let pct = report::percent(run as u64, all as u64);
+    let untested = match residual {
+        true => format!(
+            "<td class=\"num untested\" data-untested=\"{0}\">{0}</td>",
+            v.untested()
+        ),
+        false => String::new(),
+    };
     let _ = writeln!(
         s,
         "<tr data-function=\"{}\" data-flow=\"{}\"><td class=\"num\">{rank}</td><td>{name}</td>\
-         <td class=\"num\">{}</td><td class=\"num\">{:.2}%</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{:.2}%</td><td class=\"num\">{}</td>{untested}\
          <td><span class=\"bar\" title=\"{run} of {all} {what}\"><span style=\"width:{pct:.1}%\"></span></span> \
          {pct:.0}% of {all} {what}</td></tr>",
         escape(&v.name),

@@ -55,6 +55,11 @@ pub(crate) struct PathView {
 }
 
 impl FunctionView<'_> {
+    /// How many of its paths no test ran (residual builds only).
+    pub fn untested(&self) -> usize {
+        self.paths.iter().filter(|p| p.untested).count()
+    }
+
     /// Lines that ran and lines with a count, over all its files.
     pub fn lines(&self) -> (usize, usize) {
         let lines = self.files.iter().flat_map(|c| &c.lines);
