@@ -6,6 +6,9 @@
 #   wasi-libc                  the WASI C library (Debian's multiarch layout)
 #   libclang-rt-14-dev-wasm32  compiler-rt builtins for wasm32
 #   gcc                        host compiler: the tests' independent oracle
+#   lcov                       lcov and genhtml read `pathprof export`'s files
+#   chromium                   headless, renders `pathprof html`'s pages for
+#                              crates/cli/tests/html_report.rs
 #   binaryen (unpacked)        Debian's wasm-opt, which clang runs after linking
 #                              when it finds one: unpacked into target/binaryen,
 #                              not installed (a machine-wide one would change
@@ -27,7 +30,7 @@ set -euo pipefail
 
 # shellcheck source=scripts/wasi-env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/wasi-env.sh"
-PACKAGES=(clang lld wasi-libc libclang-rt-14-dev-wasm32 gcc lcov)
+PACKAGES=(clang lld wasi-libc libclang-rt-14-dev-wasm32 gcc lcov chromium)
 
 die() {
     echo "setup.sh: $*" >&2

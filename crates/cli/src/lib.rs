@@ -4,9 +4,9 @@
 //! under their old paths for the binary and the integration tests.
 
 pub use pathprof_core::{
-    diff, driver, edge_report, export, fleet, input, interesting, interproc, interproc_report,
-    intra_context, ippp, meta, ppp_stats, report, residual, residual_segments, segments_report,
-    show, source, stats,
+    diff, driver, edge_report, export, fleet, html, input, interesting, interproc,
+    interproc_report, intra_context, ippp, meta, ppp_stats, report, residual, residual_segments,
+    segments_report, show, source, stats,
 };
 
 pub mod branch_trace;

@@ -53,6 +53,8 @@ enum Command {
     Show(ShowArgs),
     /// Write a profile as an LCOV tracefile (genhtml, Codecov) or as JSON.
     Export(ExportArgs),
+    /// A static HTML report: functions by flow, annotated source, the CFG and the hottest paths.
+    Html(HtmlArgs),
     /// Paths that appear, disappear or change share between two profiles of one module.
     Diff(DiffArgs),
 }
@@ -90,6 +92,23 @@ struct ShowArgs {
     /// Where to look for source files the DWARF line table names. Repeatable.
     #[arg(long, value_name = "DIR")]
     source_dir: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+struct HtmlArgs {
+    profile: PathBuf,
+    /// The folder to write the report into; it must not exist (see --force).
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Replace the folder if it exists.
+    #[arg(long)]
+    force: bool,
+    /// Where to look for source files the DWARF line table names. Repeatable.
+    #[arg(long, value_name = "DIR")]
+    source_dir: Vec<PathBuf>,
+    /// Paths listed per function (and rows of the interprocedural path table).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    top: usize,
 }
 
 #[derive(Args)]
@@ -481,6 +500,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
         Command::Report(a) => report_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Export(a) => export_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Show(a) => show_cmd(a).map(|_| ExitCode::SUCCESS),
+        Command::Html(a) => html_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Diff(a) => diff_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Stats(a) => stats_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Merge(a) => merge(a).map(|_| ExitCode::SUCCESS),
@@ -1004,6 +1024,31 @@ fn show_cmd(a: ShowArgs) -> Result<()> {
     let text =
         pathprof::show::show(&profile, &opts).with_context(|| a.profile.display().to_string())?;
     print!("{text}");
+    Ok(())
+}
+
+fn html_cmd(a: HtmlArgs) -> Result<()> {
+    pathprof::html::check_output(&a.output, a.force)?;
+    let profile = Profile::read(&a.profile)?;
+    let opts = pathprof::html::HtmlOptions {
+        source_dirs: a.source_dir,
+        top: a.top,
+    };
+    let report =
+        pathprof::html::render(&profile, &opts).with_context(|| a.profile.display().to_string())?;
+    if !report.missing_sources.is_empty() {
+        eprintln!(
+            "pathprof: note: {} source file(s) not found, their pages show counts only (give --source-dir DIR): {}",
+            report.missing_sources.len(),
+            report.missing_sources.join(", ")
+        );
+    }
+    pathprof::html::write(&report, &a.output, a.force)?;
+    eprintln!(
+        "pathprof: wrote {} pages to {}",
+        report.pages.len(),
+        a.output.join("index.html").display()
+    );
     Ok(())
 }
 

@@ -54,6 +54,7 @@ pub mod driver;
 pub mod edge_report;
 pub mod export;
 pub mod fleet;
+pub mod html;
 pub mod input;
 pub mod interesting;
 pub mod interproc;

@@ -173,7 +173,7 @@ fn rows(profile: &Profile, function: Option<&str>, self_loops: bool) -> Result<V
 
 /// A function's path executions: its numbered paths' and its self loops'
 /// iterations (each a path of its own, Ball & Larus 4.1).
-fn path_executions(f: &FunctionProfile) -> u64 {
+pub fn path_executions(f: &FunctionProfile) -> u64 {
     match &f.data {
         FunctionData::Path { counts, .. } => {
             let paths: u64 = counts.paths.iter().map(|&(_, c)| c).sum();
@@ -411,7 +411,7 @@ pub fn render_rows(paths: &[HotPath], top: usize) -> String {
 
 /// `  [demo.c:31 -> demo.c:40]`: where the path begins and ends in the
 /// source, when the module had DWARF.
-fn source_span(blocks: &[BlockRef]) -> String {
+pub fn source_span(blocks: &[BlockRef]) -> String {
     let first = blocks.iter().find_map(|b| b.source.as_deref());
     let last = blocks.iter().rev().find_map(|b| b.source.as_deref());
     match (first, last) {

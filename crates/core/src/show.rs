@@ -17,7 +17,7 @@ use anyhow::{bail, Result};
 use pathprof_profile::{FunctionProfile, Profile};
 
 use crate::export::{self, FileCoverage};
-use crate::report;
+use crate::report::{self, HotPath};
 
 pub struct ShowOptions {
     pub function: Option<String>,
@@ -71,16 +71,24 @@ fn path_lines(
         bail!("function {function} ran no path {n} (report --function {function} lists its paths)");
     };
     let f = report::select(profile, Some(function))?[0];
+    Ok(path_marks(f, &row))
+}
+
+/// Per (file, line) the positions (1-based) at which `path`, a path of
+/// `f`, runs a block that begins on it.
+pub fn path_marks(f: &FunctionProfile, path: &HotPath) -> BTreeMap<(String, u32), Vec<usize>> {
     let mut out: BTreeMap<(String, u32), Vec<usize>> = BTreeMap::new();
-    for (i, b) in row.blocks.iter().enumerate() {
+    for (i, b) in path.blocks.iter().enumerate() {
         if let Some(key) = export::source_line(f, b.block.index()) {
             out.entry(key).or_default().push(i + 1);
         }
     }
-    Ok(out)
+    out
 }
 
-fn find(file: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+/// The source file the line table names `file`: that path, else in each of
+/// `dirs` by that name, then by its last component.
+pub fn find(file: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
     let name = Path::new(file);
     let base = name.file_name().map(Path::new);
     std::iter::once(name.to_path_buf())
@@ -89,8 +97,38 @@ fn find(file: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// One file's lines with their counts; with `only_counted`, from two lines
-/// before its first counted line to two after its last.
+/// One line of an annotated listing.
+pub struct AnnotatedLine<'t> {
+    pub number: u32,
+    /// The count of the line, when a block begins on it.
+    pub count: Option<u64>,
+    pub text: &'t str,
+}
+
+/// The lines of `text`, the contents of file `c`, with their counts; with
+/// `only_counted`, from two lines before its first counted line to two
+/// after its last.
+pub fn annotate<'t>(c: &FileCoverage, text: &'t str, only_counted: bool) -> Vec<AnnotatedLine<'t>> {
+    let counts: BTreeMap<u32, u64> = c.lines.iter().map(|l| (l.line, l.count)).collect();
+    let (first, last) = match (counts.keys().next(), counts.keys().last()) {
+        (Some(&a), Some(&b)) if only_counted => (a.saturating_sub(2).max(1), b.saturating_add(2)),
+        _ => (1, u32::MAX),
+    };
+    // Skipped, not filtered: a function's page reads a few lines of what
+    // may be a large file (an amalgamation).
+    text.lines()
+        .enumerate()
+        .skip(first as usize - 1)
+        .take((last - first) as usize + 1)
+        .map(|(i, line)| AnnotatedLine {
+            number: i as u32 + 1,
+            count: counts.get(&(i as u32 + 1)).copied(),
+            text: line,
+        })
+        .collect()
+}
+
+/// One file's lines with their counts (see [`annotate`]).
 fn listing(
     out: &mut String,
     c: &FileCoverage,
@@ -100,25 +138,17 @@ fn listing(
 ) -> Result<()> {
     let text =
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let counts: BTreeMap<u32, u64> = c.lines.iter().map(|l| (l.line, l.count)).collect();
-    let (first, last) = match (counts.keys().next(), counts.keys().last()) {
-        (Some(&a), Some(&b)) if only_counted => (a.saturating_sub(2).max(1), b + 2),
-        _ => (1, u32::MAX),
-    };
     let _ = writeln!(out, "{}:", path.display());
-    for (i, line) in text.lines().enumerate() {
-        let n = i as u32 + 1;
-        if n < first || n > last {
-            continue;
-        }
-        let count = counts.get(&n).map_or(String::new(), |c| c.to_string());
+    for l in annotate(c, &text, only_counted) {
+        let n = l.number;
+        let count = l.count.map_or(String::new(), |c| c.to_string());
         let mark = marks.get(&(c.file.clone(), n)).map_or(String::new(), |at| {
             at.iter()
                 .map(|i| i.to_string())
                 .collect::<Vec<_>>()
                 .join(",")
         });
-        let _ = writeln!(out, "{count:>12} {mark:>5} {n:>5}| {line}");
+        let _ = writeln!(out, "{count:>12} {mark:>5} {n:>5}| {}", l.text);
     }
     out.push('\n');
     Ok(())
