@@ -691,6 +691,22 @@ fn progress_bar() -> driver::Progress {
     })
 }
 
+/// A spinner of the branches simulated, on stderr when it is a terminal
+/// (a simulated run of a real program takes minutes); hidden otherwise.
+fn simulate_spinner() -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+        bar.set_style(style);
+    }
+    bar.set_message("simulating");
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
 /// `--dir HOST[::GUEST]` values.
 fn parse_dirs(dirs: &[String]) -> Vec<(PathBuf, String)> {
     dirs.iter()
@@ -1329,8 +1345,17 @@ fn simulate_cmd(a: SimulateArgs) -> Result<ExitCode> {
         ..Default::default()
     };
     let name = a.program.display().to_string();
-    let sim = pathprof::simulate::simulate(&module, opts, configs, a.threads.max(1))
-        .with_context(|| name.clone())?;
+    let bar = simulate_spinner();
+    let tick = bar.clone();
+    let sim = pathprof::simulate::simulate_with_progress(
+        &module,
+        opts,
+        configs,
+        a.threads.max(1),
+        move |branches| tick.set_message(format!("{} M branches simulated", branches >> 20)),
+    );
+    bar.finish_and_clear();
+    let sim = sim.with_context(|| name.clone())?;
     if let pathprof_runner::Exit::Trap(msg) = &sim.exit {
         eprintln!("pathprof: warning: {name} trapped: {msg}");
     }

@@ -33,6 +33,9 @@ use crate::source::SourceMap;
 /// the per-batch work, small enough to stay in cache.
 const BATCH: usize = 8192;
 
+/// Branches between two calls of [`simulate_with_progress`]'s callback.
+pub const PROGRESS_EVERY: u64 = 1 << 24;
+
 /// What one `pathprof simulate` run measured.
 pub struct Simulated {
     pub exit: Exit,
@@ -60,6 +63,18 @@ pub fn simulate(
     configs: Vec<SimConfig>,
     threads: usize,
 ) -> Result<Simulated> {
+    simulate_with_progress(module, opts, configs, threads, |_| {})
+}
+
+/// [`simulate`], telling `progress` the branches simulated so far after
+/// every [`PROGRESS_EVERY`] of them.
+pub fn simulate_with_progress(
+    module: &[u8],
+    opts: RunOptions,
+    configs: Vec<SimConfig>,
+    threads: usize,
+    progress: impl FnMut(u64) + Send + 'static,
+) -> Result<Simulated> {
     let with_accesses = configs
         .iter()
         .any(|c| matches!(c.metric, Metric::L1Misses | Metric::L2Misses));
@@ -72,6 +87,7 @@ pub fn simulate(
         branches: 0,
         access_count: 0,
         cpu_seconds: 0.0,
+        progress: Box::new(progress),
     }));
     let engine = pathprof_runner::engine_without_fuel()?;
     let feeder = Arc::clone(&state);
@@ -118,6 +134,7 @@ struct Feeder {
     access_count: u64,
     /// CPU time spent in `sweep.feed`.
     cpu_seconds: f64,
+    progress: Box<dyn FnMut(u64) + Send>,
 }
 
 impl Feeder {
@@ -141,7 +158,11 @@ impl Feeder {
     }
 
     fn flush(&mut self) {
+        let before = self.branches / PROGRESS_EVERY;
         self.branches += self.batch.len() as u64;
+        if self.branches / PROGRESS_EVERY > before {
+            (self.progress)(self.branches);
+        }
         self.access_count += self.accesses.len() as u64;
         let start = crate::run_cmd::thread_cpu_s();
         self.sweep.feed_with_accesses(&self.batch, &self.accesses);
