@@ -9,6 +9,8 @@
 #   lcov                       lcov and genhtml read `pathprof export`'s files
 #   chromium                   headless, renders `pathprof html`'s pages for
 #                              crates/cli/tests/html_report.rs
+#   duckdb (PyPI)              reads `export --format parquet`'s tables for
+#                              crates/cli/tests/parquet_export.rs
 #   binaryen (unpacked)        Debian's wasm-opt, which clang runs after linking
 #                              when it finds one: unpacked into target/binaryen,
 #                              not installed (a machine-wide one would change
@@ -108,5 +110,14 @@ if ! python3 -c 'import wasmtime' >/dev/null 2>&1; then
     if ! python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore wasmtime >"$tmp/pip.log" 2>&1; then
         cat "$tmp/pip.log" >&2
         die "installing the Python wasmtime package failed (log above)"
+    fi
+fi
+
+# The `duckdb` package from PyPI: crates/cli/tests/parquet_export.rs reads
+# `pathprof export --format parquet`'s files with it, as a fleet would.
+if ! python3 -c 'import duckdb' >/dev/null 2>&1; then
+    if ! python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore duckdb >"$tmp/pip.log" 2>&1; then
+        cat "$tmp/pip.log" >&2
+        die "installing the Python duckdb package failed (log above)"
     fi
 fi

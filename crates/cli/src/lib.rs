@@ -5,8 +5,8 @@
 
 pub use pathprof_core::{
     diff, driver, edge_report, export, fleet, html, input, interesting, interproc,
-    interproc_report, intra_context, ippp, meta, ppp_stats, report, residual, residual_segments,
-    segments_report, show, source, stats,
+    interproc_report, intra_context, ippp, meta, parquet_export, ppp_stats, report, residual,
+    residual_segments, segments_report, show, source, stats,
 };
 
 pub mod branch_trace;

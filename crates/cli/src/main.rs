@@ -68,6 +68,9 @@ enum ExportFormat {
     /// The profile itself as a JSON document (docs/profile-format.md), which
     /// every command reads as it reads the binary one.
     Profile,
+    /// The paths as a Parquet table (one row per path, with the module hash,
+    /// runs and --label), for DuckDB, Spark or pandas; needs -o.
+    Parquet,
 }
 
 #[derive(Args)]
@@ -78,6 +81,9 @@ struct ExportArgs {
     /// Write here instead of standard output.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// The label column of --format parquet (default: the profile's file name).
+    #[arg(long)]
+    label: Option<String>,
 }
 
 #[derive(Args)]
@@ -1071,7 +1077,11 @@ fn html_cmd(a: HtmlArgs) -> Result<()> {
 fn export_cmd(a: ExportArgs) -> Result<()> {
     let profile = Profile::read(&a.profile)?;
     let name = || a.profile.display().to_string();
+    if let ExportFormat::Parquet = a.format {
+        return export_parquet(&a, &profile);
+    }
     let text = match a.format {
+        ExportFormat::Parquet => unreachable!("exported above"),
         // A file gets the bytes `run -o P.json` writes; a terminal a last newline.
         ExportFormat::Profile if a.output.is_some() => profile.to_json(),
         ExportFormat::Profile => profile.to_json() + "\n",
@@ -1092,6 +1102,24 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
         }
         None => print!("{text}"),
     }
+    Ok(())
+}
+
+/// `export --format parquet`: a binary table, to a file only.
+fn export_parquet(a: &ExportArgs, profile: &Profile) -> Result<()> {
+    let Some(out) = &a.output else {
+        bail!("--format parquet writes a binary file: give -o FILE");
+    };
+    check_not_input(&a.profile, out, false)?;
+    let file = pathprof_profile::AtomicFile::create(out)?;
+    let label = a.label.clone().unwrap_or_else(|| {
+        a.profile
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    });
+    let bytes = pathprof::parquet_export::parquet(profile, &label)
+        .with_context(|| a.profile.display().to_string())?;
+    file.finish(&bytes)?;
     Ok(())
 }
 

@@ -63,6 +63,7 @@ pub mod intra_context;
 pub mod ippp;
 pub mod meta;
 pub mod options;
+pub mod parquet_export;
 pub mod ppp_stats;
 mod recorder;
 pub mod report;
