@@ -230,7 +230,8 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         .filter(|i| seen.insert(*i))
         .cloned()
         .collect();
-    let (interesting, through_indirect) = technique::through_indirect_call(&num, &given)
+    let dispatch = dispatch(module, &info, &msg)?;
+    let (interesting, through_indirect) = technique::through_indirect_call(&num, &given, &dispatch)
         .map_err(|e| anyhow!("an interesting segment is not one of this module: {e}"))?;
     let (p, mut interesting, too_many_paths, too_many_contexts) =
         planned_fitting(num, o.k, &interesting, msg.num_imported_funcs)?;
@@ -259,7 +260,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
                     &p.expanded,
                     &p.layout,
                     FuncId::new(i),
-                    &msg.call_index[i],
+                    (&msg.call_index[i], &dispatch[i]),
                     policy,
                 )
                 .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))
@@ -275,6 +276,45 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         (&p.layout.module_plan(), &plans),
         (IPPP_SECTION, &section),
     )
+}
+
+/// Per supergraph function, its indirect calls that a static table
+/// resolves by slot ([`pathprof_wasm::tables`]).
+fn dispatch(
+    module: &[u8],
+    info: &pathprof_wasm::ModuleInfo,
+    msg: &ModuleSupergraph,
+) -> Result<Vec<technique::Dispatch>> {
+    let tables = pathprof_wasm::tables::static_tables(module)?;
+    let sg = &msg.supergraph;
+    Ok((0..sg.functions.len())
+        .map(|i| {
+            let Some(Ok(fcfg)) = info.functions.get(i) else {
+                return vec![None; sg.functions[i].calls.len()];
+            };
+            sg.functions[i]
+                .calls
+                .iter()
+                .zip(&msg.call_index[i])
+                .map(|(call, &w)| {
+                    let pathprof_wasm::Callee::Indirect { table, .. } =
+                        fcfg.calls.get(w as usize)?.callee
+                    else {
+                        return None;
+                    };
+                    let pathprof_graph::interproc::Callee::Indirect(may) = &call.callee else {
+                        return None;
+                    };
+                    may.iter()
+                        .map(|&q| {
+                            let f = msg.num_imported_funcs + q.index() as u32;
+                            Some((q, tables.slots_of(table, f)?))
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect())
 }
 
 /// The module indices of the functions whose expanded graphs `x` are truncated.

@@ -37,7 +37,8 @@ pub struct IpppSummary {
     /// [`SegmentProfile::segments`], with count 0 if it never ran).
     pub interesting: u64,
     /// Interesting segments given but not profiled: they pass an indirect
-    /// call, which ends segments in the instrumentation.
+    /// call through a table the module or the host may write, which ends
+    /// segments in the instrumentation (a static table's are resolved).
     pub through_indirect: u64,
     /// Interesting segments given but not profiled: with them, their start
     /// function's expanded graph would have more paths than 64 bits

@@ -49,10 +49,18 @@
 //! ([`Action::In`]): a segment's Ball-Larus id is only unique within its
 //! start function's expanded graph, whose ids may take all 64 bits.
 //!
+//! - an indirect call whose table is static (its slots known before the
+//!   run: [`Dispatch`]): the table index the call uses is captured, and
+//!   each group goes to the copy of the function in that slot, if an
+//!   interesting segment goes there ("indirect calls are segment ends
+//!   unless a profile resolves them"; the profile's segments name the
+//!   callees), else it is classified as at any call no segment extends.
+//!
 //! Departures from the thesis:
-//! - Indirect calls end segments: the caller cannot tell the callee's copy
-//!   before the call. Interesting segments through an indirect call are
-//!   left out of the interesting set ([`through_indirect_call`]).
+//! - Indirect calls through a table the module or the host may write end
+//!   segments: the caller cannot tell the callee's copy before the call.
+//!   Interesting segments through one are left out of the interesting set
+//!   ([`through_indirect_call`]).
 //! - The stack region is of fixed size; a run that nests frames deeper
 //!   traps (`unreachable`) rather than count wrongly.
 //! - Tail calls and exceptions are refused before planning, as by the
@@ -130,18 +138,28 @@ pub struct Layout {
     globals: usize,
 }
 
-/// The IPS of `list` that pass no indirect call site, in order, and how
-/// many do.
+/// Per supergraph call site of a function (in its order), for an
+/// indirect call through a static table: the table slots of each function
+/// it may reach. `None` for a direct call, or one the plan cannot resolve.
+pub type Dispatch = Vec<Option<BTreeMap<FuncId, Vec<u32>>>>;
+
+/// The IPS of `list` that pass no indirect call site `dispatch` (per
+/// function) does not resolve, in order, and how many do.
 pub fn through_indirect_call(
     num: &SubpathNumbering,
     list: &[Ips],
+    dispatch: &[Dispatch],
 ) -> Result<(Vec<Ips>, u64), GraphError> {
     let first_site = first_sites(num);
     let passes = |ips: &Ips| -> Result<bool, GraphError> {
-        for s in &ips[..ips.len().saturating_sub(1)] {
+        for (j, s) in ips[..ips.len().saturating_sub(1)].iter().enumerate() {
             if let SubpathEnd::Call(i) = num.decode(*s)?.end {
                 let site = first_site[s.func.index()] + i;
-                if matches!(num.callees.get(site), Some(Callee::Indirect(_))) {
+                let resolved = dispatch
+                    .get(s.func.index())
+                    .and_then(|d| d.get(i)?.as_ref())
+                    .is_some_and(|m| m.get(&ips[j + 1].func).is_some_and(|v| !v.is_empty()));
+                if matches!(num.callees.get(site), Some(Callee::Indirect(_))) && !resolved {
                     return Ok(true);
                 }
             }
@@ -263,6 +281,10 @@ struct Planner<'a> {
     layout: &'a Layout,
     h: FuncId,
     policy: Policy,
+    /// `h`'s indirect calls resolved by slot.
+    dispatch: &'a Dispatch,
+    /// The i32 registers of a dispatch: the table index, and a scratch.
+    index: (Reg, Reg),
     /// Whether `h` starts segments that go into calls (its own group).
     grouped: bool,
     groups: Vec<Group>,
@@ -275,7 +297,7 @@ pub fn plan(
     x: &[Expanded],
     layout: &Layout,
     h: FuncId,
-    calls: &[u32],
+    (calls, dispatch): (&[u32], &Dispatch),
     policy: Policy,
 ) -> Option<FunctionPlan> {
     let split = &num.functions[h.index()].split;
@@ -304,12 +326,15 @@ pub fn plan(
             ptr: r + 3,
         });
     }
+    let fixed = (FIXED + PER_COPY * copies.len()) as Reg;
     let p = Planner {
         num,
         x,
         layout,
         h,
         policy,
+        dispatch,
+        index: (fixed, fixed + 1),
         grouped,
         groups,
     };
@@ -319,8 +344,12 @@ pub fn plan(
     let calls = (0..split.call_vertex.len())
         .map(|k| p.call(k, calls[k]))
         .collect();
+    let mut registers = vec![Width::I64; FIXED + PER_COPY * copies.len()];
+    if dispatch.iter().any(Option::is_some) {
+        registers.extend([Width::I32, Width::I32]);
+    }
     Some(FunctionPlan {
-        registers: vec![Width::I64; FIXED + PER_COPY * copies.len()],
+        registers,
         paths: match policy {
             Policy::Record { capacity } if counts => PathTable::Hash { capacity },
             _ => PathTable::None,
@@ -542,11 +571,24 @@ impl Planner<'_> {
                 ..CallActions::default()
             };
         };
-        let callee = match &self.num.callees[self.layout.first_site[self.h.index()] + k] {
-            Callee::Direct(g) => Some(*g),
-            Callee::Indirect(_) => None,
-        };
+        // The functions the call may enter, each with the table slots that
+        // select it (none: a direct call).
+        let targets: Vec<(FuncId, Option<&[u32]>)> =
+            match &self.num.callees[self.layout.first_site[self.h.index()] + k] {
+                Callee::Direct(g) => vec![(*g, None)],
+                Callee::Indirect(_) => match self.dispatch.get(k).and_then(Option::as_ref) {
+                    Some(by_func) => by_func
+                        .iter()
+                        .filter(|(_, slots)| !slots.is_empty())
+                        .map(|(g, slots)| (*g, Some(&slots[..])))
+                        .collect(),
+                    None => vec![],
+                },
+            };
         let (mut before, mut after) = (vec![], vec![]);
+        if targets.iter().any(|(_, slots)| slots.is_some()) {
+            before.push(Action::CaptureIndex { reg: self.index.0 });
+        }
         if self.grouped {
             before.push(Action::Push(Box::new(Push {
                 ptr: PTR0,
@@ -561,31 +603,22 @@ impl Planner<'_> {
         let (mut own_kept, mut passes) = (false, false);
         for g in &self.groups {
             let copy = &self.expanded(g.root).copies[g.copy];
-            let child = callee
+            // (slots, child copy) per target this group's copy inlines.
+            let children: Vec<(Option<&[u32]>, usize)> = targets
+                .iter()
                 .filter(|_| copy.depth < self.layout.k)
-                .and_then(|q| copy.children.get(&(k, q)));
-            let Some(&c) = child else {
+                .filter_map(|&(q, slots)| Some((slots, *copy.children.get(&(k, q))?)))
+                .collect();
+            if children.is_empty() {
                 self.close(g, self.exit_inc(g, exit), &mut before);
                 continue;
-            };
+            }
             own_kept |= g.len == LEN0;
             passes = true;
-            let x = self.expanded(g.root);
-            let enter = x.of(x.copies[c].enter.expect("an inlined copy is entered"));
-            copy_plus(&mut before, TMP.0, g.acc.0, enter.0 as i64);
-            copy_plus(&mut before, TMP.1, g.acc.1, enter.1);
-            before.push(to_global(self.global(g.root, c, 0), TMP.0));
-            before.push(to_global(self.global(g.root, c, 1), TMP.1));
-            before.push(to_global(self.global(g.root, c, 2), g.len));
-            before.push(to_global(self.global(g.root, c, 3), g.ptr));
-            after.push(from_global(g.acc.0, self.global(g.root, c, 0)));
-            after.push(from_global(g.acc.1, self.global(g.root, c, 1)));
-            after.push(from_global(g.len, self.global(g.root, c, 2)));
-            after.push(Action::Set {
-                reg: SCRATCH,
-                value: 0,
-            });
-            after.push(to_global(self.global(g.root, c, 2), SCRATCH));
+            let mut close = vec![];
+            self.close(g, self.exit_inc(g, exit), &mut close);
+            before.extend(self.on_slot(&children, close, |c| self.pass(g, c)));
+            after.extend(self.on_slot(&children, vec![], |c| self.take_back(g, c)));
         }
         if passes {
             before.push(Action::Set {
@@ -606,6 +639,74 @@ impl Planner<'_> {
             after,
             instead_of_exit: false,
         }
+    }
+
+    /// `then(c)` for the child `c` whose slots hold the captured table
+    /// index (a direct call's only child: at once), `otherwise` when none
+    /// does.
+    fn on_slot(
+        &self,
+        children: &[(Option<&[u32]>, usize)],
+        otherwise: Vec<Action>,
+        then: impl Fn(usize) -> Vec<Action>,
+    ) -> Vec<Action> {
+        let mut out = otherwise;
+        for &(slots, c) in children.iter().rev() {
+            let Some(slots) = slots else {
+                return then(c);
+            };
+            for &slot in slots.iter().rev() {
+                // scratch = index - slot; zero selects `c`.
+                let (index, scratch) = self.index;
+                out = vec![
+                    Action::Set {
+                        reg: scratch,
+                        value: -i64::from(slot),
+                    },
+                    Action::MulAdd(Box::new(MulAdd {
+                        reg: scratch,
+                        a: 1,
+                        src: index,
+                        b: 0,
+                    })),
+                    Action::IfNonZero(Box::new(IfNonZero {
+                        reg: scratch,
+                        then: out,
+                        otherwise: then(c),
+                    })),
+                ];
+            }
+        }
+        out
+    }
+
+    /// Group `g` goes into child copy `c` through its module registers,
+    /// adding `c -> ENTRY'`.
+    fn pass(&self, g: &Group, c: usize) -> Vec<Action> {
+        let x = self.expanded(g.root);
+        let enter = x.of(x.copies[c].enter.expect("an inlined copy is entered"));
+        let mut out = vec![];
+        copy_plus(&mut out, TMP.0, g.acc.0, enter.0 as i64);
+        copy_plus(&mut out, TMP.1, g.acc.1, enter.1);
+        out.push(to_global(self.global(g.root, c, 0), TMP.0));
+        out.push(to_global(self.global(g.root, c, 1), TMP.1));
+        out.push(to_global(self.global(g.root, c, 2), g.len));
+        out.push(to_global(self.global(g.root, c, 3), g.ptr));
+        out
+    }
+
+    /// Group `g` comes back from child copy `c` after the call.
+    fn take_back(&self, g: &Group, c: usize) -> Vec<Action> {
+        vec![
+            from_global(g.acc.0, self.global(g.root, c, 0)),
+            from_global(g.acc.1, self.global(g.root, c, 1)),
+            from_global(g.len, self.global(g.root, c, 2)),
+            Action::Set {
+                reg: SCRATCH,
+                value: 0,
+            },
+            to_global(self.global(g.root, c, 2), SCRATCH),
+        ]
     }
 
     /// Bytes of `h`'s member list: one per call site its own segments go

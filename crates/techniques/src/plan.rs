@@ -87,6 +87,11 @@ pub enum Action {
     /// Traps (`unreachable`) if `reg`, unsigned, is above `limit`: the
     /// stack region of [`Action::Push`] overflowed.
     TrapIfAbove { reg: Reg, limit: u32 },
+    /// The i32 on top of the operand stack into `reg` (an i32 register),
+    /// the stack unchanged: the first action before a `call_indirect`, it
+    /// takes the table index the call will use, so that later actions can
+    /// dispatch on the slot (a static table's slot names its function).
+    CaptureIndex { reg: Reg },
     /// A counting action (`CountPath`, `CountSlot` or `CountPpp`) against
     /// the tables of another function's plan: interprocedural PPP counts a
     /// segment in the tables of the function it started in, wherever it

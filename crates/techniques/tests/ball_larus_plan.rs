@@ -41,6 +41,7 @@ fn execute(
                 | Action::Push(_)
                 | Action::ForEachMember(_)
                 | Action::TrapIfAbove { .. }
+                | Action::CaptureIndex { .. }
                 | Action::In(_) => {
                     unreachable!("only Ball-Larus actions in a Ball-Larus plan")
                 }

@@ -32,6 +32,7 @@ mod module;
 pub mod par;
 pub mod rewrite;
 pub mod supergraph;
+pub mod tables;
 
 pub use branches::BranchStream;
 pub use callgraph::CallGraph;

@@ -152,6 +152,9 @@ impl Lowerer {
                 }
                 Action::MulAdd(ref m) => self.mul_add(&mut sink, m),
                 Action::Push(ref p) => self.push(&mut sink, p),
+                Action::CaptureIndex { reg } => {
+                    sink.local_tee(self.regs[reg as usize].0);
+                }
                 Action::TrapIfAbove { reg, limit } => {
                     let (local, width) = self.regs[reg as usize];
                     sink.local_get(local);

@@ -477,6 +477,10 @@ fn check_action(plan: &FunctionPlan, globals: &[Width], action: &Action) -> Opti
         }
         Action::IfNonZero(ref branch) => undeclared(branch.reg),
         Action::TrapIfAbove { reg, .. } => undeclared(reg),
+        Action::CaptureIndex { reg } => undeclared(reg).or_else(|| {
+            (plan.registers[reg as usize] != Width::I32)
+                .then(|| format!("register {reg} takes a table index: it must be i32"))
+        }),
         Action::Push(ref p) => all_i64(plan, &[p.ptr, p.len, p.bl, p.ppp]),
         Action::ForEachMember(ref m) => all_i64(
             plan,
