@@ -697,9 +697,10 @@ fn progress_bar() -> driver::Progress {
     })
 }
 
-/// A spinner of the branches simulated, on stderr when it is a terminal
-/// (a simulated run of a real program takes minutes); hidden otherwise.
-fn simulate_spinner() -> indicatif::ProgressBar {
+/// A spinner saying what is being done, on stderr when it is a terminal
+/// (a simulated run of a real program takes minutes; decoding a large
+/// module's counters, seconds); hidden otherwise.
+fn spinner(message: &'static str) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
@@ -708,7 +709,7 @@ fn simulate_spinner() -> indicatif::ProgressBar {
     if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
         bar.set_style(style);
     }
-    bar.set_message("simulating");
+    bar.set_message(message);
     bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar
 }
@@ -1020,6 +1021,14 @@ fn residual_report(a: ResidualReportArgs) -> Result<()> {
 }
 
 fn collect(a: CollectArgs) -> Result<()> {
+    let bar = spinner("collecting");
+    let done = collect_to_profile(&a);
+    bar.finish_and_clear();
+    done?.write(&a.output)?;
+    Ok(())
+}
+
+fn collect_to_profile(a: &CollectArgs) -> Result<Profile> {
     let module = read(&a.instrumented)?;
     let meta = driver::read_meta(&module).with_context(|| a.instrumented.display().to_string())?;
     let counters = read(&a.counters)?;
@@ -1030,10 +1039,7 @@ fn collect(a: CollectArgs) -> Result<()> {
         &a.counters.display().to_string(),
         &a.instrumented.display().to_string(),
     )?;
-    let profile = driver::collect(&meta, &counters, None)
-        .with_context(|| a.counters.display().to_string())?;
-    profile.write(&a.output)?;
-    Ok(())
+    driver::collect(&meta, &counters, None).with_context(|| a.counters.display().to_string())
 }
 
 fn show_cmd(a: ShowArgs) -> Result<()> {
@@ -1373,7 +1379,7 @@ fn simulate_cmd(a: SimulateArgs) -> Result<ExitCode> {
         ..Default::default()
     };
     let name = a.program.display().to_string();
-    let bar = simulate_spinner();
+    let bar = spinner("simulating");
     let tick = bar.clone();
     let sim = pathprof::simulate::simulate_with_progress(
         &module,
