@@ -1,14 +1,18 @@
 //! Spec-testsuite conformance: runs `.wast` scripts against the original
-//! modules and against their instrumented versions (path and edge), side by
-//! side, and reports every assertion that passes on the original but not on
-//! an instrumented module (a regression).
+//! modules and against their instrumented versions (every mode of
+//! [`MODES`]), side by side, and reports every assertion that passes on the
+//! original but not on an instrumented module (a regression).
 //!
-//! Each script runs in three "worlds" (original, path, edge), each with its
-//! own store, linker (the `spectest` host module plus the registered
-//! instances) and named instances. A module directive is compiled once per
-//! world: as written in the original world, instrumented in the others. Every
-//! directive then runs in the three worlds in lockstep, so the registered
-//! environment is the same except for the instrumentation.
+//! Each script runs in one "world" per mode besides the original's, each
+//! with its own store, linker (the `spectest` host module plus the
+//! registered instances) and named instances. A module directive is
+//! compiled once per world: as written in the original world, instrumented
+//! in the others. Every directive then runs in all worlds in lockstep, so
+//! the registered environment is the same except for the instrumentation.
+//!
+//! The modes that need a choice of interesting paths (`ppp`) or segments
+//! (`ippp`) get one made up per module ([`ppp_options`], [`ippp_options`]):
+//! what they count is not checked here, only that the module behaves.
 //!
 //! Not run (counted as skipped): `assert_invalid`, `assert_malformed`,
 //! `assert_unlinkable`, custom-section assertions, `assert_suspension`,
@@ -36,19 +40,21 @@ use wast::token::{Id, Span};
 use wast::{QuoteWat, Wast, WastArg, WastDirective, WastExecute, WastInvoke, WastRet, Wat};
 
 use pathprof_core::driver::{self, Technique};
+use pathprof_core::ippp;
 use pathprof_techniques::interproc;
 
 /// How an error message of a module a mode does not instrument begins.
 const UNSUPPORTED: &str = "unsupported: ";
 
 /// The instrumented modes compared with the original.
-pub const MODES: [(&str, Technique); 6] = [
+pub const MODES: [(&str, Technique); 7] = [
     ("path", Technique::Path),
     ("edge", Technique::Edge),
     ("ppp", Technique::Ppp),
     ("context", Technique::Context),
     ("piecewise", Technique::Piecewise),
     ("intra-context", Technique::IntraContext),
+    ("ippp", Technique::Ippp),
 ];
 const WORLDS: usize = 1 + MODES.len();
 /// Time limit of each instantiation or call, in epoch ticks of [`TICK`]:
@@ -96,6 +102,10 @@ pub struct ScriptReport {
     /// Assertions failing on the original (the first few; the count is `assertions - passed`).
     pub failed_original: Vec<String>,
     pub modes: Vec<ModeReport>,
+    /// `ippp`: the modules profiling at least one interesting segment, and
+    /// how many they profile (chosen by [`ippp_options`]; so that a run
+    /// shows the mode's counting code ran, not only its call bookkeeping).
+    pub ippp_profiled: (usize, usize),
     /// Failures of the tool itself: parse errors, instrumentation errors,
     /// instrumented modules the engine rejects.
     pub errors: Vec<String>,
@@ -121,6 +131,8 @@ pub struct Totals {
     pub modes: Vec<(String, usize, usize)>,
     pub regressions: usize,
     pub errors: usize,
+    /// As [`ScriptReport::ippp_profiled`].
+    pub ippp_profiled: (usize, usize),
     /// Scripts with functions left uninstrumented.
     pub scripts_with_uninstrumented: Vec<String>,
 }
@@ -150,6 +162,8 @@ impl Summary {
                 tm.2 += m.passed;
             }
             t.regressions += s.regressions();
+            t.ippp_profiled.0 += s.ippp_profiled.0;
+            t.ippp_profiled.1 += s.ippp_profiled.1;
             t.errors += s.errors.len();
             if !s.uninstrumented.is_empty() {
                 t.scripts_with_uninstrumented.push(s.script.clone());
@@ -229,12 +243,23 @@ impl Summary {
             "modules rejected by the engine (skipped): {}",
             t.rejected
         );
-        for (i, (mode, _)) in MODES.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "ippp: {} interesting segments profiled in {} modules",
+            t.ippp_profiled.1, t.ippp_profiled.0
+        );
+        for (i, (mode, technique)) in MODES.iter().enumerate() {
             let n: usize = self.scripts.iter().map(|s| s.modes[i].unsupported).sum();
+            let why = match technique {
+                Technique::Ippp => "a tail call, a throw or a catch",
+                _ => {
+                    "a catch into the function's own label, or a tail call that may reach an import"
+                }
+            };
             if n > 0 {
                 let _ = writeln!(
                     out,
-                    "{mode}: {n} modules not instrumented (a catch into the function's own label, or a tail call that may reach an import; their assertions not counted)"
+                    "{mode}: {n} modules not instrumented ({why}; their assertions not counted)"
                 );
             }
         }
@@ -297,7 +322,7 @@ pub fn run_dir_with(
                 s.spawn(|| loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = scripts.get(i) else { break };
-                    let report = run_file(&engine, path);
+                    let report = run_file_caught(&engine, path);
                     on_event(scripts.len(), Some(&report));
                     reports.lock().unwrap().push(report);
                 })
@@ -564,14 +589,18 @@ impl<'r> Runner<'r> {
             self.stand_in[m] = false;
             let opts = match technique {
                 Technique::Ppp => ppp_options(&bytes, self.report.modules),
+                Technique::Ippp => ippp_options(&bytes, self.report.modules),
                 _ => driver::Options::default(),
             };
             let compiled = driver::instrument(&bytes, technique, &opts)
-                .map_err(|e| match e.downcast_ref::<interproc::Unsupported>() {
+                .map_err(|e| match unsupported(&e) {
                     Some(u) => format!("{UNSUPPORTED}{u}"),
                     None => format!("instrumenting: {e:#}"),
                 })
                 .and_then(|ins| {
+                    if technique == Technique::Ippp {
+                        self.count_ippp(&ins.bytes);
+                    }
                     for w in &ins.warnings {
                         self.uninstrumented.insert(w.clone());
                     }
@@ -595,6 +624,15 @@ impl<'r> Runner<'r> {
         }
         self.report.instrumented += all as usize;
         Some(modules)
+    }
+
+    /// Adds an `ippp` module's interesting segments to the report.
+    fn count_ippp(&mut self, instrumented: &[u8]) {
+        if let Ok(Some(meta)) = ippp::read_meta(instrumented) {
+            let n = meta.interesting.len();
+            self.report.ippp_profiled.0 += (n > 0) as usize;
+            self.report.ippp_profiled.1 += n;
+        }
     }
 
     /// Records the results of one assertion (`assertion`) or action in every world.
@@ -1002,6 +1040,80 @@ fn ppp_options(bytes: &[u8], n: usize) -> driver::Options {
         ids.sort_unstable();
         ids.dedup();
         opts.ppp.interesting.paths.insert(f.func_index, ids);
+    }
+    opts
+}
+
+/// [`run_file`], with a panic of the tool reported as the script's error
+/// (the other scripts go on, and the totals say so).
+fn run_file_caught(engine: &Engine, path: &Path) -> ScriptReport {
+    let run = std::panic::AssertUnwindSafe(|| run_file(engine, path));
+    std::panic::catch_unwind(run).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("a panic");
+        ScriptReport {
+            script: path.display().to_string(),
+            errors: vec![format!("the tool panicked: {why}")],
+            ..ScriptReport::default()
+        }
+    })
+}
+
+/// Why a mode does not instrument a module, if that is why it failed.
+fn unsupported(e: &anyhow::Error) -> Option<String> {
+    let interproc = e
+        .downcast_ref::<interproc::Unsupported>()
+        .map(|u| u.to_string());
+    interproc.or_else(|| e.downcast_ref::<ippp::Unsupported>().map(|u| u.to_string()))
+}
+
+/// The `ippp` options for the `n`-th module: the depth (1 to 3) and the
+/// policy by turns, and as interesting segments every other segment of a
+/// few sampled executions of the module's supergraph (so that segments
+/// of both kinds run). The testsuite checks that the instrumented module
+/// behaves as the original, whatever it counts; a module has no profile
+/// here to take its interesting segments from.
+fn ippp_options(bytes: &[u8], n: usize) -> driver::Options {
+    use pathprof_graph::interproc::{sample::random_execution, FuncId};
+    use pathprof_graph::ippp::ips_profile;
+    use pathprof_techniques::ppp::Policy;
+    let mut opts = driver::Options::default();
+    opts.ippp.k = 1 + n % 3;
+    opts.ippp.policy = [Policy::Record, Policy::Count, Policy::Ignore][n / 3 % 3];
+    let Ok(info) = pathprof_wasm::analyze(bytes) else {
+        return opts;
+    };
+    let bound = opts.ball_larus.truncate_above;
+    let Ok((msg, numbering)) = ippp::numbered(bytes, &info, bound, false) else {
+        return opts;
+    };
+    let mut state = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    // An execution starts at the first entry function: every function in
+    // turn (the segmenter does not ask how control got there, and a spec
+    // module's functions are reached through exports, tables and `start`).
+    let mut sg = msg.supergraph;
+    sg.entries = (0..sg.functions.len()).map(FuncId::new).collect();
+    if sg.entries.is_empty() {
+        return opts;
+    }
+    for _ in 0..sg.entries.len().clamp(4, 64) * 2 {
+        sg.entries.rotate_left(1);
+        let choices: Vec<u32> = (0..400)
+            .map(|_| {
+                // xorshift64: any spread of choices will do.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 32) as u32
+            })
+            .collect();
+        let events = random_execution(&sg, &choices, 8);
+        if let Ok(profile) = ips_profile(&numbering, opts.ippp.k, &events) {
+            opts.ippp.interesting.extend(profile.into_keys().step_by(2));
+        }
     }
     opts
 }

@@ -71,6 +71,19 @@ pub struct IpppMeta {
     pub num_imported_funcs: u32,
 }
 
+/// What a module has that path segments are not defined across (the
+/// thesis does not say where a segment goes when an exception unwinds it,
+/// or when a tail call replaces the activation it would return to).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    #[error("function {0} makes a tail call (return_call*), which path segments are not defined across yet")]
+    TailCall(usize),
+    #[error(
+        "function {0} throws or catches exceptions, which path segments are not defined across yet"
+    )]
+    Exceptions(usize),
+}
+
 /// A module's supergraph and its subpath numbering, as the segment
 /// recorder and IPPP both number it: functions whose subpaths 64 bits
 /// cannot number are truncated to `bound` acyclic paths of their own
@@ -86,10 +99,10 @@ pub fn numbered(
     for (f, func) in msg.supergraph.functions.iter().enumerate() {
         let f = msg.num_imported_funcs as usize + f;
         if !func.tail_calls.is_empty() {
-            bail!("function {f} makes a tail call (return_call*), which path segments are not defined across yet");
+            return Err(Unsupported::TailCall(f).into());
         }
         if !func.throws.is_empty() || !func.handlers.is_empty() {
-            bail!("function {f} throws or catches exceptions, which path segments are not defined across yet");
+            return Err(Unsupported::Exceptions(f).into());
         }
     }
     let numbering = match SubpathNumbering::new(&msg.supergraph) {

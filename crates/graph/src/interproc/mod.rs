@@ -105,6 +105,7 @@ pub mod encode;
 pub mod hybrid;
 pub mod local;
 pub mod numbering;
+pub mod sample;
 pub mod supergraph;
 pub mod walk;
 

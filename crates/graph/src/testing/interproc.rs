@@ -7,8 +7,9 @@
 mod enumerate;
 mod random;
 
+pub use crate::interproc::sample::random_execution;
 pub use enumerate::{backedges, observable_paths, path_ends};
-pub use random::{arb_supergraph, random_execution};
+pub use random::arb_supergraph;
 
 use crate::cfg::{Cfg, EdgeId, NodeId};
 use crate::interproc::{CallSite, CallSiteId, Callee, Event, FuncId, Function, Supergraph};
