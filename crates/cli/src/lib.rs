@@ -1,7 +1,8 @@
 //! The pathprof command-line tool: argument parsing and printing over
-//! `pathprof-core`, and what needs the engine (`run`, `simulate`, segment
-//! recording; `conformance` is `pathprof-conformance`). The library's modules are re-exported
-//! under their old paths for the binary and the integration tests.
+//! `pathprof-core` (instrument, decode, report) and `pathprof-session`
+//! (what needs the engine: `run`, `simulate`, segment recording;
+//! `conformance` is `pathprof-conformance`). The libraries' modules are
+//! re-exported under their old paths for the binary and the integration tests.
 
 pub use pathprof_core::{
     diff, driver, edge_report, export, fleet, html, input, interesting, interproc,
@@ -9,8 +10,6 @@ pub use pathprof_core::{
     residual_segments, segments_report, show, source, stats,
 };
 
-pub mod branch_trace;
+pub use pathprof_session::{branch_trace, run_cmd, segments, simulate};
+
 pub mod heap;
-pub mod run_cmd;
-pub mod segments;
-pub mod simulate;

@@ -14,62 +14,27 @@
 use std::collections::BTreeMap;
 
 use anyhow::{anyhow, bail, Context, Result};
-use pathprof_graph::interproc::{FuncId, Supergraph};
+use pathprof_graph::interproc::FuncId;
 use pathprof_graph::ippp::{
     expand_all_fitting, expand_all_truncated, Expanded, Ippp, Ips, SubpathNumbering,
 };
 use pathprof_graph::GraphError;
 use pathprof_profile::segments::{IpppSummary, SegmentCount, SegmentProfile, SubpathStep};
 use pathprof_profile::{Mode, Profile};
-use pathprof_techniques::ippp::{self as technique, Layout, Policy};
+use pathprof_techniques::ippp::{self as technique, Layout};
 use pathprof_techniques::{FunctionPlan, RawCounters};
 use pathprof_wasm::supergraph::ModuleSupergraph;
-use serde::{Deserialize, Serialize};
 
 use crate::options::Options;
 use crate::recorder::{instrument_whole, Instrumented};
 use crate::technique::Technique;
 
+pub use crate::meta::ippp::{read_meta, IpppMeta, IPPP_SECTION};
+pub use crate::options::IpppOptions;
+
 /// The deepest segments accepted: a segment holds a subpath per call
 /// vertex at each depth, and the thesis measures k up to 3.
 pub const MAX_K: usize = 16;
-
-/// The custom section with what decoding needs.
-pub const IPPP_SECTION: &str = "__pathprof.ippp";
-
-/// What [`Technique::Ippp`] needs: the depth, the interesting segments
-/// and what to do with the others.
-#[derive(Clone, Debug, Default)]
-pub struct IpppOptions {
-    pub k: usize,
-    pub interesting: Vec<Ips>,
-    pub policy: pathprof_techniques::ppp::Policy,
-}
-
-/// What the [`IPPP_SECTION`] holds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct IpppMeta {
-    pub k: usize,
-    /// `record`, `count` or `ignore`.
-    pub policy: String,
-    pub hash_capacity: u32,
-    /// The interesting segments profiled (none through an indirect call).
-    pub interesting: Vec<Ips>,
-    pub through_indirect: u64,
-    /// Interesting segments left out because their start function's
-    /// expanded graph would have had too many paths with them.
-    pub too_many_paths: u64,
-    /// Interesting segments left out because a function they enter would
-    /// appear in more contexts than its registers hold.
-    pub too_many_contexts: u64,
-    /// The start functions (module indices) whose expanded graphs were
-    /// truncated (3.4.4 step 5).
-    #[serde(default)]
-    pub truncated_starts: Vec<u32>,
-    /// The supergraph, truncated where the subpaths needed it.
-    pub supergraph: Supergraph,
-    pub num_imported_funcs: u32,
-}
 
 /// What a module has that path segments are not defined across (the
 /// thesis does not say where a segment goes when an exception unwinds it,
@@ -127,19 +92,6 @@ fn policy_name(p: pathprof_techniques::ppp::Policy) -> &'static str {
         P::Record => "record",
         P::Count => "count",
         P::Ignore => "ignore",
-    }
-}
-
-impl IpppMeta {
-    fn policy(&self) -> Result<Policy> {
-        Ok(match self.policy.as_str() {
-            "record" => Policy::Record {
-                capacity: self.hash_capacity,
-            },
-            "count" => Policy::Count,
-            "ignore" => Policy::Ignore,
-            p => bail!("corrupt {IPPP_SECTION} section: unknown policy {p:?}"),
-        })
     }
 }
 
@@ -261,7 +213,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         supergraph: msg.supergraph.clone(),
         num_imported_funcs: msg.num_imported_funcs,
     };
-    let policy = meta.policy()?;
+    let policy = meta.technique_policy()?;
     let plans: Vec<Option<FunctionPlan>> = info
         .functions
         .iter()
@@ -336,16 +288,6 @@ fn truncated_starts(x: &[Expanded], num_imported_funcs: u32) -> Vec<u32> {
         .filter(|&f| x[f as usize].truncated())
         .map(|f| num_imported_funcs + f)
         .collect()
-}
-
-/// Reads the [`IPPP_SECTION`] of an instrumented module, if it has one.
-pub fn read_meta(instrumented: &[u8]) -> Result<Option<IpppMeta>> {
-    let Some(bytes) = pathprof_wasm::custom_section(instrumented, IPPP_SECTION)? else {
-        return Ok(None);
-    };
-    let meta = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow!("corrupt {IPPP_SECTION} section: {e}"))?;
-    Ok(Some(meta))
 }
 
 /// Decodes the counters of every function (`(module function index, raw

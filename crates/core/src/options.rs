@@ -26,7 +26,7 @@ pub struct Options {
     /// Which call sites the interprocedural modes profile across.
     pub hybrid: Hybrid,
     /// The depth and interesting segments of the `ippp` mode.
-    pub ippp: crate::ippp::IpppOptions,
+    pub ippp: IpppOptions,
     /// Told how many functions are rewritten, as they are (for a progress
     /// bar on a large module).
     pub progress: Progress,
@@ -135,4 +135,13 @@ impl std::str::FromStr for Hybrid {
             },
         }
     }
+}
+
+/// What [`Technique::Ippp`](crate::technique::Technique::Ippp) needs: the depth, the interesting segments
+/// and what to do with the others.
+#[derive(Clone, Debug, Default)]
+pub struct IpppOptions {
+    pub k: usize,
+    pub interesting: Vec<pathprof_graph::ippp::Ips>,
+    pub policy: pathprof_techniques::ppp::Policy,
 }

@@ -243,6 +243,6 @@ pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
         .ok_or(crate::meta::MetaError::Missing)?;
     let mut meta = crate::meta::decode(&bytes)?;
     meta.interproc = crate::meta::interproc::read_meta(instrumented)?;
-    meta.ippp = crate::ippp::read_meta(instrumented)?;
+    meta.ippp = crate::meta::ippp::read_meta(instrumented)?;
     Ok(meta)
 }

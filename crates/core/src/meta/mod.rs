@@ -25,6 +25,7 @@ mod decode;
 mod encode;
 mod identity;
 pub mod interproc;
+pub mod ippp;
 
 use pathprof_profile::Profile;
 use pathprof_wasm::{CodeMap, CounterLayout};
@@ -53,7 +54,7 @@ pub struct Meta {
     /// The supergraph of the interprocedural modes, from its own section.
     pub interproc: Option<interproc::InterprocMeta>,
     /// The interesting segments and supergraph of the `ippp` mode.
-    pub ippp: Option<crate::ippp::IpppMeta>,
+    pub ippp: Option<ippp::IpppMeta>,
 }
 
 /// Why a metadata section cannot be read.

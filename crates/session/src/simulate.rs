@@ -27,7 +27,7 @@ use pathprof_simulator::{
     SimConfig, SimResult, Sweep,
 };
 
-use crate::source::SourceMap;
+use pathprof_core::source::SourceMap;
 
 /// Branches handed to the simulators at a time: large enough to amortise
 /// the per-batch work, small enough to stay in cache.
@@ -316,7 +316,7 @@ pub fn render(r: &SimResult, places: &Places, top: usize) -> String {
             "branch predictor (model): {} conditional branches, {} mispredicted ({:.2} %)\n",
             p.branches,
             p.mispredictions,
-            crate::report::percent(p.mispredictions, p.branches)
+            pathprof_core::report::percent(p.mispredictions, p.branches)
         );
     }
     let k = &r.caches;
@@ -326,9 +326,9 @@ pub fn render(r: &SimResult, places: &Places, top: usize) -> String {
             k.accesses,
             k.stores,
             k.l1_misses,
-            crate::report::percent(k.l1_misses, k.accesses),
+            pathprof_core::report::percent(k.l1_misses, k.accesses),
             k.l2_misses,
-            crate::report::percent(k.l2_misses, k.accesses)
+            pathprof_core::report::percent(k.l2_misses, k.accesses)
         );
     }
     for t in &r.timing {
@@ -355,7 +355,7 @@ pub fn render(r: &SimResult, places: &Places, top: usize) -> String {
 }
 
 fn row(p: &HotPath, exact: u64, total: u64, places: &Places) -> String {
-    let share = crate::report::percent(p.weight, total);
+    let share = pathprof_core::report::percent(p.weight, total);
     let bits = if p.path.nbits == 0 {
         "-".to_string()
     } else {

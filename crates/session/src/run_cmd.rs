@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use pathprof_runner::{Exit, RunOptions};
 
-use crate::driver::{self, Technique};
+use pathprof_core::driver::{self, Technique};
 
 /// Everything `pathprof run` was asked to do.
 pub struct Request {

@@ -5,7 +5,7 @@
 //!
 //! ```no_run
 //! # fn main() -> anyhow::Result<()> {
-//! use pathprof::branch_trace;
+//! use pathprof_session::branch_trace;
 //! use pathprof_runner::RunOptions;
 //! let module = std::fs::read("program.wasm")?;
 //! let engine = pathprof_runner::engine_without_fuel()?;
@@ -26,7 +26,7 @@ use pathprof_runner::{RunOptions, RunOutcome, TraceEvent, TraceSink, TraceTo};
 use pathprof_wasm::branches::{BranchEvent, BranchStream, Frame};
 use pathprof_wasm::{WasmError, ACCESS_STORE};
 
-use crate::driver::{self, Technique};
+use pathprof_core::driver::{self, Technique};
 
 /// A trace sink that turns edge events into branch events for `F`, and
 /// passes the data accesses of a module traced with them

@@ -11,7 +11,7 @@
 //! This is how the interesting set of interprocedural preferential path
 //! profiling is taken from a test run (3.5.2's first scheme) and what
 //! residual profiling compares. It costs what a trace costs; counting
-//! chosen segments without a trace is `--mode ippp` ([`crate::ippp`]).
+//! chosen segments without a trace is `--mode ippp` ([`pathprof_core::ippp`]).
 //!
 //! Departures from the thesis (beyond the segmenter's):
 //! - Runs with tail calls or exceptions are refused before they start (the
@@ -35,9 +35,9 @@ use pathprof_profile::{FunctionData, Mode, Profile};
 use pathprof_runner::{Exit, RunOptions, TraceEvent, TraceSink, TraceTo};
 use pathprof_wasm::supergraph::{EventStream, ModuleSupergraph};
 
-use crate::driver::{self, Technique};
+use pathprof_core::driver::{self, Technique};
 
-pub use crate::ippp::MAX_K;
+pub use pathprof_core::ippp::MAX_K;
 
 /// What a recorded run gives.
 pub struct Recorded {
@@ -74,7 +74,7 @@ impl Prepared {
         force: bool,
     ) -> Result<Prepared> {
         let info = pathprof_wasm::analyze(module)?;
-        let (msg, numbering) = crate::ippp::numbered(module, &info, bound, force)
+        let (msg, numbering) = pathprof_core::ippp::numbered(module, &info, bound, force)
             .context("segments cannot be recorded")?;
         let traced = driver::instrument(module, Technique::Trace, &driver::Options::default())?;
         let mut template = traced.meta()?.template;
@@ -170,7 +170,7 @@ impl Prepared {
     }
 
     fn spell(&self, ips: &Ips, count: u64) -> Result<SegmentCount> {
-        crate::ippp::spell(&self.numbering, ips, count)
+        pathprof_core::ippp::spell(&self.numbering, ips, count)
     }
 }
 
