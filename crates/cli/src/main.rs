@@ -3,8 +3,10 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::LazyLock;
 
 use anyhow::{bail, Context, Result};
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pathprof::driver::{self, Technique};
 use pathprof::{report, stats};
@@ -131,24 +133,28 @@ struct DiffArgs {
     json: bool,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum RunMode {
-    /// Ball-Larus path profiling.
-    Path,
-    /// Edge profiling (counters on spanning-tree chords).
-    Edge,
-    /// Preferential path profiling of the paths named by --interesting.
-    Ppp,
-    /// Interprocedural context paths (Melski & Reps): paths across calls, with the context they were reached in.
-    Context,
-    /// Interprocedural piecewise paths (Melski & Reps): paths across calls and returns that partition the run.
-    Piecewise,
-    /// Intraprocedural context paths (Melski & Reps section 7): a loop iteration's path with the path that entered the loop.
-    IntraContext,
-    /// Interprocedural PPP (Vaswani 3.4): counts the depth-K path segments named by --interesting (a segment profile of a test run, `run --segments K`).
-    Ippp,
-    /// No instrumentation: the baseline for overhead measurements.
-    None,
+/// `run --mode`: a technique (the list is core's, [`Technique::ALL`]), or
+/// `none`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct RunMode(Option<Technique>);
+
+static RUN_MODES: LazyLock<Vec<RunMode>> = LazyLock::new(|| {
+    let public = Technique::ALL.into_iter().filter(|t| t.is_public());
+    public.map(Some).chain([None]).map(RunMode).collect()
+});
+
+impl ValueEnum for RunMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &RUN_MODES
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self.0 {
+            Some(t) => PossibleValue::new(t.name()).help(t.about()),
+            None => PossibleValue::new("none")
+                .help("No instrumentation: the baseline for overhead measurements"),
+        })
+    }
 }
 
 /// What stands in for imports the embedded engine does not provide.
@@ -160,15 +166,23 @@ enum UnknownImportsArg {
     Default,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-enum InstrumentMode {
-    Path,
-    Edge,
-    Ppp,
-    Context,
-    Piecewise,
-    IntraContext,
-    Ippp,
+/// `instrument --mode`: a technique of core's list.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct InstrumentMode(Technique);
+
+static INSTRUMENT_MODES: LazyLock<Vec<InstrumentMode>> = LazyLock::new(|| {
+    let public = Technique::ALL.into_iter().filter(|t| t.is_public());
+    public.map(InstrumentMode).collect()
+});
+
+impl ValueEnum for InstrumentMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        &INSTRUMENT_MODES
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.name()).help(self.0.about()))
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -759,7 +773,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
             pathprof::segments::MAX_K
         );
     }
-    if a.segments.is_some() && a.mode != RunMode::Path {
+    if a.segments.is_some() && a.mode.0 != Some(Technique::Path) {
         let mode = a.mode.to_possible_value().map(|v| v.get_name().to_string());
         bail!(
             "--segments records segments from a trace of the run: it goes with --mode path, not --mode {}",
@@ -767,16 +781,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         );
     }
     let module = pathprof::input::read_module(&a.program)?;
-    let technique = match a.mode {
-        RunMode::Path => Some(Technique::Path),
-        RunMode::Edge => Some(Technique::Edge),
-        RunMode::Ppp => Some(Technique::Ppp),
-        RunMode::Context => Some(Technique::Context),
-        RunMode::Piecewise => Some(Technique::Piecewise),
-        RunMode::IntraContext => Some(Technique::IntraContext),
-        RunMode::Ippp => Some(Technique::Ippp),
-        RunMode::None => None,
-    };
+    let technique = a.mode.0;
     let mut options = options(&a.tuning, Some(&module))?;
     ppp_options(&a.program, &module, technique, &a.ppp, &mut options)?;
     let dirs = parse_dirs(&a.dir);
@@ -820,15 +825,7 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
     let clock = std::time::Instant::now();
     let (module, file) = pathprof::input::read_module_file(&a.program)?;
     let mut opts = options(&a.tuning, Some(&module))?;
-    let technique = match a.mode {
-        InstrumentMode::Path => Technique::Path,
-        InstrumentMode::Edge => Technique::Edge,
-        InstrumentMode::Ppp => Technique::Ppp,
-        InstrumentMode::Context => Technique::Context,
-        InstrumentMode::Piecewise => Technique::Piecewise,
-        InstrumentMode::IntraContext => Technique::IntraContext,
-        InstrumentMode::Ippp => Technique::Ippp,
-    };
+    let technique = a.mode.0;
     ppp_options(&a.program, &module, Some(technique), &a.ppp, &mut opts)?;
     opts.validate_output = a.validate_output;
     let sizes = (module.len(), pathprof_wasm::code_section_size(&module));

@@ -1090,3 +1090,26 @@ fn binary_and_json_profiles_hold_the_same_profile_in_every_mode() {
     );
     assert_eq!((one.runs, both.runs), (1, 2));
 }
+
+/// The modes of `run` and `instrument` are the techniques by name, listed
+/// once in core; the tests' edge trace is not one a user can ask for.
+#[test]
+fn modes_are_listed_and_the_trace_is_not_one() {
+    let techniques = "path, edge, ppp, context, piecewise, intra-context, ippp";
+    for (command, listed) in [
+        ("instrument", techniques.to_string()),
+        ("run", format!("{techniques}, none")),
+    ] {
+        let o = pathprof(&[command, "--mode", "trace", "prog.wasm", "-o", "out"]);
+        assert_eq!(o.status.code(), Some(2), "{command}: a usage error");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("invalid value 'trace' for '--mode <MODE>'"),
+            "{command}: {err}"
+        );
+        assert!(
+            err.contains(&format!("[possible values: {listed}]")),
+            "{command}: {err}"
+        );
+    }
+}

@@ -24,6 +24,56 @@ pub enum Technique {
 }
 
 impl Technique {
+    /// Every technique, in the order the command line lists them.
+    pub const ALL: [Technique; 8] = [
+        Technique::Path,
+        Technique::Edge,
+        Technique::Ppp,
+        Technique::Context,
+        Technique::Piecewise,
+        Technique::IntraContext,
+        Technique::Ippp,
+        Technique::Trace,
+    ];
+
+    /// Its name as a mode of the command line (`--mode NAME`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Technique::Path => "path",
+            Technique::Edge => "edge",
+            Technique::Ppp => "ppp",
+            Technique::Trace => "trace",
+            Technique::Context => "context",
+            Technique::Piecewise => "piecewise",
+            Technique::IntraContext => "intra-context",
+            Technique::Ippp => "ippp",
+        }
+    }
+
+    /// What it counts, in a line (the command line's help of its mode).
+    pub fn about(self) -> &'static str {
+        match self {
+            Technique::Path => "Ball-Larus path profiling",
+            Technique::Edge => "Edge profiling (counters on spanning-tree chords)",
+            Technique::Ppp => "Preferential path profiling of the paths named by --interesting",
+            Technique::Trace => "Every edge reported to the host (the tests' oracle)",
+            Technique::Context => "Interprocedural context paths (Melski & Reps): paths across calls, with the context they were reached in",
+            Technique::Piecewise => "Interprocedural piecewise paths (Melski & Reps): paths across calls and returns that partition the run",
+            Technique::IntraContext => "Intraprocedural context paths (Melski & Reps section 7): a loop iteration's path with the path that entered the loop",
+            Technique::Ippp => "Interprocedural PPP (Vaswani 3.4): counts the depth-K path segments named by --interesting (a segment profile of a test run, `run --segments K`)",
+        }
+    }
+
+    /// Whether a user asks for it (the trace is the tests' oracle).
+    pub fn is_public(self) -> bool {
+        self != Technique::Trace
+    }
+
+    /// The technique named `name` ([`Technique::name`]).
+    pub fn from_name(name: &str) -> Option<Technique> {
+        Technique::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     /// Whether the module is planned whole rather than one function at a
     /// time (the interprocedural modes, and the intra-context mode, whose
     /// functions are recorded as bare CFGs).
@@ -32,5 +82,23 @@ impl Technique {
             self,
             Technique::Context | Technique::Piecewise | Technique::IntraContext | Technique::Ippp
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Technique;
+
+    #[test]
+    fn every_technique_has_its_own_name() {
+        let mut names: Vec<&str> = Technique::ALL.iter().map(|t| t.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Technique::ALL.len());
+        for t in Technique::ALL {
+            assert_eq!(Technique::from_name(t.name()), Some(t));
+        }
+        assert_eq!(Technique::from_name("none"), None);
+        assert!(!Technique::Trace.is_public());
     }
 }
