@@ -401,6 +401,12 @@ struct SimulateArgs {
     /// Set an environment variable for the program.
     #[arg(long, value_name = "K=V")]
     env: Vec<String>,
+    /// Also save the run's branch stream to FILE (with its data accesses under a cache metric), for `--trace FILE` to simulate again without running the program. About 10 bytes per branch.
+    #[arg(long, value_name = "FILE")]
+    save_trace: Option<PathBuf>,
+    /// Simulate the branch stream `--save-trace` saved in FILE instead of running the program (PROGRAM must be the module that ran; it names the paths).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["save_trace", "args", "dir", "env"])]
+    trace: Option<PathBuf>,
     /// Arguments passed to the program (after `--`).
     #[arg(last = true)]
     args: Vec<String>,
@@ -1368,6 +1374,11 @@ fn simulate_cmd(a: SimulateArgs) -> Result<ExitCode> {
         .as_deref()
         .map(pathprof_profile::AtomicFile::create)
         .transpose()?;
+    let save = a
+        .save_trace
+        .as_deref()
+        .map(pathprof_profile::AtomicFile::create)
+        .transpose()?;
     let opts = pathprof_runner::RunOptions {
         args: program_argv(&a.program, &a.args),
         env: parse_env(&a.env)?,
@@ -1378,15 +1389,22 @@ fn simulate_cmd(a: SimulateArgs) -> Result<ExitCode> {
     let name = a.program.display().to_string();
     let bar = spinner("simulating");
     let tick = bar.clone();
-    let sim = pathprof::simulate::simulate_with_progress(
-        &module,
-        opts,
-        configs,
-        a.threads.max(1),
-        move |branches| tick.set_message(format!("{} M branches simulated", branches >> 20)),
-    );
+    let progress =
+        move |branches: u64| tick.set_message(format!("{} M branches simulated", branches >> 20));
+    let threads = a.threads.max(1);
+    let sim = match &a.trace {
+        Some(trace) => {
+            let hash = pathprof_wasm::module_hash(&module);
+            pathprof::simulate::replay(&hash, trace, configs, threads, progress)
+                .with_context(|| trace.display().to_string())
+        }
+        None => {
+            pathprof::simulate::simulate_saving(&module, opts, configs, threads, progress, save)
+                .with_context(|| name.clone())
+        }
+    };
     bar.finish_and_clear();
-    let sim = sim.with_context(|| name.clone())?;
+    let sim = sim?;
     if let pathprof_runner::Exit::Trap(msg) = &sim.exit {
         eprintln!("pathprof: warning: {name} trapped: {msg}");
     }

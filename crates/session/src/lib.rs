@@ -3,7 +3,8 @@
 //! instrument in memory, compile, run, collect the counters into a profile),
 //! the exact recording of a run's depth-k path segments ([`segments`]), and
 //! the hardware path profiler simulated on a run's branch stream
-//! ([`simulate`], fed by [`branch_trace`]).
+//! ([`simulate`], fed by [`branch_trace`], or by a run's stream saved to a
+//! file, [`trace_file`]).
 //!
 //! `pathprof-core` instruments and decodes without an engine; this crate
 //! joins it to the runner and the simulator, so that a Rust program can do
@@ -13,3 +14,4 @@ pub mod branch_trace;
 pub mod run_cmd;
 pub mod segments;
 pub mod simulate;
+pub mod trace_file;

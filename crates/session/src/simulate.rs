@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use pathprof_runner::{Exit, RunOptions};
 use pathprof_simulator::{
     BranchEvent, HotPath, HptConfig, IndexFn, MemoryAccess, Metric, PathType, Replacement,
@@ -28,6 +28,8 @@ use pathprof_simulator::{
 };
 
 use pathprof_core::source::SourceMap;
+
+use crate::trace_file::{Header, Record, TraceReader, TraceWriter};
 
 /// Branches handed to the simulators at a time: large enough to amortise
 /// the per-batch work, small enough to stay in cache.
@@ -75,20 +77,40 @@ pub fn simulate_with_progress(
     threads: usize,
     progress: impl FnMut(u64) + Send + 'static,
 ) -> Result<Simulated> {
-    let with_accesses = configs
+    simulate_saving(module, opts, configs, threads, progress, None)
+}
+
+/// Whether a configuration of `configs` counts cache misses (the run must
+/// record its data accesses).
+fn needs_accesses(configs: &[SimConfig]) -> bool {
+    configs
         .iter()
-        .any(|c| matches!(c.metric, Metric::L1Misses | Metric::L2Misses));
-    let mut sweep = Sweep::new(configs)?;
-    sweep.set_threads(threads);
-    let state = Arc::new(Mutex::new(Feeder {
-        sweep,
-        batch: Vec::with_capacity(BATCH),
-        accesses: Vec::new(),
-        branches: 0,
-        access_count: 0,
-        cpu_seconds: 0.0,
-        progress: Box::new(progress),
-    }));
+        .any(|c| matches!(c.metric, Metric::L1Misses | Metric::L2Misses))
+}
+
+/// [`simulate_with_progress`], saving the branch stream (and the data
+/// accesses, when a cache metric records them) to `save` as the
+/// simulators are fed it ([`crate::trace_file`]); `save` is committed
+/// only when the run and its simulation succeed.
+pub fn simulate_saving(
+    module: &[u8],
+    opts: RunOptions,
+    configs: Vec<SimConfig>,
+    threads: usize,
+    progress: impl FnMut(u64) + Send + 'static,
+    save: Option<pathprof_profile::AtomicFile>,
+) -> Result<Simulated> {
+    let with_accesses = needs_accesses(&configs);
+    let save = save
+        .map(|file| {
+            let header = Header {
+                module_hash: pathprof_wasm::module_hash(module),
+                accesses: with_accesses,
+            };
+            TraceWriter::new(file, &header)
+        })
+        .transpose()?;
+    let state = Arc::new(Mutex::new(Feeder::new(configs, threads, progress, save)?));
     let engine = pathprof_runner::engine_without_fuel()?;
     let feeder = Arc::clone(&state);
     let clock = Instant::now();
@@ -112,20 +134,50 @@ pub fn simulate_with_progress(
         crate::branch_trace::run_command(&engine, module, opts, on_branch)?
     };
     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-    state.flush();
-    Ok(Simulated {
-        exit: outcome.exit,
-        results: state.sweep.results(),
-        branches: state.branches,
-        accesses: with_accesses.then_some(state.access_count),
-        seconds: clock.elapsed().as_secs_f64(),
-        cpu_seconds: crate::run_cmd::thread_cpu_s() - cpu,
-        simulator_cpu_seconds: state.cpu_seconds,
-    })
+    state.finish(outcome.exit, with_accesses, (clock, cpu))
+}
+
+/// Simulates the branch stream saved in `trace` (`simulate --save-trace`)
+/// instead of running the program, which must be the module whose hash is
+/// `module_hash`: the results are those of the run that saved it.
+pub fn replay(
+    module_hash: &str,
+    trace: &std::path::Path,
+    configs: Vec<SimConfig>,
+    threads: usize,
+    progress: impl FnMut(u64) + Send + 'static,
+) -> Result<Simulated> {
+    let mut reader = TraceReader::open(trace)?;
+    if reader.header.module_hash != module_hash {
+        bail!(
+            "a trace of another module (sha256 {}), not of this one ({module_hash})",
+            reader.header.module_hash
+        );
+    }
+    let with_accesses = needs_accesses(&configs);
+    if with_accesses && !reader.header.accesses {
+        bail!("the trace has no data accesses for a cache metric: save it with --metric l1-misses or l2-misses");
+    }
+    let mut feeder = Feeder::new(configs, threads, progress, None)?;
+    let clock = Instant::now();
+    let cpu = crate::run_cmd::thread_cpu_s();
+    loop {
+        match reader.read_record()? {
+            Record::Batch(branches, accesses) => {
+                feeder.batch = branches;
+                feeder.accesses = accesses;
+                feeder.flush();
+            }
+            Record::End(exit) => return feeder.finish(exit, with_accesses, (clock, cpu)),
+        }
+    }
 }
 
 /// The simulators and the batch being filled.
 struct Feeder {
+    /// Where the stream is saved, if asked, and the first error saving it.
+    save: Option<TraceWriter>,
+    save_error: Option<anyhow::Error>,
     sweep: Sweep,
     batch: Vec<BranchEvent>,
     /// The data accesses among the batch's branches.
@@ -138,6 +190,53 @@ struct Feeder {
 }
 
 impl Feeder {
+    fn new(
+        configs: Vec<SimConfig>,
+        threads: usize,
+        progress: impl FnMut(u64) + Send + 'static,
+        save: Option<TraceWriter>,
+    ) -> Result<Feeder> {
+        let mut sweep = Sweep::new(configs)?;
+        sweep.set_threads(threads);
+        Ok(Feeder {
+            save,
+            save_error: None,
+            sweep,
+            batch: Vec::with_capacity(BATCH),
+            accesses: Vec::new(),
+            branches: 0,
+            access_count: 0,
+            cpu_seconds: 0.0,
+            progress: Box::new(progress),
+        })
+    }
+
+    /// The last batch fed, the trace ended, and what the run measured
+    /// (`since`: the wall clock and thread CPU time at its start).
+    fn finish(
+        &mut self,
+        exit: Exit,
+        with_accesses: bool,
+        since: (Instant, f64),
+    ) -> Result<Simulated> {
+        self.flush();
+        if let Some(e) = self.save_error.take() {
+            return Err(e.context("saving the trace"));
+        }
+        if let Some(save) = self.save.take() {
+            save.finish(&exit).context("saving the trace")?;
+        }
+        Ok(Simulated {
+            exit,
+            results: self.sweep.results(),
+            branches: self.branches,
+            accesses: with_accesses.then_some(self.access_count),
+            seconds: since.0.elapsed().as_secs_f64(),
+            cpu_seconds: crate::run_cmd::thread_cpu_s() - since.1,
+            simulator_cpu_seconds: self.cpu_seconds,
+        })
+    }
+
     fn push(&mut self, ev: BranchEvent) {
         self.batch.push(ev);
         if self.batch.len() == BATCH {
@@ -164,6 +263,13 @@ impl Feeder {
             (self.progress)(self.branches);
         }
         self.access_count += self.accesses.len() as u64;
+        if let Some(save) = &mut self.save {
+            if let Err(e) = save.batch(&self.batch, &self.accesses) {
+                // The run goes on; the error is reported at its end.
+                self.save_error = Some(e);
+                self.save = None;
+            }
+        }
         let start = crate::run_cmd::thread_cpu_s();
         self.sweep.feed_with_accesses(&self.batch, &self.accesses);
         self.cpu_seconds += crate::run_cmd::thread_cpu_s() - start;
