@@ -194,6 +194,21 @@ def speed(d, progs):
     return table(head, rows)
 
 
+def speed_default(d, progs):
+    """The simulator alone on the default configuration (one queue length):
+    branch events per second of the feeding thread's CPU in the simulators."""
+    head = ["program", "branches", "simulator CPU (s)", "simulator M events/s", "whole run CPU (s)"]
+    rows = []
+    for p in progs:
+        f = load(d, p, "default")
+        if f is None:
+            continue
+        cpu = f["simulator_cpu_seconds"]
+        rows.append([p, f"{f['branches']:,}", f"{cpu:.2f}", f"{f['branches'] / cpu / 1e6:.1f}",
+                     f"{f['cpu_seconds']:.1f}"])
+    return table(head, rows)
+
+
 def label(r):
     h = r["config"]["hpt"]
     return (h["entries"], h["ways"], h["index"], h["replacement"])
@@ -301,6 +316,11 @@ def main():
         print(raw(d))
         return
     progs = [p for p in PROGRAMS if load(d, p, "frequency") is not None]
+    timed = [p for p in PROGRAMS if load(d, p, "default") is not None]
+    if timed:
+        print("## Simulator speed: the default configuration\n")
+        print(speed_default(d, timed))
+        print()
     cached = [p for p in PROGRAMS if load(d, p, "l2_misses") is not None]
     if cached:
         print("## Cache misses per path: 512 x 4 xor LFU, BL paths (overlap %)\n")

@@ -3,11 +3,12 @@
 # benchmark suite's train inputs (issue 30, "Measured"; BENCHMARKS.md,
 # "Hardware path profiler (simulated)").
 #
-#   bash bench/simulate.sh [all|singles|sweep|caches] [PROGRAMS...]
+#   bash bench/simulate.sh [all|singles|sweep|caches|speed] [PROGRAMS...]
 #
 # `singles` runs everything but the sweep, `sweep` only the sweep (the two
 # can run side by side on two cores), `caches` only the two cache-miss
-# metrics; the default is all, on the whole suite.
+# metrics, `speed` only the default configuration (the simulator's speed,
+# issue 30's 50 M events/s per core); the default is all, on the whole suite.
 #
 # Needs a release pathprof and the suite:
 #   cargo build --release -p pathprof --bin pathprof
@@ -22,6 +23,8 @@
 # and feeds its branch stream to the configurations):
 #   none        uninstrumented run (`pathprof run --mode none`), for the
 #               time ratio
+#   default     the default configuration (512 x 4 xor LFU, BL paths,
+#               frequency, queue 4): the simulator's speed
 #   frequency   512 x 4 xor LFU, BL paths, path frequency, queues 0..8
 #   instructions, mispredictions: the same with that metric per path
 #   l1_misses, l2_misses: the same with the data-cache model's misses per
@@ -46,7 +49,7 @@ mkdir -p "$out"
 
 what=all
 case "${1:-}" in
-    all | singles | sweep | caches)
+    all | singles | sweep | caches | speed)
         what="$1"
         shift
         ;;
@@ -74,6 +77,7 @@ singles() {
     /usr/bin/time -f '%e %U %S %M' -o "$out/$prog-none.time" \
         "$pathprof" run --mode none --timings "$out/$prog-none.json" \
         -o /dev/null "$wasm/$prog.wasm" -- train >/dev/null
+    sim default "$prog"
     sim frequency "$prog" --queue 0,1,2,3,4,5,6,7,8
     for p in space_saving frequent; do
         sim "$p" "$prog" --config "$out/$p.toml"
@@ -97,6 +101,10 @@ for prog in "${programs[@]}"; do
     echo "$prog" >&2
     if [[ $what == caches ]]; then
         caches "$prog"
+        continue
+    fi
+    if [[ $what == speed ]]; then
+        sim default "$prog"
         continue
     fi
     [[ $what == sweep ]] || singles "$prog"
