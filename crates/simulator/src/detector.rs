@@ -76,7 +76,14 @@ pub struct PathDetector {
     stack: PathStack,
     max_len: u32,
     stats: DetectorStats,
+    /// Start addresses of the paths split because they were full (the
+    /// first [`MAX_SPLIT_STARTS`]).
+    split_starts: std::collections::BTreeSet<u32>,
 }
+
+/// Split paths whose start addresses are kept: enough to name every
+/// function where paths were cut, bounded whatever the run.
+pub const MAX_SPLIT_STARTS: usize = 4096;
 
 impl PathDetector {
     /// A detector for `path_type` paths of at most `max_len` branches, with
@@ -87,7 +94,15 @@ impl PathDetector {
             stack: PathStack::new(depth),
             max_len: max_len.max(1),
             stats: DetectorStats::default(),
+            split_starts: Default::default(),
         }
+    }
+
+    /// Start addresses of the paths split because they were full (and of
+    /// the pieces that were split again), ascending; at most
+    /// [`MAX_SPLIT_STARTS`].
+    pub fn split_starts(&self) -> Vec<u32> {
+        self.split_starts.iter().copied().collect()
     }
 
     pub fn stats(&self) -> DetectorStats {
@@ -243,6 +258,9 @@ impl PathDetector {
     ) -> u32 {
         let Some(e) = self.pop(c) else { return 1 };
         self.stats.splits += 1;
+        if self.split_starts.len() < MAX_SPLIT_STARTS {
+            self.split_starts.insert(e.path.start);
+        }
         let frames = e.frames;
         self.emit(e, collect, c);
         c.pushes += 1;

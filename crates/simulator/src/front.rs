@@ -294,6 +294,10 @@ impl Front {
         self.detector.stats()
     }
 
+    pub fn split_starts(&self) -> Vec<u32> {
+        self.detector.split_starts()
+    }
+
     pub fn in_flight(&self) -> usize {
         self.detector.in_flight()
     }

@@ -49,6 +49,10 @@ pub struct SimResult {
     pub hpt: HptStats,
     /// Paths, splits, stack overflows and underflows, repairs.
     pub detector: DetectorStats,
+    /// Where the split paths started (module offsets, ascending; at most
+    /// 4,096): the paths through there are counted in pieces.
+    #[serde(default)]
+    pub split_starts: Vec<u32>,
     /// Paths still on the stack (never collected).
     pub paths_in_flight: u64,
     pub instrs: u64,
@@ -154,6 +158,7 @@ fn result(config: &SimConfig, front: &Front, back: &Back) -> SimResult {
         },
         hpt: back.hpt.stats(),
         detector: front.detector_stats(),
+        split_starts: front.split_starts(),
         paths_in_flight: front.in_flight() as u64,
         instrs: front.instrs(),
         timing: back.queues.iter().map(BranchQueue::stats).collect(),

@@ -203,6 +203,7 @@ fn full_paths_split_at_the_branch_target() {
         vec![(100, 2, 0b01, 2), (106, 1, 1, 2)]
     );
     assert_eq!(d.stats().splits, 1);
+    assert_eq!(d.split_starts(), [100], "the path split started at 100");
 }
 
 #[test]
