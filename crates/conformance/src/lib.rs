@@ -46,15 +46,17 @@ use pathprof_techniques::interproc;
 /// How an error message of a module a mode does not instrument begins.
 const UNSUPPORTED: &str = "unsupported: ";
 
-/// The instrumented modes compared with the original.
-pub const MODES: [(&str, Technique); 7] = [
-    ("path", Technique::Path),
-    ("edge", Technique::Edge),
-    ("ppp", Technique::Ppp),
-    ("context", Technique::Context),
-    ("piecewise", Technique::Piecewise),
-    ("intra-context", Technique::IntraContext),
-    ("ippp", Technique::Ippp),
+/// The instrumented modes compared with the original: every technique a
+/// user can ask for (a test holds this to [`Technique::ALL`]), reported by
+/// [`Technique::name`].
+pub const MODES: [Technique; 7] = [
+    Technique::Path,
+    Technique::Edge,
+    Technique::Ppp,
+    Technique::Context,
+    Technique::Piecewise,
+    Technique::IntraContext,
+    Technique::Ippp,
 ];
 const WORLDS: usize = 1 + MODES.len();
 /// Time limit of each instantiation or call, in epoch ticks of [`TICK`]:
@@ -147,7 +149,7 @@ impl Summary {
     pub fn new(scripts: Vec<ScriptReport>) -> Self {
         let mut t = Totals {
             scripts: scripts.len(),
-            modes: MODES.iter().map(|(m, _)| (m.to_string(), 0, 0)).collect(),
+            modes: MODES.iter().map(|t| (t.name().to_string(), 0, 0)).collect(),
             ..Totals::default()
         };
         for s in &scripts {
@@ -181,7 +183,7 @@ impl Summary {
     /// regressions, errors and uninstrumented functions.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let modes: Vec<&str> = MODES.iter().map(|(m, _)| *m).collect();
+        let modes: Vec<&str> = MODES.iter().map(|t| t.name()).collect();
         let _ = write!(
             out,
             "{:<36} {:>7} {:>7} {:>7} {:>7} {:>8}",
@@ -248,7 +250,8 @@ impl Summary {
             "ippp: {} interesting segments profiled in {} modules",
             t.ippp_profiled.1, t.ippp_profiled.0
         );
-        for (i, (mode, technique)) in MODES.iter().enumerate() {
+        for (i, technique) in MODES.iter().enumerate() {
+            let mode = technique.name();
             let n: usize = self.scripts.iter().map(|s| s.modes[i].unsupported).sum();
             let why = match technique {
                 Technique::Ippp => "a tail call, a throw or a catch",
@@ -368,8 +371,8 @@ pub fn run_script(engine: &Engine, name: &str, text: &str) -> ScriptReport {
         script: name.to_string(),
         modes: MODES
             .iter()
-            .map(|(m, _)| ModeReport {
-                mode: m.to_string(),
+            .map(|t| ModeReport {
+                mode: t.name().to_string(),
                 ..ModeReport::default()
             })
             .collect(),
@@ -585,7 +588,8 @@ impl<'r> Runner<'r> {
         };
         let mut modules = vec![original.clone()];
         let mut all = true;
-        for (m, (mode, technique)) in MODES.into_iter().enumerate() {
+        for (m, technique) in MODES.into_iter().enumerate() {
+            let mode = technique.name();
             self.stand_in[m] = false;
             let opts = match technique {
                 Technique::Ppp => ppp_options(&bytes, self.report.modules),
