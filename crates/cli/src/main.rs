@@ -133,13 +133,13 @@ struct DiffArgs {
     json: bool,
 }
 
-/// `run --mode`: a technique (the list is core's, [`Technique::ALL`]), or
+/// `run --mode`: a technique (the list is core's, [`Technique::PUBLIC`]), or
 /// `none`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct RunMode(Option<Technique>);
 
 static RUN_MODES: LazyLock<Vec<RunMode>> = LazyLock::new(|| {
-    let public = Technique::ALL.into_iter().filter(|t| t.is_public());
+    let public = Technique::PUBLIC.into_iter();
     public.map(Some).chain([None]).map(RunMode).collect()
 });
 
@@ -170,10 +170,8 @@ enum UnknownImportsArg {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct InstrumentMode(Technique);
 
-static INSTRUMENT_MODES: LazyLock<Vec<InstrumentMode>> = LazyLock::new(|| {
-    let public = Technique::ALL.into_iter().filter(|t| t.is_public());
-    public.map(InstrumentMode).collect()
-});
+static INSTRUMENT_MODES: LazyLock<Vec<InstrumentMode>> =
+    LazyLock::new(|| Technique::PUBLIC.into_iter().map(InstrumentMode).collect());
 
 impl ValueEnum for InstrumentMode {
     fn value_variants<'a>() -> &'a [Self] {

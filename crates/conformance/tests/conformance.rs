@@ -166,14 +166,3 @@ fn assertions_are_checked() {
         assert!(m.regressions.is_empty());
     }
 }
-
-/// A technique added to core is run on the testsuite too.
-#[test]
-fn every_technique_a_user_can_choose_is_a_mode() {
-    use pathprof_core::technique::Technique;
-    let public: Vec<Technique> = Technique::ALL
-        .into_iter()
-        .filter(|t| t.is_public())
-        .collect();
-    assert_eq!(conformance::MODES.to_vec(), public);
-}
