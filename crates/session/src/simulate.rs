@@ -163,7 +163,11 @@ pub fn replay(
     let cpu = crate::run_cmd::thread_cpu_s();
     loop {
         match reader.read_record()? {
-            Record::Batch(branches, accesses) => {
+            Record::Batch(branches, mut accesses) => {
+                // As a live run without a cache metric records none.
+                if !with_accesses {
+                    accesses.clear();
+                }
                 feeder.batch = branches;
                 feeder.accesses = accesses;
                 feeder.flush();

@@ -77,8 +77,8 @@ impl TraceWriter {
 
     /// Appends one batch as the simulators are fed it.
     pub fn batch(&mut self, branches: &[BranchEvent], accesses: &[MemoryAccess]) -> Result<()> {
-        self.buf.clear();
-        let buf = std::mem::take(&mut self.buf);
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
         let buf = postcard::to_extend(&(branches, accesses), buf)?;
         self.record(BATCH, &buf)?;
         self.buf = buf;
