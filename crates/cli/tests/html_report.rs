@@ -165,6 +165,19 @@ fn html_names_a_corrupted_profile_and_writes_nothing() {
 fn html_notes_a_missing_source_file_and_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
     let profile = sort_profile(tmp.path());
+    // As if the program had been built in a folder that is gone.
+    let moved = tmp.path().join("moved/sort.c");
+    let mut p = Profile::read(&profile).unwrap();
+    for b in p
+        .functions
+        .iter_mut()
+        .flat_map(|f| f.blocks.iter_mut().flatten())
+    {
+        if let Some(src) = b.source.as_mut().filter(|s| s.file.ends_with("/sort.c")) {
+            src.file = moved.display().to_string();
+        }
+    }
+    p.write(&profile).unwrap();
     let out = tmp.path().join("report");
     let o = html(
         &profile,
@@ -186,11 +199,21 @@ fn html_notes_a_missing_source_file_and_goes_on() {
         .find(|f| f.display_name() == "main")
         .unwrap();
     let page = std::fs::read_to_string(out.join(format!("f{}.html", main.func_index))).unwrap();
-    assert!(page.contains("source file sort.c not found"));
+    let note = format!("source file {} not found", moved.display());
+    assert!(page.contains(&note), "{note}");
+    // A folder that has a file of that name: found by its last component.
+    let fixtures = root().join("tests/fixtures/c");
+    let o = html(
+        &profile,
+        &out,
+        &["--force", "--source-dir", &fixtures.display().to_string()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("sort.c"), "{}", stderr(&o));
 }
 
 /// The path's blocks' lines as the test reads them from the profile: per
-/// `file:line`, the 1-based positions along the path of its blocks there.
+/// `file:line` (the whole path, as pages head a listing), the 1-based positions along the path of its blocks there.
 fn path_lines(p: &Profile, function: u32, path: u64) -> BTreeMap<String, String> {
     let f = p.function(function).unwrap();
     let FunctionData::Path { numbered, .. } = &f.data else {
@@ -205,8 +228,9 @@ fn path_lines(p: &Profile, function: u32, path: u64) -> BTreeMap<String, String>
     let mut at: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (i, b) in regen.blocks.iter().enumerate() {
         let src = f.blocks[b.index()].as_ref().and_then(|b| b.source.clone());
-        if let Some(src) = src.filter(|s| !s.ends_with(":0") && s.contains(':')) {
-            at.entry(src).or_default().push((i + 1).to_string());
+        if let Some(src) = src.filter(|s| s.line > 0) {
+            let key = format!("{}:{}", src.file, src.line);
+            at.entry(key).or_default().push((i + 1).to_string());
         }
     }
     at.into_iter().map(|(k, v)| (k, v.join(","))).collect()

@@ -1,7 +1,7 @@
 //! `SourceMap`'s compact line table against addr2line, the crate it
 //! replaced: for every instruction of every C fixture (and every run of
 //! five instructions, and every whole function body), both must name the
-//! same file and line. addr2line shares no code with the table: it runs
+//! same file (its whole path), line and column. addr2line shares no code with the table: it runs
 //! the line programs itself, keeps its own rows, and finds units by their
 //! ranges in `.debug_info`.
 //!
@@ -49,16 +49,16 @@ impl<'a> Reference<'a> {
         }
     }
 
-    fn locate(&self, start: u32, end: u32) -> Option<(String, u32)> {
+    fn locate(&self, start: u32, end: u32) -> Option<(String, u32, u32)> {
         let low = u64::from(start - self.code_start);
         let high = u64::from(end - self.code_start).max(low + 1);
         let mut file_only = None;
         for (_, _, loc) in self.context.find_location_range(low, high).ok()? {
             let Some(file) = loc.file else { continue };
-            let file = file.rsplit('/').next().unwrap_or(file).to_string();
+            let column = loc.column.unwrap_or(0);
             match loc.line {
-                Some(line) if line > 0 => return Some((file, line)),
-                _ => file_only = file_only.or(Some((file, 0))),
+                Some(line) if line > 0 => return Some((file.to_string(), line, column)),
+                _ => file_only = file_only.or(Some((file.to_string(), 0, column))),
             }
         }
         file_only
@@ -123,7 +123,7 @@ fn compact_line_table_answers_as_addr2line_does() {
                 let want = reference.locate(start, end);
                 let got = ours
                     .locate_parts(start, end)
-                    .map(|(f, l)| (f.to_string(), l));
+                    .map(|(f, l, c)| (f.to_string(), l, c));
                 assert_eq!(got, want, "{}: bytes {start}..{end}", path.display());
                 probes += 1;
                 located += usize::from(want.is_some());

@@ -128,22 +128,30 @@ fn function_branches(f: &FunctionProfile, counts: &[u64]) -> Vec<HotBranch> {
             block,
             offset: f.blocks[b].as_ref().map_or(0, |bl| bl.offset),
             count,
-            source: source_of(f, block).map(str::to_string),
+            source: source_of(f, block),
             directions,
         });
     }
     out
 }
 
-fn source_of(f: &FunctionProfile, b: NodeId) -> Option<&str> {
-    f.blocks.get(b.index())?.as_ref()?.source.as_deref()
+/// The short form of a block's source (`file:line`).
+fn source_of(f: &FunctionProfile, b: NodeId) -> Option<String> {
+    Some(
+        f.blocks
+            .get(b.index())?
+            .as_ref()?
+            .source
+            .as_ref()?
+            .to_string(),
+    )
 }
 
 /// `a -> b`, or one of them, or `a` when they are the same.
-fn span(a: Option<&str>, b: Option<&str>) -> Option<String> {
+fn span(a: Option<String>, b: Option<String>) -> Option<String> {
     match (a, b) {
         (Some(a), Some(b)) if a != b => Some(format!("{a} -> {b}")),
-        (Some(a), _) | (None, Some(a)) => Some(a.to_string()),
+        (Some(a), _) | (None, Some(a)) => Some(a),
         (None, None) => None,
     }
 }

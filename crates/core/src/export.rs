@@ -100,12 +100,11 @@ pub fn coverage_of<'a>(
         .collect())
 }
 
-/// `file:line` of a block, if it has one (line 0 is no line).
+/// The file (its whole path, as the line table gives it) and line of a
+/// block, if it has one (line 0 is no line).
 pub fn source_line(f: &FunctionProfile, block: usize) -> Option<(String, u32)> {
-    let src = f.blocks.get(block)?.as_ref()?.source.as_deref()?;
-    let (file, line) = src.rsplit_once(':')?;
-    let line: u32 = line.parse().ok()?;
-    (line > 0).then(|| (file.to_string(), line))
+    let src = f.blocks.get(block)?.as_ref()?.source.as_ref()?;
+    (src.line > 0).then(|| (src.file.clone(), src.line))
 }
 
 /// Per block, how often it ran: the sum of its in-edges' `counts`.

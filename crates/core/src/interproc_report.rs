@@ -229,7 +229,7 @@ impl<'a> Names<'a> {
 
     /// The source lines of the first and last blocks `steps` run.
     fn source(&self, steps: &[PathStep]) -> Option<String> {
-        let mut lines = steps.iter().filter_map(|step| {
+        let lines = steps.iter().filter_map(|step| {
             let PathStep::Edge { func, edge } = *step else {
                 return None;
             };
@@ -237,11 +237,7 @@ impl<'a> Names<'a> {
             let dst = f.edges.get(edge.index())?.dst;
             f.blocks.get(dst.index())?.as_ref()?.source.clone()
         });
-        let first = lines.next()?;
-        match lines.next_back() {
-            Some(last) if last != first => Some(format!("{first} .. {last}")),
-            _ => Some(first),
-        }
+        crate::report::source_range(lines)
     }
 }
 

@@ -205,7 +205,7 @@ fn is_backedge_source(f: &FunctionProfile, w: NodeId) -> bool {
 
 /// The source lines of the first and last blocks `steps` enter.
 fn source(f: &FunctionProfile, steps: &[ContextStep]) -> Option<String> {
-    let mut lines = steps.iter().filter_map(|step| {
+    let lines = steps.iter().filter_map(|step| {
         let node = match *step {
             ContextStep::Edge(e) => f.edges.get(e.index())?.dst,
             ContextStep::Resume(v) => v,
@@ -213,11 +213,7 @@ fn source(f: &FunctionProfile, steps: &[ContextStep]) -> Option<String> {
         };
         f.blocks.get(node.index())?.as_ref()?.source.clone()
     });
-    let first = lines.next()?;
-    match lines.next_back() {
-        Some(last) if last != first => Some(format!("{first} .. {last}")),
-        _ => Some(first),
-    }
+    crate::report::source_range(lines)
 }
 
 /// Text: a header with the potential and executed paths, then the rows.

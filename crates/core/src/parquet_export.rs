@@ -98,10 +98,12 @@ fn blocks(r: &report::HotPath) -> String {
     ids.join(" ")
 }
 
-/// Where the path starts in the source (`file:line`), or "".
+/// Where the path starts in the source (`file:line`, the file's whole
+/// path as the line table gives it; `file` where it gives no line), or "".
 fn source(r: &report::HotPath) -> String {
-    r.blocks
-        .iter()
-        .find_map(|b| b.source.clone())
-        .unwrap_or_default()
+    match r.blocks.iter().find_map(|b| b.source.as_ref()) {
+        Some(l) if l.line > 0 => format!("{}:{}", l.file, l.line),
+        Some(l) => l.file.clone(),
+        None => String::new(),
+    }
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use pathprof_graph::{Cfg, NodeId};
-use pathprof_profile::{FunctionData, FunctionProfile, Profile};
+use pathprof_profile::{FunctionData, FunctionProfile, Profile, SourceLocation};
 use pathprof_techniques::ball_larus::{
     EdgeRole, Numbered, PathCounts, PathEnd, PathStart, RegeneratedPath,
 };
@@ -28,9 +28,9 @@ pub struct HotPath {
 pub struct BlockRef {
     pub block: NodeId,
     pub offset: u32,
-    /// `file:line`, when the module had DWARF.
+    /// Its file, line and column, when the module had DWARF.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+    pub source: Option<SourceLocation>,
 }
 
 /// The kind of a self loop's row: a path of one edge from a block to
@@ -412,12 +412,22 @@ pub fn render_rows(paths: &[HotPath], top: usize) -> String {
 /// `  [demo.c:31 -> demo.c:40]`: where the path begins and ends in the
 /// source, when the module had DWARF.
 pub fn source_span(blocks: &[BlockRef]) -> String {
-    let first = blocks.iter().find_map(|b| b.source.as_deref());
-    let last = blocks.iter().rev().find_map(|b| b.source.as_deref());
-    match (first, last) {
+    let first = blocks.iter().find_map(|b| b.source.as_ref());
+    let last = blocks.iter().rev().find_map(|b| b.source.as_ref());
+    match (first.map(|l| l.to_string()), last.map(|l| l.to_string())) {
         (Some(a), Some(b)) if a == b => format!("  [{a}]"),
         (Some(a), Some(b)) => format!("  [{a} -> {b}]"),
         _ => String::new(),
+    }
+}
+
+/// `first .. last` of the sources a path passes (short forms), or the one
+/// when it begins and ends on the same line.
+pub fn source_range(mut sources: impl Iterator<Item = SourceLocation>) -> Option<String> {
+    let first = sources.next()?.to_string();
+    match sources.last().map(|l| l.to_string()) {
+        Some(last) if last != first => Some(format!("{first} .. {last}")),
+        _ => Some(first),
     }
 }
 

@@ -205,16 +205,12 @@ impl<'a> Names<'a> {
     }
 
     fn source(&self, seg: &SegmentCount) -> Option<String> {
-        let mut lines = seg.steps.iter().flat_map(|step| {
+        let lines = seg.steps.iter().flat_map(|step| {
             let f = self.function(step.func);
             self.blocks(step)
                 .into_iter()
                 .filter_map(move |b| f?.blocks.get(b)?.as_ref()?.source.clone())
         });
-        let first = lines.next()?;
-        match lines.last() {
-            Some(last) if last != first => Some(format!("{first} .. {last}")),
-            _ => Some(first),
-        }
+        crate::report::source_range(lines)
     }
 }

@@ -6,12 +6,12 @@
 //! `o - code_start`.
 //!
 //! The line programs of all units are run once, when the map is loaded,
-//! into one compact table: rows of (address, file, line), 12 bytes each,
-//! with a row dropped when it repeats the previous row's file and line,
-//! and every file name reduced to its last component, kept once. A block's
+//! into one compact table: rows of (address, file, line, column), 16 bytes
+//! each, with a row dropped when it repeats the previous row's location,
+//! and every file path kept once. A block's
 //! lookup is then two binary searches and a short walk. This replaced
 //! addr2line's `Context`, which kept each unit's abbreviations, rows of
-//! 24 bytes and full paths, and answered each of the instrumenter's tens of
+//! 24 bytes and a path per unit's file, and answered each of the instrumenter's tens of
 //! thousands of lookups through a boxed iterator per unit: on SQLite the
 //! lookups took 5 % of instrumenting and the context a tenth of its heap.
 //!
@@ -32,6 +32,7 @@
 use std::collections::HashMap;
 
 use gimli::{EndianSlice, RunTimeEndian};
+use pathprof_profile::SourceLocation;
 
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 
@@ -41,7 +42,7 @@ const NO_FILE: u32 = u32::MAX;
 /// A module's line table, ready for lookups.
 pub struct SourceMap {
     code_start: u32,
-    /// Last path components, each once.
+    /// File paths, each once.
     files: Vec<Box<str>>,
     /// Sorted by start address.
     sequences: Vec<Sequence>,
@@ -64,6 +65,8 @@ struct Row {
     file: u32,
     /// 0 when the compiler gave no line.
     line: u32,
+    /// 0 when the compiler gave no column.
+    column: u32,
 }
 
 impl SourceMap {
@@ -124,26 +127,27 @@ impl SourceMap {
         self.rows.is_empty()
     }
 
-    /// `file:line` of the code at module offsets `start..end` (a block): the
+    /// The source of the code at module offsets `start..end` (a block): the
     /// first location in that range with a line number, since optimised
     /// code often begins a block with compiler-made instructions of line 0.
-    pub fn locate(&self, start: u32, end: u32) -> Option<String> {
+    pub fn locate(&self, start: u32, end: u32) -> Option<SourceLocation> {
         self.locate_parts(start, end)
-            .map(|(file, line)| match line {
-                0 => file.to_string(),
-                line => format!("{file}:{line}"),
+            .map(|(file, line, column)| SourceLocation {
+                file: file.to_string(),
+                line,
+                column,
             })
     }
 
-    /// As [`SourceMap::locate`], as the file name and the line (0 when the
-    /// line table names only the file).
+    /// As [`SourceMap::locate`], as the file's path, the line (0 when the
+    /// line table names only the file) and the column (0: none).
     ///
     /// The rows visited are addr2line's for `find_location_range(low,
     /// high)`: from the row in force at `low` (or the first row of the next
     /// sequence, when `low` falls between sequences) through every row that
     /// starts below `high`, across sequences. The first with a file and a
     /// line wins; failing one, the first with a file.
-    pub fn locate_parts(&self, start: u32, end: u32) -> Option<(&str, u32)> {
+    pub fn locate_parts(&self, start: u32, end: u32) -> Option<(&str, u32, u32)> {
         let low = start.checked_sub(self.code_start)?;
         let high = end.checked_sub(self.code_start)?.max(low.saturating_add(1));
         let mut seq_idx = self.sequences.partition_point(|s| s.end <= low);
@@ -173,8 +177,8 @@ impl SourceMap {
                 continue;
             };
             match row.line {
-                0 => file_only = file_only.or(Some((&**file, 0))),
-                line => return Some((file, line)),
+                0 => file_only = file_only.or(Some((&**file, 0, 0))),
+                line => return Some((file, line, row.column)),
             }
         }
         file_only
@@ -242,12 +246,21 @@ impl Builder {
             };
             let file = u32::try_from(row.file_index()).unwrap_or(NO_FILE);
             let line = row.line().map_or(0, |l| l.get() as u32);
+            // A column means nothing without a line (addr2line gives none).
+            let column = match row.column() {
+                _ if line == 0 => 0,
+                gimli::ColumnType::LeftEdge => 0,
+                gimli::ColumnType::Column(c) => c.get() as u32,
+            };
             match map.rows[seq_first..].last_mut() {
-                Some(last) if last.address == address => (last.file, last.line) = (file, line),
+                Some(last) if last.address == address => {
+                    (last.file, last.line, last.column) = (file, line, column)
+                }
                 _ => map.rows.push(Row {
                     address,
                     file,
                     line,
+                    column,
                 }),
             }
         }
@@ -276,13 +289,12 @@ impl Builder {
                 None if index == 0 => String::new(),
                 None => break,
             };
-            let name = path.rsplit('/').next().unwrap_or(&path);
-            let id = match self.file_ids.get(name) {
+            let id = match self.file_ids.get(path.as_str()) {
                 Some(&id) => id,
                 None => {
                     let id = map.files.len() as u32;
-                    map.files.push(name.into());
-                    self.file_ids.insert(name.into(), id);
+                    map.files.push(path.as_str().into());
+                    self.file_ids.insert(path.into(), id);
                     id
                 }
             };
@@ -294,7 +306,7 @@ impl Builder {
 }
 
 /// Drops, in the sequences from `seqs_before` on, each row that repeats
-/// the file and line of the row before it: a walk from any address then
+/// the file, line and column of the row before it: a walk from any address then
 /// meets the same locations in the same order, less the repeats, and
 /// [`SourceMap::locate_parts`] takes only the first of each kind.
 fn dedup_rows(map: &mut SourceMap, seqs_before: usize) {
@@ -309,7 +321,7 @@ fn dedup_rows(map: &mut SourceMap, seqs_before: usize) {
             let row = map.rows[read];
             let repeat = read > from && {
                 let prev = map.rows[write - 1];
-                (prev.file, prev.line) == (row.file, row.line)
+                (prev.file, prev.line, prev.column) == (row.file, row.line, row.column)
             };
             if !repeat {
                 map.rows[write] = row;

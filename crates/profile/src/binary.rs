@@ -6,7 +6,7 @@
 //! 29 MB (11.5 MB without indentation) and took 0.25 s to report, for 56 KB
 //! of counts. Here the same facts are columns of integers, each column
 //! delta coded where its neighbours are close (block offsets, edge sources,
-//! the CFG edge of each DAG edge), strings (block sources, edge kinds) are
+//! the CFG edge of each DAG edge), strings (source files, edge kinds) are
 //! interned once per profile, and the DAG's real edges do not repeat the
 //! ends their CFG edge already gives. The columns are written with postcard
 //! (LEB128 varints, zigzag for signed values; wasmtime already builds it),
@@ -22,26 +22,28 @@ use serde::{Deserialize, Serialize};
 use crate::interproc::{InterprocPath, InterprocProfile, SiteInfo};
 use crate::intra_context::IntraContextProfile;
 use crate::segments::{IpppSummary, SegmentCount, SegmentProfile};
-use crate::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
+use crate::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped, SourceLocation};
 
 /// First bytes of a binary profile. The high byte and the CR LF catch a
 /// transfer that mangles binary files, as PNG's signature does.
 pub const MAGIC: &[u8; 8] = b"\x89PPROF\r\n";
 
 /// `S`: the layout of the IPPP summary ([`IpppSummaryV1`] for profiles
-/// written before it had the truncation fields).
+/// written before it had the truncation fields); `L`: the blocks' lines
+/// and columns ([`Lines`]; `()`, nothing, in version 1).
 #[derive(Serialize, Deserialize)]
-struct Wire<S = IpppSummary> {
+struct Wire<S = IpppSummary, L = Lines> {
     version: u32,
     module_hash: String,
     mode: Mode,
     runs: u64,
     abrupt_runs: u64,
-    /// Interned block sources (`file:line`) and edge kinds.
+    /// Interned source files (in version 1, `file:line` strings) and edge
+    /// kinds.
     sources: Vec<String>,
     edge_kinds: Vec<String>,
     skipped: Vec<Skipped>,
-    functions: Vec<WireFunction>,
+    functions: Vec<WireFunction<L>>,
     interproc: Option<WireInterproc>,
     segments: Option<WireSegments<S>>,
     intra_context: Option<IntraContextProfile>,
@@ -71,9 +73,14 @@ struct IpppSummaryV1 {
     lost: u64,
 }
 
-impl Wire<IpppSummaryV1> {
-    fn upgrade(self) -> Wire {
-        let segments = self.segments.map(|s| WireSegments {
+impl Wire<IpppSummaryV1, ()> {
+    fn upgrade(self) -> Wire<IpppSummary, ()> {
+        let sources = self.sources.clone();
+        self.map(sources, |s| s.map(Self::upgrade_segments), |f| f)
+    }
+
+    fn upgrade_segments(s: WireSegments<IpppSummaryV1>) -> WireSegments {
+        WireSegments {
             k: s.k,
             num_imported_funcs: s.num_imported_funcs,
             segments: s.segments,
@@ -90,20 +97,53 @@ impl Wire<IpppSummaryV1> {
                 untested: i.untested,
                 lost: i.lost,
             }),
-        });
+        }
+    }
+}
+
+impl<S, L> Wire<S, L> {
+    /// The same profile with `sources`, its segments and its functions
+    /// mapped (from one version's layout to another's).
+    fn map<S2, L2>(
+        self,
+        sources: Vec<String>,
+        segments: impl FnOnce(Option<WireSegments<S>>) -> Option<WireSegments<S2>>,
+        function: impl FnMut(WireFunction<L>) -> WireFunction<L2>,
+    ) -> Wire<S2, L2> {
         Wire {
             version: self.version,
             module_hash: self.module_hash,
             mode: self.mode,
             runs: self.runs,
             abrupt_runs: self.abrupt_runs,
-            sources: self.sources,
+            sources,
             edge_kinds: self.edge_kinds,
             skipped: self.skipped,
-            functions: self.functions,
+            functions: self.functions.into_iter().map(function).collect(),
             interproc: self.interproc,
-            segments,
+            segments: segments(self.segments),
             intra_context: self.intra_context,
+        }
+    }
+}
+
+impl<L> WireFunction<L> {
+    /// The same function with other block sources and lines.
+    fn with_block_lines<L2>(self, block_source: Vec<u32>, block_lines: L2) -> WireFunction<L2> {
+        WireFunction {
+            block_source,
+            block_lines,
+            func_index: self.func_index,
+            name: self.name,
+            num_nodes: self.num_nodes,
+            blockless: self.blockless,
+            block_offset: self.block_offset,
+            block_len: self.block_len,
+            block_instrs: self.block_instrs,
+            edge_src: self.edge_src,
+            edge_dst: self.edge_dst,
+            edge_kind: self.edge_kind,
+            data: self.data,
         }
     }
 }
@@ -133,18 +173,19 @@ impl From<WireSegments> for SegmentProfile {
 }
 
 #[derive(Serialize, Deserialize)]
-struct WireFunction {
+struct WireFunction<L = Lines> {
     func_index: u32,
     name: Option<String>,
     num_nodes: u32,
     /// Nodes without a block (ENTRY, EXIT), delta coded.
     blockless: Vec<u32>,
     /// Per block: offset minus the previous block's end, length, instructions,
-    /// and source (0: none, else 1 + index into `sources`).
+    /// and source file (0: none, else 1 + index into `sources`).
     block_offset: Vec<i64>,
     block_len: Vec<u32>,
     block_instrs: Vec<u32>,
     block_source: Vec<u32>,
+    block_lines: L,
     /// Per CFG edge: source minus the previous edge's source, destination
     /// minus source, kind (index into `edge_kinds`).
     edge_src: Vec<i64>,
@@ -181,6 +222,52 @@ enum WireData {
         chord_counts: Vec<u64>,
         edge_counts: Vec<u64>,
     },
+}
+
+/// Per block with a source file: its line minus the previous such block's
+/// (near in a function), and its column.
+#[derive(Default, Serialize, Deserialize)]
+struct Lines {
+    line: Vec<i64>,
+    column: Vec<u32>,
+}
+
+/// Version 1's blocks: `sources` held `file:line` strings, now split into
+/// files and lines (no columns).
+impl<S> Wire<S, ()> {
+    fn with_lines(self) -> Wire<S, Lines> {
+        let mut files = Interner::default();
+        let split: Vec<(u32, u32)> = self
+            .sources
+            .iter()
+            .map(|s| {
+                let l = SourceLocation::from_v1(s);
+                (files.get(&l.file), l.line)
+            })
+            .collect();
+        self.map(
+            files.strings,
+            |s| s,
+            |f| {
+                let (mut lines, mut prev) = (Lines::default(), 0i64);
+                let block_source = f
+                    .block_source
+                    .iter()
+                    .map(|&s| match split.get((s as usize).wrapping_sub(1)) {
+                        Some(&(file, line)) => {
+                            lines.line.push(i64::from(line) - prev);
+                            lines.column.push(0);
+                            prev = i64::from(line);
+                            file + 1
+                        }
+                        // 0, or out of range: refused by the decoder.
+                        None => s,
+                    })
+                    .collect();
+                f.with_block_lines(block_source, lines)
+            },
+        )
+    }
 }
 
 /// [`InterprocProfile`] with its optional cut spelt out (the JSON omits it
@@ -239,7 +326,7 @@ pub fn encode(p: &Profile) -> Vec<u8> {
         .map(|f| encode_function(f, &mut sources, &mut kinds))
         .collect();
     let wire = Wire {
-        version: p.version,
+        version: crate::FORMAT_VERSION,
         module_hash: p.module_hash.clone(),
         mode: p.mode,
         runs: p.runs,
@@ -279,6 +366,13 @@ fn encode_function(
             .map(|(i, _)| i as i64),
     );
     let blocks: Vec<&Block> = f.blocks.iter().flatten().collect();
+    let mut lines = Lines::default();
+    let mut prev_line = 0i64;
+    for l in blocks.iter().filter_map(|b| b.source.as_ref()) {
+        lines.line.push(i64::from(l.line) - prev_line);
+        lines.column.push(l.column);
+        prev_line = i64::from(l.line);
+    }
     let block_offset = {
         let mut prev_end = 0i64;
         blocks
@@ -303,8 +397,9 @@ fn encode_function(
         block_instrs: blocks.iter().map(|b| b.instrs).collect(),
         block_source: blocks
             .iter()
-            .map(|b| b.source.as_deref().map_or(0, |s| sources.get(s) + 1))
+            .map(|b| b.source.as_ref().map_or(0, |l| sources.get(&l.file) + 1))
             .collect(),
+        block_lines: lines,
         edge_src: deltas(f.edges.iter().map(|e| e.src.index() as i64)),
         edge_dst: f
             .edges
@@ -380,20 +475,10 @@ pub fn version(bytes: &[u8]) -> Option<u32> {
 /// Decodes a binary profile. Errors are the reason alone; the
 /// caller names the file.
 pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
-    let bytes = bytes.strip_prefix(MAGIC).ok_or("no binary profile magic")?;
-    let current = postcard::take_from_bytes::<Wire>(bytes);
-    let wire: Wire = match current {
-        Ok((wire, [])) => wire,
-        // An IPPP profile of the older layout?
-        _ => match postcard::take_from_bytes::<Wire<IpppSummaryV1>>(bytes) {
-            Ok((old, [])) if old.segments.as_ref().is_some_and(|s| s.ippp.is_some()) => {
-                old.upgrade()
-            }
-            _ => match current {
-                Ok(_) => return Err("bytes after the end of the profile".into()),
-                Err(e) => return Err(format!("corrupt binary profile: {e}")),
-            },
-        },
+    let body = bytes.strip_prefix(MAGIC).ok_or("no binary profile magic")?;
+    let wire: Wire = match version(bytes) {
+        Some(1) => decode_v1(body)?.with_lines(),
+        _ => whole(postcard::take_from_bytes::<Wire>(body))?,
     };
     let functions = wire
         .functions
@@ -402,7 +487,7 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
         .collect::<Result<_, String>>()?;
     Ok(Profile {
         format: crate::FORMAT_NAME.to_string(),
-        version: wire.version,
+        version: crate::FORMAT_VERSION,
         module_hash: wire.module_hash,
         mode: wire.mode,
         runs: wire.runs,
@@ -430,6 +515,29 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
         segments: wire.segments.map(|s| Box::new(s.into())),
         intra_context: wire.intra_context.map(Box::new),
     })
+}
+
+/// Version 1's layout, with the IPPP summary of either of its layouts.
+fn decode_v1(bytes: &[u8]) -> Result<Wire<IpppSummary, ()>, String> {
+    let current = postcard::take_from_bytes::<Wire<IpppSummary, ()>>(bytes);
+    if !matches!(current, Ok((_, []))) {
+        // An IPPP profile of the older layout?
+        if let Ok((old, [])) = postcard::take_from_bytes::<Wire<IpppSummaryV1, ()>>(bytes) {
+            if old.segments.as_ref().is_some_and(|s| s.ippp.is_some()) {
+                return Ok(old.upgrade());
+            }
+        }
+    }
+    whole(current)
+}
+
+/// A decoded value that used every byte.
+fn whole<T>(r: postcard::Result<(T, &[u8])>) -> Result<T, String> {
+    match r {
+        Ok((t, [])) => Ok(t),
+        Ok(_) => Err("bytes after the end of the profile".into()),
+        Err(e) => Err(format!("corrupt binary profile: {e}")),
+    }
 }
 
 /// Sums of deltas, refused where they leave `0..limit`.
@@ -511,6 +619,17 @@ fn decode_blocks(f: &WireFunction, sources: &[String]) -> Result<Vec<Option<Bloc
         ],
         "block",
     )?;
+    let located = f.block_source.iter().filter(|&&s| s != 0).count();
+    same_len(
+        &[
+            located,
+            f.block_lines.line.len(),
+            f.block_lines.column.len(),
+        ],
+        "source line",
+    )?;
+    let mut lines = f.block_lines.line.iter().zip(&f.block_lines.column);
+    let mut prev_line = 0i64;
     let blockless: Vec<i64> = f.blockless.iter().map(|&d| i64::from(d)).collect();
     let blockless = undelta(&blockless, nodes, "a blockless node")?;
     if blockless.len() + n != nodes {
@@ -538,12 +657,19 @@ fn decode_blocks(f: &WireFunction, sources: &[String]) -> Result<Vec<Option<Bloc
         prev_end = i64::from(end);
         let source = match source {
             0 => None,
-            s => Some(
-                sources
+            s => {
+                let file = sources
                     .get(s as usize - 1)
-                    .ok_or("a block source out of range")?
-                    .clone(),
-            ),
+                    .ok_or("a block source out of range")?;
+                let (d, &column) = lines.next().ok_or("a block source without a line")?;
+                prev_line = prev_line.wrapping_add(*d);
+                let line = u32::try_from(prev_line).map_err(|_| "a source line out of range")?;
+                Some(SourceLocation {
+                    file: file.clone(),
+                    line,
+                    column,
+                })
+            }
         };
         *slot = Some(Block {
             offset,
@@ -679,6 +805,51 @@ fn decode_data(d: WireData, edges: &[Edge], nodes: usize) -> Result<FunctionData
 mod tests {
     use super::*;
 
+    /// A binary profile of version 1, whose `sources` were `file:line`
+    /// strings, reads as those files and lines, without columns.
+    #[test]
+    fn a_binary_profile_of_version_1_reads() {
+        let block = |offset, source: Option<&str>| {
+            Some(Block {
+                offset,
+                end: offset + 4,
+                instrs: 1,
+                source: source.map(SourceLocation::from_v1),
+            })
+        };
+        let mut p = Profile::new("ab".into(), Mode::Edge);
+        p.functions.push(FunctionProfile {
+            func_index: 1,
+            name: None,
+            blocks: vec![
+                None,
+                None,
+                block(10, Some("m.c:9")),
+                block(20, None),
+                block(30, Some("m.c")),
+                block(40, Some("n.c:2")),
+            ],
+            edges: Vec::new(),
+            data: FunctionData::Edge {
+                chords: pathprof_techniques::edge::Chords {
+                    chords: Vec::new(),
+                    unwinding: Vec::new(),
+                },
+                chord_counts: Vec::new(),
+                edge_counts: Vec::new(),
+            },
+        });
+        let now: Wire = postcard::from_bytes(&encode(&p)[MAGIC.len()..]).unwrap();
+        // Version 1: the same columns, the sources spelt `file:line`.
+        let v1 = ["m.c:9", "m.c", "n.c:2"].map(String::from).to_vec();
+        let mut old = now.map(v1, |s| s, |f| f.with_block_lines(vec![1, 0, 2, 3], ()));
+        old.version = 1;
+        let bytes = postcard::to_extend(&old, MAGIC.to_vec()).unwrap();
+        let read = decode(&bytes).unwrap();
+        assert_eq!(read.version, crate::FORMAT_VERSION);
+        assert_eq!(read.functions, p.functions);
+    }
+
     /// An IPPP profile written before the summary had the truncation
     /// fields still reads, with none truncated.
     #[test]
@@ -687,8 +858,8 @@ mod tests {
             steps: Vec::new(),
             count,
         };
-        let old: Wire<IpppSummaryV1> = Wire {
-            version: crate::FORMAT_VERSION,
+        let old: Wire<IpppSummaryV1, ()> = Wire {
+            version: 1,
             module_hash: "ab".into(),
             mode: Mode::Segments,
             runs: 1,

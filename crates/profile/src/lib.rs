@@ -16,6 +16,7 @@
 pub mod binary;
 pub mod interproc;
 pub mod intra_context;
+mod location;
 mod merge;
 pub mod segments;
 
@@ -27,12 +28,16 @@ use pathprof_techniques::edge::Chords;
 use pathprof_techniques::ppp::PppInfo;
 use serde::{Deserialize, Serialize};
 
+pub use location::SourceLocation;
 pub use merge::{merge, merge_into};
 
 /// The `format` field of every profile.
 pub const FORMAT_NAME: &str = "pathprof-profile";
-/// The version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The version this build writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest version this build reads: version 1 differs only in its
+/// block sources ([`SourceLocation`]), read into version 2's form.
+pub const OLDEST_VERSION: u32 = 1;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
@@ -45,7 +50,7 @@ pub enum ProfileError {
     },
     #[error("{path}: not a pathprof profile ({reason})")]
     NotAProfile { path: PathBuf, reason: String },
-    #[error("{path}: profile format version {found}, this pathprof reads version {expected}")]
+    #[error("{path}: profile format version {found}, this pathprof reads versions {OLDEST_VERSION} to {expected}")]
     Version {
         path: PathBuf,
         found: u32,
@@ -178,10 +183,10 @@ pub struct Block {
     pub end: u32,
     /// Number of instructions.
     pub instrs: u32,
-    /// `file:line` of its first instruction, from the module's DWARF line
-    /// table when the module has one (built with `-g`).
+    /// Where its first located instruction came from, from the module's
+    /// DWARF line table when the module has one (built with `-g`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
+    pub source: Option<SourceLocation>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,7 +259,7 @@ impl Profile {
         if bytes.starts_with(binary::MAGIC) {
             let found =
                 binary::version(bytes).ok_or_else(|| not("corrupt binary profile".into()))?;
-            if found != FORMAT_VERSION {
+            if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&found) {
                 return Err(ProfileError::Version {
                     path: path.into(),
                     found,
@@ -279,7 +284,7 @@ impl Profile {
             return Err(not("no \"format\": \"pathprof-profile\" field".into()));
         }
         let found = head.version.as_ref().and_then(|v| v.as_u64()).unwrap_or(0);
-        if found != u64::from(FORMAT_VERSION) {
+        if !(u64::from(OLDEST_VERSION)..=u64::from(FORMAT_VERSION)).contains(&found) {
             let found = u32::try_from(found).unwrap_or(u32::MAX);
             return Err(ProfileError::Version {
                 path: path.into(),
@@ -287,8 +292,10 @@ impl Profile {
                 expected: FORMAT_VERSION,
             });
         }
-        let profile: Profile = serde_json::from_slice(bytes).map_err(|e| not(e.to_string()))?;
+        let mut profile: Profile = serde_json::from_slice(bytes).map_err(|e| not(e.to_string()))?;
         profile.check_consistent().map_err(not)?;
+        // Read into this version's form, it is written as this version.
+        profile.version = FORMAT_VERSION;
         Ok(profile)
     }
 

@@ -5,9 +5,39 @@ use std::path::Path;
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::binary::MAGIC;
 use pathprof_profile::{
-    merge, Edge, Encoding, FunctionData, FunctionProfile, Mode, Profile, ProfileError,
+    merge, Block, Edge, Encoding, FunctionData, FunctionProfile, Mode, Profile, ProfileError,
+    SourceLocation,
 };
 use pathprof_techniques::ball_larus::{self, PathCounts};
+
+fn at(file: &str, line: u32, column: u32) -> Option<SourceLocation> {
+    Some(SourceLocation {
+        file: file.into(),
+        line,
+        column,
+    })
+}
+
+/// A diamond's blocks: two files of one name in different folders, a
+/// block without a source, a file without a line.
+fn diamond_blocks() -> Vec<Option<Block>> {
+    let sources = [
+        at("/src/lib/util.c", 12, 5),
+        None,
+        at("/src/app/util.c", 3, 0),
+        at("/src/lib/util.c", 0, 0),
+    ];
+    let mut blocks = vec![None, None];
+    blocks.extend(sources.into_iter().enumerate().map(|(i, source)| {
+        Some(Block {
+            offset: 10 * i as u32 + 10,
+            end: 10 * i as u32 + 14,
+            instrs: 2,
+            source,
+        })
+    }));
+    blocks
+}
 
 /// A diamond ENTRY->a->{b,c}->d->EXIT: two paths.
 fn diamond_profile(hash: &str, counts: &[(u64, u64)]) -> Profile {
@@ -39,7 +69,7 @@ fn diamond_profile(hash: &str, counts: &[(u64, u64)]) -> Profile {
     p.functions.push(FunctionProfile {
         func_index: 3,
         name: Some("f".into()),
-        blocks: vec![None; cfg.num_nodes()],
+        blocks: diamond_blocks(),
         edges,
         data: FunctionData::Path {
             numbered: planned.numbered,
@@ -82,12 +112,12 @@ fn round_trip_through_a_file() {
 fn bad_binary_files_get_one_line_errors_naming_the_file() {
     let bytes = diamond_profile("ab", &[(0, 5), (1, 7)]).to_bytes(Encoding::Binary);
     // The schema version is the first varint after the magic.
-    assert_eq!(bytes[MAGIC.len()], 1);
+    assert_eq!(bytes[MAGIC.len()], 2);
     let mut newer = bytes.clone();
-    newer[MAGIC.len()] = 2;
+    newer[MAGIC.len()] = 3;
     assert_eq!(
         err_of(&newer),
-        "p.json: profile format version 2, this pathprof reads version 1"
+        "p.json: profile format version 3, this pathprof reads versions 1 to 2"
     );
     assert_eq!(
         err_of(&bytes[..MAGIC.len()]),
@@ -136,10 +166,10 @@ fn bad_files_get_one_line_errors_naming_the_file() {
     }
     let mut v: serde_json::Value =
         serde_json::from_str(&diamond_profile("ab", &[]).to_json()).unwrap();
-    v["version"] = 2.into();
+    v["version"] = 3.into();
     assert_eq!(
         err_of(v.to_string().as_bytes()),
-        "p.json: profile format version 2, this pathprof reads version 1"
+        "p.json: profile format version 3, this pathprof reads versions 1 to 2"
     );
     let json = diamond_profile("ab", &[]).to_json();
     assert!(err_of(&json.as_bytes()[..json.len() / 2])
@@ -152,6 +182,54 @@ fn bad_files_get_one_line_errors_naming_the_file() {
     );
     for msg in [err_of(b"\0asm"), err_of(b"{}")] {
         assert_eq!(msg.lines().count(), 1);
+    }
+}
+
+/// Version 1 spelt a block's source `"file:line"` (the file's last
+/// component): such a profile reads, as those files and lines without
+/// columns, and is written back as version 2.
+#[test]
+fn a_json_profile_of_version_1_reads() {
+    let p = diamond_profile("ab", &[(0, 5)]);
+    let mut v: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    v["version"] = 1.into();
+    let blocks = v["functions"][0]["blocks"].as_array_mut().unwrap();
+    for (b, v1) in blocks[2..]
+        .iter_mut()
+        .zip(["util.c:12", "", "util.c:3", "util.c"])
+    {
+        if !v1.is_empty() {
+            b["source"] = v1.into();
+        }
+    }
+    let read = Profile::from_bytes(Path::new("p.json"), v.to_string().as_bytes()).unwrap();
+    assert_eq!(read.version, 2);
+    let sources: Vec<_> = read.functions[0]
+        .blocks
+        .iter()
+        .flatten()
+        .map(|b| b.source.clone())
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            at("util.c", 12, 0),
+            None,
+            at("util.c", 3, 0),
+            at("util.c", 0, 0)
+        ]
+    );
+    assert_eq!(read.to_json().matches("\"column\": 0").count(), 3);
+}
+
+#[test]
+fn sources_keep_their_folders_and_columns() {
+    let p = diamond_profile("ab", &[]);
+    let json = p.to_json();
+    assert!(json.contains(r#""file": "/src/app/util.c""#), "{json}");
+    for encoding in [Encoding::Binary, Encoding::Json] {
+        let read = Profile::from_bytes(Path::new("p"), &p.to_bytes(encoding)).unwrap();
+        assert_eq!(read.functions[0].blocks, diamond_blocks(), "{encoding:?}");
     }
 }
 

@@ -79,7 +79,7 @@ fn node_element(s: &mut String, v: &FunctionView, n: usize, row: u32) {
         None => ("EXIT".to_string(), v.flow > 0),
     };
     let class = if ran { "node" } else { "node notrun" };
-    let source = v.f.blocks[n].as_ref().and_then(|b| b.source.as_deref());
+    let source = v.f.blocks[n].as_ref().and_then(|b| b.source.as_ref());
     let title = match source {
         Some(src) => format!("block {n} ({src}): {count}"),
         None => label.clone(),

@@ -35,7 +35,10 @@ fn function(
         offset: 0x100 * func_index + 0x10 * b as u32,
         end: 0x100 * func_index + 0x10 * b as u32 + 8,
         instrs: 3,
-        source: Some(format!("t.c:{}", 10 + b - 2)),
+        source: Some(pathprof_profile::SourceLocation::from_v1(&format!(
+            "t.c:{}",
+            10 + b - 2
+        ))),
     };
     FunctionProfile {
         func_index,

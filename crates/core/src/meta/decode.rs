@@ -6,7 +6,9 @@
 
 use pathprof_graph::dag::Dag;
 use pathprof_graph::{numbering, EdgeId, NodeId};
-use pathprof_profile::{Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped};
+use pathprof_profile::{
+    Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped, SourceLocation,
+};
 use pathprof_techniques::ball_larus::{self, PathCounts};
 use pathprof_techniques::edge::Chords;
 use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
@@ -172,16 +174,17 @@ fn blocks(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<Vec<Option<Block>>, Meta
     Ok(blocks)
 }
 
-/// `file:line`, or `file` where the line table gave no line.
-fn source(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<String, MetaError> {
+/// A block's file, line and column (0: none).
+fn source(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<SourceLocation, MetaError> {
     let id = r.u32()?;
     let file = t
         .files
         .get(id as usize)
         .ok_or_else(|| r.corrupt(format!("file {id} is not in the file table")))?;
-    Ok(match r.u32()? {
-        0 => file.clone(),
-        line => format!("{file}:{line}"),
+    Ok(SourceLocation {
+        file: file.clone(),
+        line: r.u32()?,
+        column: r.u32()?,
     })
 }
 

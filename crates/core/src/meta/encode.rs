@@ -174,10 +174,11 @@ impl Encoder {
             self.body.u32(b.end.wrapping_sub(b.offset));
             self.body.u32(b.instrs);
             prev_end = u64::from(b.end);
-            if let Some((file, line)) = source {
+            if let Some((file, line, column)) = source {
                 let id = self.file_id(file);
                 self.body.u32(id);
                 self.body.u32(line);
+                self.body.u32(column);
             }
         }
     }

@@ -39,8 +39,9 @@ pub const META_SECTION: &str = "__pathprof.meta";
 /// First bytes of the section.
 const MAGIC: &[u8; 6] = b"PPMETA";
 /// The version this build writes and reads (4: edge records list the
-/// blocks exceptions may unwind from, path records the cut vertices).
-pub const META_VERSION: u32 = 4;
+/// blocks exceptions may unwind from, path records the cut vertices; 5:
+/// block sources have a column and the file's whole path).
+pub const META_VERSION: u32 = 5;
 
 /// The decoded metadata of an instrumented module.
 #[derive(Clone, Debug, PartialEq)]
