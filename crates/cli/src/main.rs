@@ -600,9 +600,10 @@ fn counter_memory_hint(e: anyhow::Error, t: &Tuning) -> anyhow::Error {
         array_bytes,
         hash_bytes,
         ..
-    }) = e
-        .chain()
-        .find_map(|c| c.downcast_ref::<pathprof_wasm::WasmError>())
+    }) = e.chain().find_map(|c| {
+        c.downcast_ref::<pathprof_wasm::WasmError>()
+            .or_else(|| c.downcast_ref::<pathprof_core::Error>()?.wasm())
+    })
     else {
         return e;
     };

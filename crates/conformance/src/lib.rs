@@ -41,7 +41,6 @@ use wast::{QuoteWat, Wast, WastArg, WastDirective, WastExecute, WastInvoke, Wast
 
 use pathprof_core::driver::{self, Technique};
 use pathprof_core::ippp;
-use pathprof_techniques::interproc;
 
 /// How an error message of a module a mode does not instrument begins.
 const UNSUPPORTED: &str = "unsupported: ";
@@ -590,7 +589,7 @@ impl<'r> Runner<'r> {
             let compiled = driver::instrument(&bytes, technique, &opts)
                 .map_err(|e| match unsupported(&e) {
                     Some(u) => format!("{UNSUPPORTED}{u}"),
-                    None => format!("instrumenting: {e:#}"),
+                    None => format!("instrumenting: {:#}", anyhow::Error::from(e)),
                 })
                 .and_then(|ins| {
                     if technique == Technique::Ippp {
@@ -1058,11 +1057,13 @@ fn run_file_caught(engine: &Engine, path: &Path) -> ScriptReport {
 }
 
 /// Why a mode does not instrument a module, if that is why it failed.
-fn unsupported(e: &anyhow::Error) -> Option<String> {
-    let interproc = e
-        .downcast_ref::<interproc::Unsupported>()
-        .map(|u| u.to_string());
-    interproc.or_else(|| e.downcast_ref::<ippp::Unsupported>().map(|u| u.to_string()))
+fn unsupported(e: &pathprof_core::Error) -> Option<String> {
+    match e.root() {
+        u @ (pathprof_core::Error::Interproc(_) | pathprof_core::Error::Ippp(_)) => {
+            Some(u.to_string())
+        }
+        _ => None,
+    }
 }
 
 /// The `ippp` options for the `n`-th module: the depth (1 to 3) and the

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_profile::{FunctionData, Profile};
 use serde::Serialize;
 
@@ -186,10 +186,7 @@ pub fn diff(a: &Profile, b: &Profile, name_b: &str) -> Result<Diff> {
 
 /// Both profiles have paths, and number each function they share alike.
 fn check_numbering(a: &Profile, b: &Profile, name_b: &str) -> Result<()> {
-    let (na, nb) = (
-        numbered(a)?,
-        numbered(b).map_err(|e| e.context(name_b.to_string()))?,
-    );
+    let (na, nb) = (numbered(a)?, numbered(b).context(name_b.to_string())?);
     for (i, fa) in &na {
         let (FunctionData::Path { numbered: x, .. }, Some(FunctionData::Path { numbered: y, .. })) =
             (fa, nb.get(i))

@@ -5,7 +5,7 @@
 //! what its plan chose, the counter memory layout), so `pathprof collect` can
 //! turn a saved counter memory into a profile without the original module.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_graph::NodeId;
 use pathprof_profile::{FunctionData, Mode, Profile};
 use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};

@@ -2,8 +2,8 @@
 //! branches (blocks with more than one successor) with the share each
 //! direction took. An edge profile has no paths; these are what it says.
 
+use crate::error::Result;
 use crate::report::percent;
-use anyhow::Result;
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::{FunctionData, FunctionProfile, Profile};
 use serde::Serialize;

@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use anyhow::{bail, Result};
+use crate::error::{bail, Result};
 use pathprof_graph::Cfg;
 use pathprof_profile::{FunctionProfile, Mode, Profile};
 use serde::Serialize;

@@ -13,7 +13,7 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_profile::{merge_into, Profile};
 use rayon::prelude::*;
 

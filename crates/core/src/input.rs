@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 
 /// Reads a core module from a `.wasm` file, or parses a `.wat` text file.
 /// Errors name the file and the reason in one line.
@@ -27,7 +27,7 @@ pub fn read_module_file(path: &Path) -> Result<(Vec<u8>, Option<File>)> {
     }
     let is_text = path.extension().is_some_and(|e| e == "wat" || e == "wast");
     if !is_text {
-        anyhow::bail!(
+        crate::error::bail!(
             "{}: not a WebAssembly module (no \\0asm header)",
             path.display()
         );
@@ -41,7 +41,7 @@ pub fn read_module_file(path: &Path) -> Result<(Vec<u8>, Option<File>)> {
 /// `FILE:LINE:COL: REASON`, then the source line with a caret under the
 /// column, from wat's rendering (`REASON`, `--> <anon>:LINE:COL`, then the
 /// excerpt); just `FILE: REASON` if it has no location.
-fn wat_error(path: &Path, rendered: &str) -> anyhow::Error {
+fn wat_error(path: &Path, rendered: &str) -> crate::error::Error {
     let mut lines = rendered.lines();
     let reason = lines.next().unwrap_or("invalid text");
     let location = lines
@@ -52,8 +52,8 @@ fn wat_error(path: &Path, rendered: &str) -> anyhow::Error {
         Some(at) => {
             // The excerpt without its empty gutter line.
             let excerpt: Vec<&str> = lines.filter(|l| l.trim() != "|").collect();
-            anyhow::anyhow!("{}:{at}: {reason}\n{}", path.display(), excerpt.join("\n"))
+            crate::error::invalid!("{}:{at}: {reason}\n{}", path.display(), excerpt.join("\n"))
         }
-        None => anyhow::anyhow!("{}: {reason}", path.display()),
+        None => crate::error::invalid!("{}: {reason}", path.display()),
     }
 }

@@ -26,7 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_graph::dag::Dag;
 use pathprof_graph::numbering::{build_numbered, Numbering};
 use pathprof_graph::{Cfg, NodeId};
@@ -77,7 +77,7 @@ pub fn read_specs(
             from_profile(spec, &bytes, info, &numbering, &mut out)?;
         } else {
             let text = std::str::from_utf8(&bytes)
-                .map_err(|e| anyhow::anyhow!("{}: not UTF-8 text: {e}", spec.display()))?;
+                .map_err(|e| crate::error::invalid!("{}: not UTF-8 text: {e}", spec.display()))?;
             from_text(spec, text, &numbering, &mut out)?;
         }
     }
@@ -207,8 +207,8 @@ fn from_text(
             .unwrap_or_else(|| format!("func[{}]", f.func_index));
         let (dag, numbering) = numberings.number(f).with_context(at)?;
         let ids = if words[1] == "blocks" {
-            let blocks =
-                parse_blocks(&words[2..], f).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+            let blocks = parse_blocks(&words[2..], f)
+                .map_err(|e| crate::error::invalid!("{}: {e}", at()))?;
             let ids = paths_through(&dag, &numbering, &blocks);
             if ids.is_empty() {
                 bail!(
@@ -221,7 +221,7 @@ fn from_text(
         } else {
             let id: u64 = words[1]
                 .parse()
-                .map_err(|_| anyhow::anyhow!("{}: {usage}", at()))?;
+                .map_err(|_| crate::error::invalid!("{}: {usage}", at()))?;
             if id >= numbering.total() {
                 bail!(
                     "{}: path {id} is out of range: function {name} has {} paths",

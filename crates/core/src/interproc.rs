@@ -10,7 +10,7 @@
 //! hybrid policy, from which `collect` numbers it again (the numbering is
 //! deterministic) to decode the path numbers the run counted.
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use pathprof_graph::interproc::{hybrid, CallSiteId, Callee, FuncId, Interproc, Mode, Supergraph};
 use pathprof_graph::{EdgeId, GraphError};
 use pathprof_profile::interproc::{InterprocPath, SiteInfo};
@@ -209,10 +209,10 @@ pub fn number(
     }
 }
 
-fn is_overflow(e: &anyhow::Error) -> bool {
+fn is_overflow(e: &crate::error::Error) -> bool {
     matches!(
-        e.downcast_ref::<GraphError>(),
-        Some(GraphError::PathCountOverflow { .. })
+        e.root(),
+        crate::error::Error::Graph(GraphError::PathCountOverflow { .. })
     )
 }
 
@@ -275,8 +275,9 @@ fn resolve_cuts(
     for item in list {
         let before = out.len();
         if let Some(hex) = item.strip_prefix("0x") {
-            let offset = u32::from_str_radix(hex, 16)
-                .map_err(|_| anyhow::anyhow!("--hybrid cut: {item:?} is not a byte offset"))?;
+            let offset = u32::from_str_radix(hex, 16).map_err(|_| {
+                crate::error::invalid!("--hybrid cut: {item:?} is not a byte offset")
+            })?;
             out.extend(
                 (0..sites.len())
                     .filter(|&s| sites[s].1 == offset)
@@ -289,7 +290,7 @@ fn resolve_cuts(
             }));
         }
         if out.len() == before {
-            anyhow::bail!("--hybrid cut: no call site at or of {item:?}");
+            crate::error::bail!("--hybrid cut: no call site at or of {item:?}");
         }
     }
     out.sort_unstable();

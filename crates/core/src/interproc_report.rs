@@ -5,7 +5,7 @@
 //! path's context-prefix (how the active-suffix was reached, up to its last
 //! surrogate entry edge) is shown apart from its active-suffix.
 
-use anyhow::{bail, Result};
+use crate::error::{bail, Result};
 use pathprof_graph::interproc::{FuncId, PathStep};
 use pathprof_graph::Cfg;
 use pathprof_profile::interproc::{InterprocPath, InterprocProfile};

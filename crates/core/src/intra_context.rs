@@ -12,7 +12,7 @@
 //! irreducible (a backedge whose target does not dominate its source, which
 //! section 7 needs) is left uninstrumented with a warning.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_graph::intra_context::{ContextStep, IntraContext};
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::intra_context::{

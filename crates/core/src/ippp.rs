@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{anyhow, bail, Context, Result};
+use crate::error::{bail, invalid, Context, Result};
 use pathprof_graph::interproc::FuncId;
 use pathprof_graph::ippp::{
     expand_all_fitting, expand_all_truncated, Expanded, Ippp, Ips, SubpathNumbering,
@@ -77,10 +77,10 @@ pub fn numbered(
             // it) as a backedge does.
             for f in &mut msg.supergraph.functions {
                 f.truncated = pathprof_graph::interproc::hybrid::truncation(&f.cfg, bound)
-                    .map_err(|e| anyhow!("truncating: {e}"))?;
+                    .map_err(|e| invalid!("truncating: {e}"))?;
             }
             SubpathNumbering::new(&msg.supergraph)
-                .map_err(|e| anyhow!("numbering the subpaths: {e}"))?
+                .map_err(|e| invalid!("numbering the subpaths: {e}"))?
         }
     };
     Ok((msg, numbering))
@@ -111,7 +111,7 @@ fn planned(num: SubpathNumbering, meta: &IpppMeta) -> Result<Planned> {
         .map(|&f| FuncId::new(f.saturating_sub(num_imported_funcs) as usize))
         .collect();
     let expanded = expand_all_truncated(&num, k, &meta.interesting, &truncated)
-        .map_err(|e| anyhow!("numbering the interesting segments: {e}"))?;
+        .map_err(|e| invalid!("numbering the interesting segments: {e}"))?;
     let layout = Layout::new(&num, &expanded, k, num_imported_funcs)?;
     Ok(Planned {
         num,
@@ -137,7 +137,7 @@ fn planned_fitting(
     let (mut too_many_paths, mut too_many_contexts) = (0u64, 0u64);
     loop {
         let (expanded, kept) = expand_all_fitting(&num, k, &list)
-            .map_err(|e| anyhow!("numbering the interesting segments: {e}"))?;
+            .map_err(|e| invalid!("numbering the interesting segments: {e}"))?;
         too_many_paths += (list.len() - kept.len()) as u64;
         match Layout::new(&num, &expanded, k, num_imported_funcs) {
             Ok(layout) => {
@@ -197,7 +197,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         .collect();
     let dispatch = dispatch(module, &info, &msg)?;
     let (interesting, through_indirect) = technique::through_indirect_call(&num, &given, &dispatch)
-        .map_err(|e| anyhow!("an interesting segment is not one of this module: {e}"))?;
+        .map_err(|e| invalid!("an interesting segment is not one of this module: {e}"))?;
     let (p, mut interesting, too_many_paths, too_many_contexts) =
         planned_fitting(num, o.k, &interesting, msg.num_imported_funcs)?;
     interesting.sort();
@@ -294,7 +294,7 @@ fn truncated_starts(x: &[Expanded], num_imported_funcs: u32) -> Vec<u32> {
 /// counters)`) into `profile`'s segments.
 pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profile) -> Result<()> {
     let num = SubpathNumbering::new(&meta.supergraph)
-        .map_err(|e| anyhow!("corrupt {IPPP_SECTION} section: {e}"))?;
+        .map_err(|e| invalid!("corrupt {IPPP_SECTION} section: {e}"))?;
     let p = planned(num, meta)?;
     let ip = Ippp {
         subpaths: &p.num,
@@ -317,7 +317,7 @@ pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profil
         let x = &p.expanded[f.index()];
         for &(bl, count) in &r.paths {
             let corrupt = |e: GraphError| {
-                anyhow!("corrupt counters: segment {bl} of function {func_index}: {e}")
+                invalid!("corrupt counters: segment {bl} of function {func_index}: {e}")
             };
             if let Some(i) = x.ball_larus.iter().position(|&b| b == bl) {
                 let c = interesting.get_mut(&x.interesting[i]).expect("listed");
@@ -365,7 +365,7 @@ pub fn spell(num: &SubpathNumbering, ips: &Ips, count: u64) -> Result<SegmentCou
         .map(|r| {
             let subpath = num
                 .decode(*r)
-                .map_err(|e| anyhow!("decoding subpath {} of {:?}: {e}", r.id, r.func))?;
+                .map_err(|e| invalid!("decoding subpath {} of {:?}: {e}", r.id, r.func))?;
             Ok(SubpathStep {
                 func: r.func,
                 id: r.id,

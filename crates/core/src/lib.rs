@@ -52,6 +52,7 @@
 pub mod diff;
 pub mod driver;
 pub mod edge_report;
+pub mod error;
 pub mod export;
 pub mod fleet;
 pub mod html;
@@ -74,3 +75,5 @@ pub mod show;
 pub mod source;
 pub mod stats;
 pub mod technique;
+
+pub use error::{Error, Result};

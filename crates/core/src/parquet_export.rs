@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use parquet::data_type::{ByteArray, ByteArrayType, DataType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::{SerializedFileWriter, SerializedRowGroupWriter};

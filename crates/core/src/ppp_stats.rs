@@ -54,7 +54,7 @@ pub fn ppp_stats(
     info: &ModuleInfo,
     chosen: &Interesting,
     opts: &ppp::Options,
-) -> anyhow::Result<PppSummary> {
+) -> crate::error::Result<PppSummary> {
     let mut functions = Vec::new();
     // Every function is planned, in order, for the array budget to go
     // where the instrumenter gives it.
@@ -79,7 +79,7 @@ pub fn ppp_stats(
                 },
                 |p| p.plan.paths,
             )
-            .map_err(|e| anyhow::anyhow!("function {name}: {e}"))?;
+            .map_err(|e| crate::error::invalid!("function {name}: {e}"))?;
         if ids.is_empty() {
             continue;
         }

@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_wasm::{FunctionCfg, Unsupported};
 
 use crate::meta::{Encoder, Meta, PlanRecord, Spilled, META_SECTION};

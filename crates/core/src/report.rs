@@ -1,6 +1,6 @@
 //! `pathprof report`: hot paths, most frequent first, regenerated to blocks.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::{FunctionData, FunctionProfile, Profile, SourceLocation};
 use pathprof_techniques::ball_larus::{
@@ -623,7 +623,7 @@ mod tests {
 
 /// Why a profile of `mode` (read from `file`) cannot give intraprocedural
 /// paths where a command needs them.
-pub fn no_paths(mode: pathprof_profile::Mode, file: &std::path::Path) -> anyhow::Error {
+pub fn no_paths(mode: pathprof_profile::Mode, file: &std::path::Path) -> crate::error::Error {
     use pathprof_profile::Mode;
     let why = match mode {
         Mode::Segments => "a segments profile holds interprocedural path segments, not paths of one function; give a path or PPP profile (a segment profile names the interesting segments of --mode ippp, and residual-report compares segment profiles)".to_string(),
@@ -631,7 +631,7 @@ pub fn no_paths(mode: pathprof_profile::Mode, file: &std::path::Path) -> anyhow:
         Mode::IntraContext => "an intra-context profile holds paths with loop contexts, not Ball-Larus paths; give a path or PPP profile".to_string(),
         _ => "an edge profile has no paths; give a path or PPP profile".to_string(),
     };
-    anyhow::anyhow!("{}: {why}", file.display())
+    crate::error::invalid!("{}: {why}", file.display())
 }
 
 /// A profile's functions by module index, for the reports whose paths name

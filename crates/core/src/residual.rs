@@ -16,7 +16,7 @@ use crate::report::percent;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use crate::error::{bail, Result};
 use pathprof_profile::{FunctionData, FunctionProfile, Profile};
 use pathprof_techniques::ball_larus::PathCounts;
 use pathprof_techniques::ppp::Policy;

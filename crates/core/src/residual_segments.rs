@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use crate::error::{bail, Result};
 use pathprof_graph::ippp::Residual;
 use pathprof_profile::segments::{SegmentCount, SegmentKey, SegmentProfile};
 use pathprof_profile::Profile;

@@ -7,7 +7,7 @@
 
 use crate::report::ProfileFunctions;
 
-use anyhow::{bail, Result};
+use crate::error::{bail, Result};
 use pathprof_graph::interproc::FuncId;
 use pathprof_graph::ippp::{SubpathEnd, SubpathStart};
 use pathprof_graph::Cfg;

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
+use crate::error::{bail, Result};
 use pathprof_profile::{FunctionProfile, Profile};
 
 use crate::export::{self, FileCoverage};
@@ -136,8 +136,8 @@ fn listing(
     marks: &BTreeMap<(String, u32), Vec<usize>>,
     only_counted: bool,
 ) -> Result<()> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| crate::error::invalid!("{}: {e}", path.display()))?;
     let _ = writeln!(out, "{}:", path.display());
     for l in annotate(c, &text, only_counted) {
         let n = l.number;

@@ -170,7 +170,7 @@ impl Prepared {
     }
 
     fn spell(&self, ips: &Ips, count: u64) -> Result<SegmentCount> {
-        pathprof_core::ippp::spell(&self.numbering, ips, count)
+        Ok(pathprof_core::ippp::spell(&self.numbering, ips, count)?)
     }
 }
 

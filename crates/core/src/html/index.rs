@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use anyhow::Result;
+use crate::error::Result;
 use pathprof_profile::{Mode, Profile};
 
 use super::assets::{self, escape};

@@ -31,7 +31,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, bail, Result};
+use crate::error::{bail, invalid, Result};
 use pathprof_profile::Profile;
 
 pub struct HtmlOptions {
@@ -108,7 +108,7 @@ pub fn write(report: &Report, dir: &Path, force: bool) -> Result<()> {
     check_output(dir, force)?;
     let name = dir
         .file_name()
-        .ok_or_else(|| anyhow!("{}: not a folder name", dir.display()))?
+        .ok_or_else(|| invalid!("{}: not a folder name", dir.display()))?
         .to_string_lossy();
     let parent = parent_of(dir);
     let pid = std::process::id();
@@ -122,7 +122,7 @@ pub fn write(report: &Report, dir: &Path, force: bool) -> Result<()> {
 
 /// Writes the pages into `tmp`; errors name `dir`, the folder asked for.
 fn write_pages(report: &Report, tmp: &Path, dir: &Path) -> Result<()> {
-    let io = |p: &Path, e: std::io::Error| anyhow!("{}: {e}", p.display());
+    let io = |p: &Path, e: std::io::Error| invalid!("{}: {e}", p.display());
     std::fs::create_dir(tmp).map_err(|e| io(dir, e))?;
     for (file, html) in &report.pages {
         let path = tmp.join(file);
@@ -134,7 +134,7 @@ fn write_pages(report: &Report, tmp: &Path, dir: &Path) -> Result<()> {
 /// Moves `tmp` to `dir`; an old `dir` is moved aside first and removed
 /// after, so `dir` is at every moment the old report or the new one.
 fn replace(tmp: &Path, dir: &Path, parent: &Path, name: &str) -> Result<()> {
-    let io = |p: &Path, e: std::io::Error| anyhow!("{}: {e}", p.display());
+    let io = |p: &Path, e: std::io::Error| invalid!("{}: {e}", p.display());
     let old = parent.join(format!(".{name}.old-{}", std::process::id()));
     let had_old = std::fs::symlink_metadata(dir).is_ok();
     if had_old {

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use anyhow::Result;
+use crate::error::Result;
 use pathprof_graph::{Cfg, NodeId};
 use pathprof_profile::{cfg_of, FunctionData, FunctionProfile, Profile};
 use pathprof_techniques::ppp::Policy;

@@ -3,7 +3,7 @@
 //! policy, from which `collect` numbers it again (the numbering is
 //! deterministic) to decode the path numbers the run counted.
 
-use anyhow::Result;
+use crate::error::Result;
 use pathprof_graph::interproc::{CallSiteId, Callee, Interproc, Mode, Supergraph};
 use pathprof_profile::interproc::{InterprocProfile, SiteInfo};
 use serde::{Deserialize, Serialize};
@@ -81,6 +81,6 @@ pub fn read_meta(instrumented: &[u8]) -> Result<Option<InterprocMeta>> {
         return Ok(None);
     };
     let meta = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow::anyhow!("corrupt {INTERPROC_SECTION} section: {e}"))?;
+        .map_err(|e| crate::error::invalid!("corrupt {INTERPROC_SECTION} section: {e}"))?;
     Ok(Some(meta))
 }

@@ -3,7 +3,7 @@
 //! `collect` builds the expanded graphs again (deterministic) to decode
 //! what the run counted ([`crate::ippp`]).
 
-use anyhow::{anyhow, bail, Result};
+use crate::error::{bail, invalid, Result};
 use pathprof_graph::interproc::Supergraph;
 use pathprof_graph::ippp::Ips;
 use pathprof_techniques::ippp::Policy;
@@ -57,6 +57,6 @@ pub fn read_meta(instrumented: &[u8]) -> Result<Option<IpppMeta>> {
         return Ok(None);
     };
     let meta = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow!("corrupt {IPPP_SECTION} section: {e}"))?;
+        .map_err(|e| invalid!("corrupt {IPPP_SECTION} section: {e}"))?;
     Ok(Some(meta))
 }
