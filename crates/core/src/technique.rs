@@ -1,4 +1,6 @@
-//! The techniques a module can be instrumented for.
+//! The techniques a module can be instrumented for: the one list that the
+//! command line's modes, the metadata's technique code and the profile's
+//! mode all come from.
 
 /// What to instrument for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -79,6 +81,42 @@ impl Technique {
         Technique::all().find(|t| t.name() == name)
     }
 
+    /// Its code in an instrumented module's metadata and counter header
+    /// (docs/profile-format.md): fixed, whatever the order above.
+    pub fn code(self) -> u8 {
+        match self {
+            Technique::Path => 0,
+            Technique::Edge => 1,
+            Technique::Ppp => 2,
+            Technique::Trace => 3,
+            Technique::Context => 4,
+            Technique::Piecewise => 5,
+            Technique::IntraContext => 6,
+            Technique::Ippp => 7,
+        }
+    }
+
+    /// The technique of metadata code `code` ([`Technique::code`]).
+    pub fn from_code(code: u8) -> Option<Technique> {
+        Technique::all().find(|t| t.code() == code)
+    }
+
+    /// The mode of the profiles it gives (the trace gives path profiles: it
+    /// is the oracle of Ball-Larus paths; interprocedural PPP gives
+    /// segment profiles, as `run --segments` does).
+    pub fn mode(self) -> pathprof_profile::Mode {
+        use pathprof_profile::Mode;
+        match self {
+            Technique::Path | Technique::Trace => Mode::Path,
+            Technique::Edge => Mode::Edge,
+            Technique::Ppp => Mode::Ppp,
+            Technique::Context => Mode::Context,
+            Technique::Piecewise => Mode::Piecewise,
+            Technique::IntraContext => Mode::IntraContext,
+            Technique::Ippp => Mode::Segments,
+        }
+    }
+
     /// Whether the module is planned whole rather than one function at a
     /// time (the interprocedural modes, and the intra-context mode, whose
     /// functions are recorded as bare CFGs).
@@ -93,6 +131,31 @@ impl Technique {
 #[cfg(test)]
 mod tests {
     use super::Technique;
+
+    /// The codes are a file format's: docs/profile-format.md lists them
+    /// (`0 path, 1 edge, ...`), and each must name the technique it lists.
+    #[test]
+    fn codes_are_the_documented_ones() {
+        let doc = include_str!("../../../docs/profile-format.md");
+        let at = doc
+            .find("u8 technique ")
+            .expect("the metadata's technique line");
+        let listed: String = doc[at..].lines().take(2).collect::<Vec<_>>().join(" ");
+        let mut seen = 0;
+        for item in listed.split(',') {
+            let words: Vec<&str> = item.split_whitespace().collect();
+            let Some(i) = words.iter().position(|w| w.parse::<u8>().is_ok()) else {
+                continue;
+            };
+            let code: u8 = words[i].parse().unwrap();
+            let t = Technique::from_code(code).expect("a documented code");
+            assert_eq!(t.name(), words[i + 1], "code {code}");
+            assert_eq!(t.code(), code);
+            seen += 1;
+        }
+        assert_eq!(seen, Technique::all().count(), "{listed}");
+        assert_eq!(Technique::from_code(8), None);
+    }
 
     #[test]
     fn every_technique_has_its_own_name() {

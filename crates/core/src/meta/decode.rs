@@ -7,7 +7,7 @@
 use pathprof_graph::dag::Dag;
 use pathprof_graph::{numbering, EdgeId, NodeId};
 use pathprof_profile::{
-    Block, Edge, FunctionData, FunctionProfile, Mode, Profile, Skipped, SourceLocation,
+    Block, Edge, FunctionData, FunctionProfile, Profile, Skipped, SourceLocation,
 };
 use pathprof_techniques::ball_larus::{self, PathCounts};
 use pathprof_techniques::edge::Chords;
@@ -17,7 +17,8 @@ use pathprof_wasm::{CodeMap, CounterIdentity, CounterLayout, FunctionLayout};
 
 use super::codec::Reader;
 use super::encode::policy_code;
-use super::{Kind, Meta, MetaError, MAGIC, META_VERSION};
+use super::{Meta, MetaError, MAGIC, META_VERSION};
+use crate::technique::Technique;
 
 /// Decodes a metadata section and rebuilds the zero-count profile template.
 pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
@@ -33,23 +34,15 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
         return Err(MetaError::Version { found: version });
     }
     let kind = r.u8()?;
-    let kind = Kind::from_u8(kind).ok_or_else(|| r.corrupt(format!("technique {kind}")))?;
+    let technique =
+        Technique::from_code(kind).ok_or_else(|| r.corrupt(format!("technique {kind}")))?;
     let module_hash = r.str()?.to_string();
     let truncate_above = r.u64()?;
     let kinds = strings(&mut r)?;
     let files = strings(&mut r)?;
-    let mode = match kind {
-        Kind::Edge => Mode::Edge,
-        Kind::Ppp => Mode::Ppp,
-        Kind::Path | Kind::Trace => Mode::Path,
-        Kind::Context => Mode::Context,
-        Kind::Piecewise => Mode::Piecewise,
-        Kind::IntraContext => Mode::IntraContext,
-        Kind::Ippp => Mode::Segments,
-    };
-    let mut template = Profile::new(module_hash, mode);
+    let mut template = Profile::new(module_hash, technique.mode());
     let tables = Tables {
-        kind,
+        technique,
         truncate_above,
         kinds: &kinds,
         files: &files,
@@ -67,7 +60,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
         });
     }
     let mut layout = layout(&mut r)?;
-    layout.identity.technique = u32::from(kind as u8);
+    layout.identity.technique = u32::from(technique.code());
     layout.identity.module_hash = pathprof_wasm::digest_from_hex(&template.module_hash)
         .ok_or_else(|| r.corrupt("the module hash is not 64 hex digits"))?;
     let code_map = code_map(&mut r)?;
@@ -84,7 +77,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
 
 /// What every function record refers to.
 struct Tables<'a> {
-    kind: Kind,
+    technique: Technique,
     truncate_above: u64,
     kinds: &'a [String],
     files: &'a [String],
@@ -103,18 +96,18 @@ fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaE
         return Err(r.corrupt(format!("function {func_index} has no ENTRY and EXIT")));
     }
     let edges = edges(r, t, blocks.len())?;
-    let data = match t.kind {
-        Kind::Path => {
+    let data = match t.technique {
+        Technique::Path => {
             let cuts = r.ascending(blocks.len(), "cut vertex", "a block")?;
             let cuts: Vec<NodeId> = cuts.into_iter().map(NodeId::new).collect();
             path_data(&blocks, &edges, Truncation::At(&cuts), None)
         }
-        Kind::Ppp => {
+        Technique::Ppp => {
             let info = ppp_info(r)?;
             let truncation = Truncation::Above(t.truncate_above);
             path_data(&blocks, &edges, truncation, Some(info))
         }
-        Kind::Edge => {
+        Technique::Edge => {
             let chords = chords(r, edges.len(), blocks.len())?;
             Ok(FunctionData::Edge {
                 chord_counts: vec![0; chords.chords.len()],
@@ -122,16 +115,18 @@ fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaE
                 chords,
             })
         }
-        Kind::Trace | Kind::Context | Kind::Piecewise | Kind::IntraContext | Kind::Ippp => {
-            Ok(FunctionData::Edge {
-                chords: Chords {
-                    chords: Vec::new(),
-                    unwinding: Vec::new(),
-                },
-                chord_counts: Vec::new(),
-                edge_counts: vec![0; edges.len()],
-            })
-        }
+        Technique::Trace
+        | Technique::Context
+        | Technique::Piecewise
+        | Technique::IntraContext
+        | Technique::Ippp => Ok(FunctionData::Edge {
+            chords: Chords {
+                chords: Vec::new(),
+                unwinding: Vec::new(),
+            },
+            chord_counts: Vec::new(),
+            edge_counts: vec![0; edges.len()],
+        }),
     }
     .map_err(|reason| r.corrupt(format!("function {func_index}: {reason}")))?;
     Ok(FunctionProfile {

@@ -14,7 +14,7 @@ use pathprof_wasm::{CodeMap, CounterIdentity, CounterLayout, EdgeKind, FunctionC
 use sha2::{Digest, Sha256};
 
 use super::codec::Writer;
-use super::{Kind, MAGIC, META_VERSION};
+use super::{MAGIC, META_VERSION};
 use crate::source::SourceMap;
 use crate::technique::Technique;
 
@@ -31,7 +31,7 @@ pub enum PlanRecord<'a> {
 
 /// Builds the section.
 pub struct Encoder {
-    kind: Kind,
+    technique: Technique,
     module_hash: String,
     truncate_above: u64,
     /// The plan hash of the counter memory's header, so far: the technique,
@@ -66,21 +66,11 @@ const SPILL_AT: usize = 8 * 1024;
 
 impl Encoder {
     pub fn new(module_hash: &str, technique: Technique, truncate_above: u64) -> Self {
-        let kind = match technique {
-            Technique::Path => Kind::Path,
-            Technique::Edge => Kind::Edge,
-            Technique::Ppp => Kind::Ppp,
-            Technique::Trace => Kind::Trace,
-            Technique::Context => Kind::Context,
-            Technique::Piecewise => Kind::Piecewise,
-            Technique::IntraContext => Kind::IntraContext,
-            Technique::Ippp => Kind::Ippp,
-        };
         let mut plan_hash = Sha256::new();
-        plan_hash.update([kind as u8]);
+        plan_hash.update([technique.code()]);
         plan_hash.update(truncate_above.to_le_bytes());
         Encoder {
-            kind,
+            technique,
             module_hash: module_hash.to_string(),
             truncate_above,
             plan_hash,
@@ -151,7 +141,7 @@ impl Encoder {
         let mut plan_hash = self.plan_hash.clone();
         plan_hash.update(extra);
         Some(CounterIdentity {
-            technique: u32::from(self.kind as u8),
+            technique: u32::from(self.technique.code()),
             module_hash: pathprof_wasm::digest_from_hex(&self.module_hash)?,
             plan_hash: plan_hash.finalize().into(),
         })
@@ -233,7 +223,7 @@ impl Encoder {
         let mut head = Writer::default();
         head.buf.extend_from_slice(MAGIC);
         head.u32(META_VERSION);
-        head.u8(self.kind as u8);
+        head.u8(self.technique.code());
         head.str(&self.module_hash);
         head.u64(self.truncate_above);
         head.usize(self.kinds.len());

@@ -5,7 +5,7 @@
 //! are refused with the reason instead of being decoded into garbage counts
 //! (or into an error about flow conservation that names no file).
 //!
-//! The header holds the technique (the section's code, [`Kind`]), the
+//! The header holds the technique (the section's code, [`Technique::code`]), the
 //! SHA-256 of the original module, and the instrumentation hash: that of
 //! the counter layout and of the plan hash, which the encoder takes over
 //! the technique, the truncation threshold and every function's record
@@ -13,7 +13,8 @@
 
 use pathprof_wasm::{CounterHeader, WasmError};
 
-use super::{Kind, Meta};
+use super::Meta;
+use crate::technique::Technique;
 
 /// Why a counter memory is not one the metadata can decode. Each message
 /// is one line that names the counter file and the module.
@@ -65,15 +66,8 @@ pub enum CountersError {
 
 /// The `--mode` that instrumented for the section's technique `code`.
 fn mode_name(code: u32) -> String {
-    match u8::try_from(code).ok().and_then(Kind::from_u8) {
-        Some(Kind::Path) => "path".into(),
-        Some(Kind::Edge) => "edge".into(),
-        Some(Kind::Ppp) => "ppp".into(),
-        Some(Kind::Trace) => "trace".into(),
-        Some(Kind::Context) => "context".into(),
-        Some(Kind::Piecewise) => "piecewise".into(),
-        Some(Kind::IntraContext) => "intra-context".into(),
-        Some(Kind::Ippp) => "ippp".into(),
+    match u8::try_from(code).ok().and_then(Technique::from_code) {
+        Some(t) => t.name().into(),
         None => format!("unknown ({code})"),
     }
 }

@@ -72,33 +72,3 @@ pub enum MetaError {
     #[error("corrupt {META_SECTION} section (byte {offset}): {reason}")]
     Corrupt { offset: usize, reason: String },
 }
-
-/// Which technique the module was instrumented for, as the section records it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Path = 0,
-    Edge = 1,
-    Ppp = 2,
-    Trace = 3,
-    Context = 4,
-    Piecewise = 5,
-    IntraContext = 6,
-    Ippp = 7,
-}
-
-impl Kind {
-    fn from_u8(b: u8) -> Option<Kind> {
-        [
-            Kind::Path,
-            Kind::Edge,
-            Kind::Ppp,
-            Kind::Trace,
-            Kind::Context,
-            Kind::Piecewise,
-            Kind::IntraContext,
-            Kind::Ippp,
-        ]
-        .into_iter()
-        .find(|k| *k as u8 == b)
-    }
-}
