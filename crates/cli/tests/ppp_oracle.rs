@@ -68,7 +68,7 @@ fn interesting_keys(profile: &Profile) -> BTreeSet<PathKey> {
                 .unwrap();
             out.insert(PathKey {
                 func: f.func_index,
-                kind: pathprof::report::kind_name(&p),
+                kind: pathprof::report::PathKind::of(&p).to_string(),
                 blocks: p.blocks.iter().map(|b| b.index() as u32).collect(),
             });
         }
@@ -192,7 +192,7 @@ fn check_pair(
         .map(|p| {
             let key = PathKey {
                 func: p.func_index,
-                kind: p.kind.clone(),
+                kind: p.kind.to_string(),
                 blocks: p.blocks.iter().map(|b| b.block.index() as u32).collect(),
             };
             (key, p.count)

@@ -360,7 +360,10 @@ fn weights_from_a_prior_profile_keep_counts_exact() {
 /// cut, all of them, and the functions with such executions.
 fn cut_executions(profile: &pathprof_profile::Profile) -> (u64, u64, usize) {
     let paths = pathprof::report::hot_paths(profile, None).unwrap();
-    let cut: Vec<_> = paths.iter().filter(|p| p.kind.contains("cut")).collect();
+    let cut: Vec<_> = paths
+        .iter()
+        .filter(|p| p.kind.to_string().contains("cut"))
+        .collect();
     let functions: std::collections::BTreeSet<u32> = cut.iter().map(|p| p.func_index).collect();
     (
         cut.iter().map(|p| p.count).sum(),

@@ -72,7 +72,7 @@ fn path_items(p: &Profile) -> Result<Vec<Item>> {
     Ok(report::hot_rows(p, None)?
         .into_iter()
         .map(|r: HotPath| Item {
-            key: Key::Path(r.func_index, r.kind == report::SELF_LOOP, r.path),
+            key: Key::Path(r.func_index, r.kind.is_self_loop(), r.path),
             blocks: r
                 .blocks
                 .iter()
@@ -80,7 +80,7 @@ fn path_items(p: &Profile) -> Result<Vec<Item>> {
                 .collect::<Vec<_>>()
                 .join(" "),
             function: r.function,
-            kind: r.kind,
+            kind: r.kind.to_string(),
             path: Some(r.path),
             count: r.count,
         })
@@ -248,7 +248,7 @@ impl Diff {
             // A path: `function number: blocks`; a segment: its subpaths.
             let what = match p.path {
                 Some(n) => {
-                    let self_loop = if p.kind == report::SELF_LOOP {
+                    let self_loop = if p.kind == report::PathKind::SelfLoop.to_string() {
                         " (self loop)"
                     } else {
                         ""

@@ -66,7 +66,7 @@ pub fn parquet(profile: &Profile, label: &str) -> Result<Vec<u8>> {
     column::<Int32Type>(&mut group, &funcs)?;
     column::<ByteArrayType>(&mut group, &text(&|r| r.function.clone()))?;
     column::<Int64Type>(&mut group, &int(&|r| r.path))?;
-    column::<ByteArrayType>(&mut group, &text(&|r| r.kind.clone()))?;
+    column::<ByteArrayType>(&mut group, &text(&|r| r.kind.to_string()))?;
     column::<Int64Type>(&mut group, &int(&|r| r.count))?;
     column::<ByteArrayType>(&mut group, &text(&blocks))?;
     column::<ByteArrayType>(&mut group, &text(&source))?;

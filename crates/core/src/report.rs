@@ -13,15 +13,82 @@ use serde::Serialize;
 pub struct HotPath {
     pub function: String,
     pub func_index: u32,
-    /// The Ball-Larus path number; for a self loop (kind [`SELF_LOOP`]),
+    /// The Ball-Larus path number; for a self loop ([`PathKind::SelfLoop`]),
     /// the index of its counter.
     pub path: u64,
     pub count: u64,
     /// Share of the path executions reported (self-loop iterations
     /// included): the whole profile's, or the one function's asked for.
     pub percent: f64,
-    pub kind: String,
+    pub kind: PathKind,
     pub blocks: Vec<BlockRef>,
+}
+
+/// What a row of a path report is (Ball & Larus section 4): a numbered
+/// path, with where it starts and ends, or the iterations of a self loop, a
+/// path of one edge from a block to itself that 4.1 counts apart.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    Path { start: PathStart, end: PathEnd },
+    SelfLoop,
+}
+
+impl PathKind {
+    /// The kind of a regenerated path.
+    pub fn of(p: &RegeneratedPath) -> PathKind {
+        PathKind::Path {
+            start: p.start,
+            end: p.end,
+        }
+    }
+
+    pub fn is_self_loop(self) -> bool {
+        self == PathKind::SelfLoop
+    }
+
+    /// Whether it starts or ends at a truncation cut (5.3), where what ran
+    /// before and after the cut is no longer related.
+    pub fn at_cut(self) -> bool {
+        matches!(
+            self,
+            PathKind::Path {
+                start: PathStart::AfterCut,
+                ..
+            } | PathKind::Path {
+                end: PathEnd::Cut,
+                ..
+            }
+        )
+    }
+}
+
+/// `entry->exit`, `loop head->backedge`, `cut->exit`, `handler->exit`,
+/// `self loop`, ...: as reports print it (padded as asked).
+impl std::fmt::Display for PathKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let PathKind::Path { start, end } = *self else {
+            return f.pad("self loop");
+        };
+        let start = match start {
+            PathStart::Entry => "entry",
+            PathStart::LoopHead => "loop head",
+            PathStart::AfterCut => "cut",
+            PathStart::Handler => "handler",
+        };
+        let end = match end {
+            PathEnd::Exit => "exit",
+            PathEnd::Backedge => "backedge",
+            PathEnd::Cut => "cut",
+        };
+        f.pad(&format!("{start}->{end}"))
+    }
+}
+
+/// As it prints: `report --json` and the exports give the same words.
+impl Serialize for PathKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -33,10 +100,6 @@ pub struct BlockRef {
     pub source: Option<SourceLocation>,
 }
 
-/// The kind of a self loop's row: a path of one edge from a block to
-/// itself, which Ball & Larus (4.1) count apart from the numbered paths.
-pub const SELF_LOOP: &str = "self loop";
-
 /// Every counted Ball-Larus path of the profile (optionally of one
 /// function), most frequent first; ties by function index then path number,
 /// so the order is deterministic. Self loops are left out: see
@@ -46,7 +109,7 @@ pub fn hot_paths(profile: &Profile, function: Option<&str>) -> Result<Vec<HotPat
 }
 
 /// [`hot_paths`] and the self loops that iterated, as paths of kind
-/// [`SELF_LOOP`]: what `pathprof report` lists.
+/// [`PathKind::SelfLoop`]: what `pathprof report` lists.
 pub fn hot_rows(profile: &Profile, function: Option<&str>) -> Result<Vec<HotPath>> {
     rows(profile, function, true)
 }
@@ -134,7 +197,7 @@ fn rows(profile: &Profile, function: Option<&str>, self_loops: bool) -> Result<V
                 path,
                 count,
                 percent: percent(count),
-                kind: kind_name(&regen),
+                kind: PathKind::of(&regen),
                 blocks: block_refs(f, &regen.blocks),
             });
         }
@@ -154,7 +217,7 @@ fn rows(profile: &Profile, function: Option<&str>, self_loops: bool) -> Result<V
                     path: i as u64,
                     count,
                     percent: percent(count),
-                    kind: SELF_LOOP.to_string(),
+                    kind: PathKind::SelfLoop,
                     blocks: block_refs(f, &[f.edges[e.index()].src]),
                 });
             }
@@ -165,7 +228,7 @@ fn rows(profile: &Profile, function: Option<&str>, self_loops: bool) -> Result<V
         b.count
             .cmp(&a.count)
             .then(a.func_index.cmp(&b.func_index))
-            .then((a.kind == SELF_LOOP).cmp(&(b.kind == SELF_LOOP)))
+            .then(a.kind.is_self_loop().cmp(&b.kind.is_self_loop()))
             .then(a.path.cmp(&b.path))
     });
     Ok(out)
@@ -181,22 +244,6 @@ pub fn path_executions(f: &FunctionProfile) -> u64 {
         }
         FunctionData::Edge { .. } => 0,
     }
-}
-
-/// "entry->exit", "loop head->backedge", ... (Ball & Larus section 4).
-pub fn kind_name(p: &RegeneratedPath) -> String {
-    let start = match p.start {
-        PathStart::Entry => "entry",
-        PathStart::LoopHead => "loop head",
-        PathStart::AfterCut => "cut",
-        PathStart::Handler => "handler",
-    };
-    let end = match p.end {
-        PathEnd::Exit => "exit",
-        PathEnd::Backedge => "backedge",
-        PathEnd::Cut => "cut",
-    };
-    format!("{start}->{end}")
 }
 
 fn block_refs(f: &FunctionProfile, blocks: &[NodeId]) -> Vec<BlockRef> {
@@ -218,7 +265,7 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let executed: u64 = paths.iter().map(|p| p.count).sum();
-    let loops = paths.iter().filter(|p| p.kind == SELF_LOOP).count();
+    let loops = paths.iter().filter(|p| p.kind.is_self_loop()).count();
     let _ = writeln!(
         s,
         "{} profile of module {}: {} run(s), {} distinct paths executed ({loops} of them self loops), {} path executions",
@@ -314,7 +361,7 @@ fn truncation_lines(paths: &[HotPath]) -> String {
             .entry(p.func_index)
             .or_insert((&p.function, 0, 0));
         f.2 += p.count;
-        if p.kind.contains("cut") {
+        if p.kind.at_cut() {
             f.1 += p.count;
         }
     }
@@ -396,7 +443,7 @@ pub fn render_rows(paths: &[HotPath], top: usize) -> String {
             p.percent,
             p.function,
             // A self loop has no path number.
-            if p.kind == SELF_LOOP {
+            if p.kind.is_self_loop() {
                 "-".to_string()
             } else {
                 p.path.to_string()
@@ -590,7 +637,32 @@ pub fn is_block(n: NodeId) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::settle_boundary;
+    use super::{settle_boundary, PathKind};
+    use pathprof_techniques::ball_larus::{PathEnd, PathStart};
+
+    /// Every kind prints as reports have always spelt it, pads as a column
+    /// asks, and says whether it touches a truncation cut.
+    #[test]
+    fn path_kinds_print_as_reports_spell_them() {
+        use PathEnd::*;
+        use PathStart::*;
+        let cases = [
+            (Entry, Exit, "entry->exit", false),
+            (LoopHead, Backedge, "loop head->backedge", false),
+            (Handler, Exit, "handler->exit", false),
+            (AfterCut, Exit, "cut->exit", true),
+            (Entry, Cut, "entry->cut", true),
+        ];
+        for (start, end, text, cut) in cases {
+            let k = PathKind::Path { start, end };
+            assert_eq!(k.to_string(), text);
+            assert_eq!(k.at_cut(), cut, "{text}");
+            assert!(!k.is_self_loop());
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{text}\""));
+        }
+        assert_eq!(format!("[{:<12}]", PathKind::SelfLoop), "[self loop   ]");
+        assert!(PathKind::SelfLoop.is_self_loop() && !PathKind::SelfLoop.at_cut());
+    }
 
     /// Worked by hand. Sources 0 and 1, targets 2, 3 and 4: 0->2, 0->3,
     /// 1->3, 1->4. Target 2 has one edge: 0->2 = starts[2] = 3, leaving

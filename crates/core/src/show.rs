@@ -66,7 +66,7 @@ fn path_lines(
 ) -> Result<BTreeMap<(String, u32), Vec<usize>>> {
     let row = report::hot_rows(profile, Some(function))?
         .into_iter()
-        .find(|r| r.path == n && r.kind != report::SELF_LOOP);
+        .find(|r| r.path == n && !r.kind.is_self_loop());
     let Some(row) = row else {
         bail!("function {function} ran no path {n} (report --function {function} lists its paths)");
     };

@@ -98,9 +98,9 @@ fn counters_of_another_module_are_a_counters_error() {
         .unwrap();
     let p = driver::collect(&meta_a, &counters, None).unwrap();
     let rows = pathprof_core::report::hot_rows(&p, None).unwrap();
-    let counts: Vec<(&str, u64)> = rows.iter().map(|h| (h.kind.as_str(), h.count)).collect();
+    let counts: Vec<(String, u64)> = rows.iter().map(|h| (h.kind.to_string(), h.count)).collect();
     assert_eq!(p.runs, 1);
-    assert_eq!(counts, [("self loop", 2), ("entry->exit", 1)]);
+    assert_eq!(counts, [("self loop".into(), 2), ("entry->exit".into(), 1)]);
 }
 
 #[test]

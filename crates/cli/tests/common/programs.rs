@@ -179,7 +179,7 @@ pub fn path_counts(profile: &Profile) -> Counts {
     for p in pathprof::report::hot_paths(profile, None).expect("regenerate") {
         let key = PathKey {
             func: p.func_index,
-            kind: p.kind,
+            kind: p.kind.to_string(),
             blocks: p.blocks.iter().map(|b| b.block.index() as u32).collect(),
         };
         assert!(

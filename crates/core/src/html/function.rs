@@ -122,7 +122,7 @@ fn selector(v: &FunctionView, shown: &[PathView]) -> String {
             label(p),
             p.row.count,
             p.share,
-            escape(&p.row.kind),
+            escape(&p.row.kind.to_string()),
             id = escape(&p.id)
         );
     }
@@ -277,9 +277,9 @@ fn path_table(v: &FunctionView, shown: &[PathView]) -> String {
         let kind = match p.untested {
             true => format!(
                 "{} <span class=\"untested\">untested</span>",
-                escape(&p.row.kind)
+                escape(&p.row.kind.to_string())
             ),
-            false => escape(&p.row.kind),
+            false => escape(&p.row.kind.to_string()),
         };
         let _ = writeln!(
             s,

@@ -10,7 +10,8 @@ use pathprof_profile::{cfg_of, FunctionData, FunctionProfile, Profile};
 use pathprof_techniques::ppp::Policy;
 
 use crate::export::{self, FileCoverage};
-use crate::report::{self, HotPath};
+use crate::report::{self, HotPath, PathKind};
+use pathprof_techniques::ball_larus::{PathEnd, PathStart};
 
 /// One function of the profile.
 pub(crate) struct FunctionView<'p> {
@@ -149,7 +150,7 @@ fn edge_flow(f: &FunctionProfile, counts: &[u64]) -> u64 {
 }
 
 fn path_view(f: &FunctionProfile, edges: &EdgeIndex, row: HotPath, flow: u64) -> PathView {
-    let self_loop = row.kind == report::SELF_LOOP;
+    let self_loop = row.kind.is_self_loop();
     let id = match self_loop {
         true => format!("s{}", row.path),
         false => row.path.to_string(),
@@ -157,7 +158,7 @@ fn path_view(f: &FunctionProfile, edges: &EdgeIndex, row: HotPath, flow: u64) ->
     let nodes: Vec<NodeId> = row.blocks.iter().map(|b| b.block).collect();
     let edges = match self_loop {
         true => edges.between(nodes[0], nodes[0]).into_iter().collect(),
-        false => path_edges(edges, &nodes, &row.kind),
+        false => path_edges(edges, &nodes, row.kind),
     };
     PathView {
         id,
@@ -171,13 +172,16 @@ fn path_view(f: &FunctionProfile, edges: &EdgeIndex, row: HotPath, flow: u64) ->
 /// The edges from each block of a path to the next, with the edge from
 /// ENTRY for a path from the entry and the one to EXIT for a path to an
 /// exit.
-fn path_edges(edges: &EdgeIndex, nodes: &[NodeId], kind: &str) -> Vec<usize> {
+fn path_edges(edges: &EdgeIndex, nodes: &[NodeId], kind: PathKind) -> Vec<usize> {
     let mut seq = Vec::with_capacity(nodes.len() + 2);
-    if kind.starts_with("entry") {
+    let PathKind::Path { start, end } = kind else {
+        return Vec::new();
+    };
+    if start == PathStart::Entry {
         seq.push(Cfg::ENTRY);
     }
     seq.extend_from_slice(nodes);
-    if kind.ends_with("exit") {
+    if end == PathEnd::Exit {
         seq.push(Cfg::EXIT);
     }
     seq.windows(2)
@@ -218,7 +222,7 @@ fn untested(f: &FunctionProfile, row: &HotPath) -> bool {
     if info.policy != Policy::Record {
         return false;
     }
-    match row.kind == report::SELF_LOOP {
+    match row.kind.is_self_loop() {
         true => !info.tested_self_loops.contains(&(row.path as u32)),
         false => info.interesting.binary_search(&row.path).is_err(),
     }
