@@ -510,9 +510,9 @@ fn main() -> ExitCode {
 fn dispatch(command: Command) -> Result<ExitCode> {
     match command {
         Command::Run(a) => match a.segments {
-            Some(k) => pathprof::segments::run(&a.program, run_request(&a)?, k),
+            Some(k) => Ok(pathprof::segments::run(&a.program, run_request(&a)?, k)?),
             None => pathprof::run_cmd::run(&a.program, run_request(&a)?)
-                .map_err(|e| counter_memory_hint(e, &a.tuning)),
+                .map_err(|e| counter_memory_hint(e.into(), &a.tuning)),
         },
         Command::Instrument(a) => {
             let tuning = a.tuning.clone();
@@ -603,6 +603,7 @@ fn counter_memory_hint(e: anyhow::Error, t: &Tuning) -> anyhow::Error {
     }) = e.chain().find_map(|c| {
         c.downcast_ref::<pathprof_wasm::WasmError>()
             .or_else(|| c.downcast_ref::<pathprof_core::Error>()?.wasm())
+            .or_else(|| c.downcast_ref::<pathprof_session::Error>()?.wasm())
     })
     else {
         return e;

@@ -10,12 +10,10 @@
 //! that says why. [`Error::Context`] says what was being done when another
 //! error happened; [`Error::root`] looks through it.
 //!
-//! Like `anyhow`'s, an error's `Display` is its outermost message; the
-//! causes are its [`std::error::Error::source`] chain (anyhow's `{:#}`
-//! prints them all, joined by `: `, as the `pathprof` binary does).
-
-use std::fmt::Display;
-use std::path::PathBuf;
+//! Like `anyhow`'s, an error's `Display` is its outermost message, and
+//! `{:#}` adds its causes, each after `: `; the causes are its
+//! [`std::error::Error::source`] chain. The enum and its impls come from
+//! [`crate::typed_error!`], which `pathprof-session` shares.
 
 use pathprof_graph::GraphError;
 use pathprof_profile::ProfileError;
@@ -23,77 +21,39 @@ use pathprof_wasm::WasmError;
 
 use crate::meta::{CountersError, MetaError};
 
-/// A `Result` of this library.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The module cannot be parsed, planned or rewritten.
-    #[error(transparent)]
-    Wasm(#[from] WasmError),
-    /// A profile file cannot be read, written or merged.
-    #[error(transparent)]
-    Profile(#[from] ProfileError),
-    /// An instrumented module's metadata is missing, of another version,
-    /// or corrupt, or its counters are not its own.
-    #[error(transparent)]
-    Meta(#[from] MetaError),
-    /// A counter memory that is not the instrumented module's.
-    #[error(transparent)]
-    Counters(Box<CountersError>),
-    /// A graph algorithm refused: most often, more paths than 64 bits
-    /// number.
-    #[error(transparent)]
-    Graph(#[from] GraphError),
-    /// The interprocedural modes do not apply to this module.
-    #[error(transparent)]
-    Interproc(#[from] pathprof_techniques::interproc::Unsupported),
-    /// Interprocedural PPP does not apply to this module.
-    #[error(transparent)]
-    Ippp(#[from] crate::ippp::Unsupported),
-    /// Interprocedural PPP's registers cannot hold the interesting set.
-    #[error(transparent)]
-    IpppLimit(#[from] pathprof_techniques::ippp::Unsupported),
-    /// A file the library reads or writes itself (sources, interesting
-    /// paths, reports).
-    #[error("{}: {reason}", path.display())]
-    File {
-        path: PathBuf,
-        reason: std::io::Error,
-    },
-    /// Reading or writing failed where the file is named by an
-    /// [`Error::Context`] around this.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    /// A JSON document that could not be written or read.
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-    /// An export that could not be encoded.
-    #[error(transparent)]
-    Parquet(#[from] parquet::errors::ParquetError),
-    /// A request the module, the profile or the options cannot satisfy:
-    /// the message names it and says why.
-    #[error("{0}")]
-    Invalid(String),
-    /// `context` was being done when `source` happened.
-    #[error("{context}")]
-    Context {
-        context: String,
-        #[source]
-        source: Box<Error>,
-    },
+crate::typed_error! {
+    pub enum Error {
+        /// The module cannot be parsed, planned or rewritten.
+        Wasm(WasmError),
+        /// A profile file cannot be read, written or merged.
+        Profile(ProfileError),
+        /// An instrumented module's metadata is missing, of another
+        /// version, or corrupt.
+        Meta(MetaError),
+        /// A counter memory that is not the instrumented module's (boxed:
+        /// the largest of the causes, it would make every `Result` as
+        /// large).
+        Counters(Box<CountersError>),
+        /// A graph algorithm refused: most often, more paths than 64 bits
+        /// number.
+        Graph(GraphError),
+        /// The interprocedural modes do not apply to this module.
+        Interproc(pathprof_techniques::interproc::Unsupported),
+        /// Interprocedural PPP does not apply to this module.
+        Ippp(crate::ippp::Unsupported),
+        /// Interprocedural PPP's registers cannot hold the interesting set.
+        IpppLimit(pathprof_techniques::ippp::Unsupported),
+        /// Reading or writing failed; the file is named by an
+        /// [`Error::Context`] around this.
+        Io(std::io::Error),
+        /// A JSON document that could not be written or read.
+        Json(serde_json::Error),
+        /// An export that could not be encoded.
+        Parquet(parquet::errors::ParquetError),
+    }
 }
 
 impl Error {
-    /// The error under every [`Error::Context`].
-    pub fn root(&self) -> &Error {
-        match self {
-            Error::Context { source, .. } => source.root(),
-            e => e,
-        }
-    }
-
     /// The module error under every [`Error::Context`], if that is what
     /// this is (a counter memory too large for 32 bits, say).
     pub fn wasm(&self) -> Option<&WasmError> {
@@ -102,27 +62,11 @@ impl Error {
             _ => None,
         }
     }
-
-    /// An [`Error::File`] of `path`.
-    pub fn file(path: impl Into<PathBuf>, reason: std::io::Error) -> Error {
-        Error::File {
-            path: path.into(),
-            reason,
-        }
-    }
 }
 
-/// Boxed: the largest of the causes, it would make every `Result` of the
-/// library as large.
 impl From<CountersError> for Error {
     fn from(e: CountersError) -> Self {
         Error::Counters(Box::new(e))
-    }
-}
-
-impl From<Box<CountersError>> for Error {
-    fn from(e: Box<CountersError>) -> Self {
-        Error::Counters(e)
     }
 }
 
@@ -140,53 +84,9 @@ impl From<std::fmt::Error> for Error {
     }
 }
 
-/// Adds what was being done to an error, as `anyhow::Context` does.
-pub trait Context<T> {
-    fn context<C: Display>(self, context: C) -> Result<T>;
-    fn with_context<C: Display, F: FnOnce() -> C>(self, context: F) -> Result<T>;
-}
-
-impl<T, E: Into<Error>> Context<T> for std::result::Result<T, E> {
-    fn context<C: Display>(self, context: C) -> Result<T> {
-        self.map_err(|e| Error::Context {
-            context: context.to_string(),
-            source: Box::new(e.into()),
-        })
-    }
-
-    fn with_context<C: Display, F: FnOnce() -> C>(self, context: F) -> Result<T> {
-        self.map_err(|e| Error::Context {
-            context: context().to_string(),
-            source: Box::new(e.into()),
-        })
-    }
-}
-
-/// A missing value is an [`Error::Invalid`] that says what was missing.
-impl<T> Context<T> for Option<T> {
-    fn context<C: Display>(self, context: C) -> Result<T> {
-        self.ok_or_else(|| Error::Invalid(context.to_string()))
-    }
-
-    fn with_context<C: Display, F: FnOnce() -> C>(self, context: F) -> Result<T> {
-        self.ok_or_else(|| Error::Invalid(context().to_string()))
-    }
-}
-
-/// An [`Error::Invalid`] of a formatted message.
-macro_rules! invalid {
-    ($($arg:tt)*) => {
-        $crate::error::Error::Invalid(format!($($arg)*))
-    };
-}
-
-/// Returns an [`Error::Invalid`] of a formatted message.
-macro_rules! bail {
-    ($($arg:tt)*) => {
-        return Err($crate::error::invalid!($($arg)*))
-    };
-}
-
+/// An [`Error::Invalid`] of a formatted message; `bail!`: return it.
+macro_rules! invalid { ($($arg:tt)*) => { $crate::error::Error::Invalid(format!($($arg)*)) }; }
+macro_rules! bail { ($($arg:tt)*) => { return Err($crate::error::invalid!($($arg)*)) }; }
 pub(crate) use {bail, invalid};
 
 #[cfg(test)]
@@ -198,6 +98,13 @@ mod tests {
         let r: Result<()> = Err(GraphError::PathCountOverflow { function: Some(3) }.into());
         let e = r.context("numbering f").context("planning").unwrap_err();
         assert_eq!(e.to_string(), "planning");
+        assert_eq!(
+            format!("{e:#}"),
+            format!(
+                "planning: numbering f: {}",
+                GraphError::PathCountOverflow { function: Some(3) }
+            )
+        );
         let chain: Vec<String> =
             std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
                 .map(|e| e.to_string())

@@ -75,5 +75,6 @@ pub mod show;
 pub mod source;
 pub mod stats;
 pub mod technique;
+pub mod typed_error;
 
 pub use error::{Error, Result};

@@ -21,7 +21,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use pathprof_runner::{RunOptions, RunOutcome, TraceEvent, TraceSink, TraceTo};
 use pathprof_wasm::branches::{BranchEvent, BranchStream, Frame};
 use pathprof_wasm::{WasmError, ACCESS_STORE};

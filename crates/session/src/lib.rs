@@ -11,7 +11,10 @@
 //! what the `pathprof` commands do without the command-line crate.
 
 pub mod branch_trace;
+pub mod error;
 pub mod run_cmd;
 pub mod segments;
 pub mod simulate;
 pub mod trace_file;
+
+pub use error::{Error, Result};

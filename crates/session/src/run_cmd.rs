@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use crate::error::{Context, Result};
 use pathprof_runner::{Exit, RunOptions};
 
 use pathprof_core::driver::{self, Technique};
@@ -236,9 +236,9 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
 }
 
 /// An unknown import's error, with the options that run the module anyway.
-fn unknown_imports_hint(e: pathprof_runner::RunError) -> anyhow::Error {
+fn unknown_imports_hint(e: pathprof_runner::RunError) -> crate::error::Error {
     match e {
-        pathprof_runner::RunError::UnknownImports { .. } => anyhow::anyhow!(
+        pathprof_runner::RunError::UnknownImports { .. } => crate::error::invalid!(
             "{e}; to profile the parts of the program that do not use them, give \
              --unknown-imports trap (calling one traps) or default (it returns zeros)"
         ),

@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, bail, Context, Result};
+use crate::error::{bail, invalid, Context, Result};
 use pathprof_graph::interproc::Event;
 use pathprof_graph::ippp::{Ips, Segmenter, SubpathNumbering};
 use pathprof_profile::segments::{SegmentCount, SegmentProfile};
@@ -131,7 +131,7 @@ impl Prepared {
             drop(opts);
             let recorder = consumer
                 .join()
-                .map_err(|_| anyhow!("the segment recorder panicked"))?;
+                .map_err(|_| invalid!("the segment recorder panicked"))?;
             let (exit, results) = ran?;
             let profile = self.profile(k, recorder?, &exit)?;
             Ok(Recorded {
@@ -198,7 +198,7 @@ struct Recorder<'a> {
     stream: EventStream<'a>,
     segmenter: Segmenter<'a>,
     done: Finished,
-    error: Option<anyhow::Error>,
+    error: Option<crate::error::Error>,
 }
 
 impl<'a> Recorder<'a> {
@@ -225,14 +225,14 @@ impl<'a> Recorder<'a> {
                 Some(c) => *c += 1,
                 None => {
                     let (f, edge) = (e.func, e.edge);
-                    self.error = Some(anyhow!(
+                    self.error = Some(invalid!(
                         "the trace names edge {edge} of function {f}, not traced"
                     ));
                     return;
                 }
             }
             if let Err(err) = self.stream.edge(e.func, e.edge) {
-                self.error = Some(err.into());
+                self.error = Some(invalid!("{err}"));
                 return;
             }
         }
@@ -251,7 +251,7 @@ impl<'a> Recorder<'a> {
                     }
                 }
                 Err(e) => {
-                    self.error = Some(anyhow!("{e}").context("the run's execution"));
+                    self.error = Some(invalid!("{e}").context("the run's execution"));
                     return;
                 }
             }

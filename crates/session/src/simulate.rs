@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_runner::{Exit, RunOptions};
 use pathprof_simulator::{
     BranchEvent, HotPath, HptConfig, IndexFn, MemoryAccess, Metric, PathType, Replacement,
@@ -181,7 +181,7 @@ pub fn replay(
 struct Feeder {
     /// Where the stream is saved, if asked, and the first error saving it.
     save: Option<TraceWriter>,
-    save_error: Option<anyhow::Error>,
+    save_error: Option<crate::error::Error>,
     sweep: Sweep,
     batch: Vec<BranchEvent>,
     /// The data accesses among the batch's branches.

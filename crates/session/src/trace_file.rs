@@ -23,7 +23,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use crate::error::{bail, invalid, Context, Result};
 use pathprof_runner::Exit;
 use pathprof_simulator::{BranchEvent, MemoryAccess};
 use serde::{Deserialize, Serialize};
@@ -128,7 +128,7 @@ impl TraceReader {
         let mut magic = [0u8; 12];
         input
             .read_exact(&mut magic)
-            .map_err(|_| anyhow!("not a pathprof branch trace (too short)"))?;
+            .map_err(|_| invalid!("not a pathprof branch trace (too short)"))?;
         if &magic[..8] != MAGIC {
             bail!("not a pathprof branch trace (`simulate --save-trace` writes them)");
         }
@@ -140,7 +140,7 @@ impl TraceReader {
         }
         let mut buf = Vec::new();
         read_sized(&mut input, &mut buf).context("truncated header")?;
-        let header = postcard::from_bytes(&buf).map_err(|e| anyhow!("corrupt header: {e}"))?;
+        let header = postcard::from_bytes(&buf).map_err(|e| invalid!("corrupt header: {e}"))?;
         Ok(TraceReader { input, header, buf })
     }
 
@@ -148,18 +148,18 @@ impl TraceReader {
     pub fn read_record(&mut self) -> Result<Record> {
         let mut tag = [0u8; 1];
         self.input.read_exact(&mut tag).map_err(|_| {
-            anyhow!("truncated: the trace ends before the record of how the run ended")
+            invalid!("truncated: the trace ends before the record of how the run ended")
         })?;
         read_sized(&mut self.input, &mut self.buf).context("truncated record")?;
         match tag[0] {
             BATCH => {
                 let (branches, accesses) =
-                    postcard::from_bytes(&self.buf).map_err(|e| anyhow!("corrupt batch: {e}"))?;
+                    postcard::from_bytes(&self.buf).map_err(|e| invalid!("corrupt batch: {e}"))?;
                 Ok(Record::Batch(branches, accesses))
             }
             END => {
                 let exit = match postcard::from_bytes(&self.buf)
-                    .map_err(|e| anyhow!("corrupt end record: {e}"))?
+                    .map_err(|e| invalid!("corrupt end record: {e}"))?
                 {
                     SavedExit::Returned => Exit::Returned,
                     SavedExit::ProcExit(c) => Exit::ProcExit(c),
