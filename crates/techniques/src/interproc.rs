@@ -27,14 +27,7 @@
 //!   nvc; afresh (a cut site, `call_indirect`, the host), start along
 //!   `Entry_global -> Entry_P` with nvc 1 (and, piecewise, one open
 //!   parenthesis, the caller's count saved);
-//! - a kept edge: `pathNum += a * nvc + b`, its rho, folded as section
-//!   5.5.1 says: within an activation nvc is constant between the points
-//!   that read `pathNum`, so a kept edge adds `a` to register [`COEF`] and
-//!   `b` to `pathNum`, and `pathNum += COEF * nvc; COEF = 0` runs only
-//!   before something reads `pathNum` or changes nvc (a count, a call, a
-//!   return, a restart: [`flushed`]). The paper keeps `b` in a second
-//!   temporary; adding it to `pathNum` at once is the same sum with one
-//!   register fewer;
+//! - a kept edge: `pathNum += a * nvc + b`, its rho;
 //! - a backedge: count `pathNum + rho(w -> GExit)`, restart along the
 //!   surrogate entry edge (context: from `pathNumOnEntry`; piecewise: from
 //!   `Entry_global -> GEntry_P`, no parenthesis open);
@@ -104,9 +97,7 @@ pub const TMP: Reg = 4;
 pub const UNCUT: Reg = 5;
 pub const TAILED: Reg = 6;
 pub const TAILED_AT_ENTRY: Reg = 7;
-/// The coefficients of the kept edges since the last flush (5.5.1).
-pub const COEF: Reg = 8;
-const REGISTERS: usize = 9;
+const REGISTERS: usize = 8;
 
 /// Module registers.
 pub const G_PATH: GlobalReg = 0;
@@ -190,9 +181,7 @@ pub fn plan(
     let mut counts = entry != Entry::Uncut || !tails.is_empty();
     let split = &ip.splits[f.index()];
     let edges = EdgeActions::from_fn(split.original_edges, |e, out| {
-        let mut actions = vec![];
-        counts |= p.edge(EdgeId::new(e), &mut actions);
-        out.extend(flushed(actions, false));
+        counts |= p.edge(EdgeId::new(e), out);
     });
     let mut calls: Vec<CallActions> = (0..split.call_vertex.len())
         .map(|k| p.call(k, sites.calls[k]))
@@ -202,11 +191,6 @@ pub fn plan(
                 .zip(sites.tails)
                 .map(|(t, &i)| p.tail_call(t, i)),
         )
-        .map(|c| CallActions {
-            before: flushed(c.before, false),
-            after: flushed(c.after, false),
-            ..c
-        })
         .collect();
     calls.sort_by_key(|c| c.site);
     Some(FunctionPlan {
@@ -216,9 +200,8 @@ pub fn plan(
         ppp: None,
         edges,
         interproc: Some(Box::new(Actions {
-            // Wasm zeroes a function's locals: COEF is 0 at entry.
-            entry: flushed(p.entry(), true),
-            exit: flushed(p.exit(), false),
+            entry: p.entry(),
+            exit: p.exit(),
             calls,
         })),
     })
@@ -245,85 +228,6 @@ fn apply(out: &mut Vec<Action>, reg: Reg, rho: Linear, src: Reg) {
             src,
             b: b as i64,
         }))),
-    }
-}
-
-/// `pathNum += rho` on a kept edge, folded (5.5.1): the coefficient to
-/// [`COEF`], the constant to `pathNum`.
-fn fold(out: &mut Vec<Action>, rho: Linear) {
-    if rho.a != 0 {
-        out.push(Action::Add {
-            reg: COEF,
-            value: rho.a as i64,
-        });
-    }
-    if rho.b != 0 {
-        out.push(Action::Add {
-            reg: PATH,
-            value: rho.b as i64,
-        });
-    }
-}
-
-/// `actions` with `pathNum += COEF * nvc; COEF = 0` before each action
-/// that needs `pathNum` whole or changes nvc ([`needs_flush`]), unless
-/// COEF is known to be 0 there (`zero`: at the start; after a flush, until
-/// the next kept edge). The true path number is `pathNum + COEF * nvc`
-/// throughout: adds to `pathNum` and to COEF keep it so in any order.
-fn flushed(actions: Vec<Action>, mut zero: bool) -> Vec<Action> {
-    flush_into(actions, &mut zero)
-}
-
-fn flush_into(actions: Vec<Action>, zero: &mut bool) -> Vec<Action> {
-    let mut out = Vec::with_capacity(actions.len());
-    for a in actions {
-        if !*zero && needs_flush(&a) {
-            out.push(Action::AddProduct {
-                reg: PATH,
-                x: COEF,
-                y: NVC,
-            });
-            out.push(Action::Set {
-                reg: COEF,
-                value: 0,
-            });
-            *zero = true;
-        }
-        match a {
-            Action::Add { reg: COEF, .. } => {
-                *zero = false;
-                out.push(a);
-            }
-            Action::IfNonZero(b) => {
-                let IfNonZero {
-                    reg,
-                    then,
-                    otherwise,
-                } = *b;
-                let (mut z1, mut z2) = (*zero, *zero);
-                let then = flush_into(then, &mut z1);
-                let otherwise = flush_into(otherwise, &mut z2);
-                *zero = z1 && z2;
-                out.push(if_nonzero(reg, then, otherwise));
-            }
-            a => out.push(a),
-        }
-    }
-    out
-}
-
-/// Whether `a` reads `pathNum` whole, overwrites it, or changes nvc
-/// (adding to `pathNum`, or adding a multiple of nvc to it, needs no
-/// flush: the sum is the same in either order). Unknown actions flush.
-fn needs_flush(a: &Action) -> bool {
-    match a {
-        Action::Add { reg, .. } => *reg == NVC,
-        Action::Set { reg, .. } | Action::GlobalToLocal { reg, .. } => *reg == PATH || *reg == NVC,
-        Action::LocalToGlobal { reg, .. } | Action::CountPath { reg, .. } => *reg == PATH,
-        Action::MulAdd(m) => m.reg == NVC || m.src == PATH,
-        Action::IfNonZero(b) => b.reg == PATH || b.then.iter().chain(&b.otherwise).any(needs_flush),
-        Action::CountSlot { .. } | Action::CountPathConst { .. } | Action::Trace { .. } => false,
-        _ => true,
     }
 }
 
@@ -376,7 +280,7 @@ impl Planner<'_> {
         }
         match self.ip.locals[self.f.index()].roles[e.index()] {
             EdgeRole::Kept(d) => {
-                fold(out, self.rho(d));
+                apply(out, PATH, self.rho(d), NVC);
                 false
             }
             EdgeRole::Back { exit, entry } => {
@@ -753,7 +657,7 @@ impl Planner<'_> {
     /// `pathNum += rho(e)` for split edge `e` if G*_fn keeps it.
     fn kept(&self, e: EdgeId, out: &mut Vec<Action>) {
         if let EdgeRole::Kept(d) = self.ip.locals[self.f.index()].roles[e.index()] {
-            fold(out, self.rho(d));
+            apply(out, PATH, self.rho(d), NVC);
         }
     }
 }

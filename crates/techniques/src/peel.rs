@@ -236,7 +236,6 @@ fn clobber(state: &mut State, a: &Action) {
     let reg = match a {
         Action::GlobalToLocal { reg, .. } => *reg,
         Action::MulAdd(m) => m.reg,
-        Action::AddProduct { reg, .. } => *reg,
         _ => return,
     };
     if let Some(v) = state.get_mut(reg as usize) {

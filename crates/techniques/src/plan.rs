@@ -71,9 +71,6 @@ pub enum Action {
     /// `r += a * s + b` (wrapping), `s` another register or `r` itself:
     /// Melski & Reps' linear edge functions. Boxed to keep actions 16 bytes.
     MulAdd(Box<MulAdd>),
-    /// `r += x * y` (wrapping), three registers of one width: Melski &
-    /// Reps 5.5.1's flush of the coefficients summed along a subpath.
-    AddProduct { reg: Reg, x: Reg, y: Reg },
     /// `if r != 0 { then } else { otherwise }`: what an interprocedural
     /// technique does when a function's callers differ at run time (entered
     /// through an uncut call site, or afresh). Boxed to keep actions 16 bytes.

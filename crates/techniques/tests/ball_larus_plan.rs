@@ -37,7 +37,6 @@ fn execute(
                 | Action::GlobalToLocal { .. }
                 | Action::LocalToGlobal { .. }
                 | Action::MulAdd(_)
-                | Action::AddProduct { .. }
                 | Action::IfNonZero(_)
                 | Action::Push(_)
                 | Action::ForEachMember(_)

@@ -151,18 +151,6 @@ impl Lowerer {
                         .global_set(self.globals_base + global);
                 }
                 Action::MulAdd(ref m) => self.mul_add(&mut sink, m),
-                Action::AddProduct { reg, x, y } => {
-                    let (local, width) = self.regs[reg as usize];
-                    sink.local_get(local)
-                        .local_get(self.regs[x as usize].0)
-                        .local_get(self.regs[y as usize].0);
-                    match width {
-                        Width::I32 => sink.i32_mul(),
-                        Width::I64 => sink.i64_mul(),
-                    };
-                    add(&mut sink, width);
-                    sink.local_set(local);
-                }
                 Action::Push(ref p) => self.push(&mut sink, p),
                 Action::CaptureIndex { reg } => {
                     sink.local_tee(self.regs[reg as usize].0);

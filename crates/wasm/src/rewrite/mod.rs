@@ -486,11 +486,6 @@ fn check_action(plan: &FunctionPlan, globals: &[Width], action: &Action) -> Opti
             plan,
             &[m.ptr, m.len, m.index, m.acc.0, m.acc.1, m.tmp.0, m.tmp.1],
         ),
-        Action::AddProduct { reg, x, y } => undeclared(reg.max(x).max(y)).or_else(|| {
-            let w = |r: Reg| plan.registers[r as usize];
-            (w(reg) != w(x) || w(reg) != w(y))
-                .then(|| format!("registers {reg}, {x} and {y} differ in width"))
-        }),
         Action::MulAdd(ref m) => undeclared(m.reg.max(m.src)).or_else(|| {
             (plan.registers[m.reg as usize] != plan.registers[m.src as usize])
                 .then(|| format!("registers {} and {} differ in width", m.reg, m.src))
