@@ -75,8 +75,7 @@ struct IpppSummaryV1 {
 
 impl Wire<IpppSummaryV1, ()> {
     fn upgrade(self) -> Wire<IpppSummary, ()> {
-        let sources = self.sources.clone();
-        self.map(sources, |s| s.map(Self::upgrade_segments), |f| f)
+        self.map(|s| s, |s| s.map(Self::upgrade_segments), |f| f)
     }
 
     fn upgrade_segments(s: WireSegments<IpppSummaryV1>) -> WireSegments {
@@ -102,11 +101,11 @@ impl Wire<IpppSummaryV1, ()> {
 }
 
 impl<S, L> Wire<S, L> {
-    /// The same profile with `sources`, its segments and its functions
-    /// mapped (from one version's layout to another's).
+    /// The same profile with its sources, segments and functions mapped
+    /// (from one version's layout to another's).
     fn map<S2, L2>(
         self,
-        sources: Vec<String>,
+        sources: impl FnOnce(Vec<String>) -> Vec<String>,
         segments: impl FnOnce(Option<WireSegments<S>>) -> Option<WireSegments<S2>>,
         function: impl FnMut(WireFunction<L>) -> WireFunction<L2>,
     ) -> Wire<S2, L2> {
@@ -116,7 +115,7 @@ impl<S, L> Wire<S, L> {
             mode: self.mode,
             runs: self.runs,
             abrupt_runs: self.abrupt_runs,
-            sources,
+            sources: sources(self.sources),
             edge_kinds: self.edge_kinds,
             skipped: self.skipped,
             functions: self.functions.into_iter().map(function).collect(),
@@ -246,7 +245,7 @@ impl<S> Wire<S, ()> {
             })
             .collect();
         self.map(
-            files.strings,
+            |_| files.strings,
             |s| s,
             |f| {
                 let (mut lines, mut prev) = (Lines::default(), 0i64);
@@ -842,7 +841,7 @@ mod tests {
         let now: Wire = postcard::from_bytes(&encode(&p)[MAGIC.len()..]).unwrap();
         // Version 1: the same columns, the sources spelt `file:line`.
         let v1 = ["m.c:9", "m.c", "n.c:2"].map(String::from).to_vec();
-        let mut old = now.map(v1, |s| s, |f| f.with_block_lines(vec![1, 0, 2, 3], ()));
+        let mut old = now.map(|_| v1, |s| s, |f| f.with_block_lines(vec![1, 0, 2, 3], ()));
         old.version = 1;
         let bytes = postcard::to_extend(&old, MAGIC.to_vec()).unwrap();
         let read = decode(&bytes).unwrap();
