@@ -168,38 +168,10 @@ fn simulated_by_start(
     out
 }
 
-/// Every run the oracles compare: each C fixture's cases at -O0 and -O2,
-/// then each call of a WAT fixture's exports that needs no host imports (the
-/// control instructions C does not give: `br_table` to many labels, tail
-/// calls, exceptions thrown and caught).
-fn runs() -> Vec<(String, Vec<u8>, Invocation)> {
-    let build = programs::root().join("tests/fixtures/c/build");
-    let mut out = Vec::new();
-    for (name, inv) in programs::c_cases() {
-        for opt in ["O0", "O2"] {
-            let path = build.join(format!("{name}.{opt}.wasm"));
-            let module = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh");
-            out.push((format!("{name}.{opt}"), module, inv.clone()));
-        }
-    }
-    let engine = pathprof_runner::engine().unwrap();
-    for path in programs::wat_fixtures() {
-        let module = pathprof::input::read_module(&path).unwrap();
-        if programs::needs_host_imports(&engine, &module) {
-            continue;
-        }
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        for inv in programs::export_calls(&engine, &module) {
-            out.push((name.clone(), module.clone(), inv));
-        }
-    }
-    out
-}
-
 #[test]
 fn unbounded_hardware_profile_equals_the_ball_larus_profile() {
     let (mut compared, mut wat, mut paths, mut skipped) = (0, 0, 0, 0);
-    for (name, module, inv) in runs() {
+    for (name, module, inv) in programs::oracle_runs() {
         let (expected, mut left_out) = profile_by_start(&module, &inv);
         skipped += left_out.len();
         let got = simulated_by_start(&module, &inv, &mut left_out, false);
@@ -336,7 +308,7 @@ fn wpp_oracle(events: &[BranchEvent]) -> ByStart {
 #[test]
 fn whole_program_path_elements_equal_an_independent_segmentation() {
     let (mut compared, mut wat, mut paths) = (0, 0, 0);
-    for (name, module, inv) in runs() {
+    for (name, module, inv) in programs::oracle_runs() {
         let (events, got) = wpp_run(&module, &inv);
         let want = wpp_oracle(&events);
         assert_eq!(got, want, "{name} {inv:?}");

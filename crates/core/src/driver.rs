@@ -5,30 +5,21 @@
 //! what its plan chose, the counter memory layout), so `pathprof collect` can
 //! turn a saved counter memory into a profile without the original module.
 
-use crate::error::{bail, Context, Result};
+use crate::error::{Context, Result};
 use pathprof_graph::NodeId;
-use pathprof_profile::{FunctionData, Mode, Profile};
-use pathprof_techniques::{ball_larus, edge, ppp, trace, FunctionPlan};
+use pathprof_profile::Profile;
+use pathprof_techniques::ball_larus;
 use pathprof_wasm::{FunctionCfg, Unsupported};
 use std::fs::File;
 use std::io::Write;
 
-use crate::meta::PlanRecord;
 pub use crate::meta::{Meta, META_SECTION};
 pub use crate::options::{Hybrid, Options, PppOptions, Progress};
 use crate::recorder::{display_name, Done, Recorder};
-pub use crate::recorder::{read_meta, Instrumented};
-pub use crate::technique::Technique;
+pub use crate::recorder::{read_meta, read_meta_with, Instrumented};
+use crate::technique::{Counters, ModuleFacts, PlanCx, Planned};
+pub use crate::technique::{Profiler, Technique};
 pub use pathprof_profile::cfg_of;
-
-/// [`instrument`] for the techniques planned whole.
-fn instrument_whole(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
-    match technique {
-        Technique::IntraContext => crate::intra_context::instrument(module, opts),
-        Technique::Ippp => crate::ippp::instrument(module, opts),
-        _ => crate::interproc::instrument(module, technique, opts),
-    }
-}
 
 /// The block each frame of an abrupt exit was executing.
 fn abrupt_blocks(meta: &Meta, frames: &[(u32, u32)]) -> Vec<(u32, NodeId)> {
@@ -42,15 +33,23 @@ fn abrupt_blocks(meta: &Meta, frames: &[(u32, u32)]) -> Vec<(u32, NodeId)> {
 }
 
 /// Instruments `module` (validated here) for `technique`.
-///
-/// Path and PPP plans need nothing of other functions, so each function is
-/// built, planned, recorded and rewritten in turn, and its CFG and plan are
-/// dropped before the next one is built. Edge plans ask whether any
-/// function of the module throws or catches, and trace plans add an import
-/// before the defined functions: both want every CFG first.
 pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
+    instrument_with(module, technique.profiler(), opts)
+}
+
+/// [`instrument`] for any technique, pathprof's own or one defined outside
+/// it.
+///
+/// A technique planned one function at a time (path, PPP, edge, trace)
+/// has each function built, planned, recorded and rewritten in turn, and
+/// its CFG and plan dropped before the next one is built.
+pub fn instrument_with(
+    module: &[u8],
+    technique: &dyn Profiler,
+    opts: &Options,
+) -> Result<Instrumented> {
     if technique.planned_whole() {
-        return instrument_whole(module, technique, opts);
+        return technique.instrument_whole(module, opts);
     }
     let (scanned, rec) = validated(module, technique, opts)?;
     match instrument_to(&scanned, rec, technique, opts, None)? {
@@ -70,9 +69,10 @@ pub fn instrument_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
+    let technique = technique.profiler();
     if technique.planned_whole() {
         // Planned and rewritten whole: the module is in memory already.
-        let done = instrument_whole(module, technique, opts)?;
+        let done = technique.instrument_whole(module, opts)?;
         out.file().write_all(&done.bytes)?;
         return Ok(done.warnings);
     }
@@ -84,7 +84,7 @@ pub fn instrument_to_file(
 /// (which hashes the module and reads its source lines).
 fn validated<'m>(
     module: &'m [u8],
-    technique: Technique,
+    technique: &dyn Profiler,
     opts: &Options,
 ) -> Result<(pathprof_wasm::Scanned<'m>, Recorder)> {
     let scanned = pathprof_wasm::Scanned::validated(module)?;
@@ -105,10 +105,11 @@ pub fn instrument_file_to_file(
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
 ) -> Result<Vec<String>> {
-    if technique.planned_whole() {
+    if technique.profiler().planned_whole() {
         drop(file);
         return instrument_to_file(&module, technique, opts, out);
     }
+    let technique = technique.profiler();
     // Validated whole, so that an invalid module is reported as from the
     // other entry points; the hollowed module is not validated again.
     let (scanned, rec) = validated(&module, technique, opts)?;
@@ -122,7 +123,7 @@ pub fn instrument_file_to_file(
 fn written(
     scanned: &pathprof_wasm::Scanned,
     rec: Recorder,
-    technique: Technique,
+    technique: &dyn Profiler,
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
     holes: Option<&pathprof_wasm::Holes>,
@@ -155,16 +156,12 @@ struct FileOutput<'f> {
 fn instrument_to(
     scanned: &pathprof_wasm::Scanned,
     mut rec: Recorder,
-    technique: Technique,
+    technique: &dyn Profiler,
     opts: &Options,
     to: Option<FileOutput>,
 ) -> Result<Done> {
-    // Edge profiling gives the blocks where an activation may be unwound a
-    // virtual edge to EXIT (see `edge::plan`), in a module that may throw,
-    // which must be known before the first function.
-    let exceptions = technique == Technique::Edge && scanned.may_throw_or_catch();
-    let trace = (technique == Technique::Trace).then_some(opts.trace_mode);
-    let mut inst = pathprof_wasm::Instrumenter::new(scanned, trace)?;
+    let facts = technique.facts(scanned, opts);
+    let mut inst = pathprof_wasm::Instrumenter::new(scanned, facts.trace)?;
     inst.set_peel_max_bytes(opts.peel_max_bytes);
     inst.set_output_check(opts.output_check());
     let out = to.map(|to| {
@@ -180,7 +177,7 @@ fn instrument_to(
     let build_and_plan = |i| -> Result<Result<(FunctionCfg, Planned), Unsupported>> {
         Ok(match scanned.build(i)? {
             Ok(cfg) => {
-                let planned = plan_one(&cfg, technique, exceptions, opts, &ahead)?;
+                let planned = plan_one(&cfg, technique, &facts, opts, &ahead)?;
                 Ok((cfg, planned))
             }
             Err(u) => Err(u),
@@ -193,11 +190,11 @@ fn instrument_to(
         opts.progress.report(done, total);
         if let Ok((cfg, planned)) = slot {
             if !budget.admit(planned.plan.paths) {
-                *planned = plan_one(cfg, technique, exceptions, opts, &opts.ball_larus)?;
+                *planned = plan_one(cfg, technique, &facts, opts, &opts.ball_larus)?;
             }
         }
         let slot = slot.as_ref().map(|(cfg, p)| (cfg, p));
-        rec.record(slot.map(|(cfg, p)| (cfg, p.record())))?;
+        rec.record(slot.map(|(cfg, p)| (cfg, &p.record.buf[..])))?;
         inst.function(slot.ok().map(|(cfg, p)| (cfg, &p.plan)))?;
         Ok(())
     })?;
@@ -209,97 +206,25 @@ fn instrument_to(
     }
 }
 
-/// What a function's metadata record needs of its planning, by technique.
-enum Chosen {
-    /// The cut vertices of the truncated DAG (the cuts may depend on the
-    /// weights, which decoding does not have).
-    Path(Vec<NodeId>),
-    Ppp(ppp::PppInfo),
-    Edge(edge::Chords),
-    Trace,
-}
-
-/// A function's plan and what its metadata record needs of the planning.
-struct Planned {
-    plan: FunctionPlan,
-    chosen: Chosen,
-}
-
-impl Planned {
-    fn record(&self) -> PlanRecord<'_> {
-        match &self.chosen {
-            Chosen::Path(cuts) => PlanRecord::Path(cuts),
-            Chosen::Ppp(info) => PlanRecord::Ppp(info),
-            Chosen::Edge(chords) => PlanRecord::Edge(chords),
-            Chosen::Trace => PlanRecord::Trace,
-        }
-    }
-}
-
 /// The plan of a modelled function, with the function named in an error;
 /// `bl` replaces `opts.ball_larus` (for the array limit it plans with).
 fn plan_one(
     cfg: &FunctionCfg,
-    technique: Technique,
-    exceptions: bool,
+    technique: &dyn Profiler,
+    facts: &ModuleFacts,
     opts: &Options,
     bl: &ball_larus::Options,
 ) -> Result<Planned> {
     let weights = opts.weights.as_ref().and_then(|w| weights_of(w, cfg));
-    plan_function(cfg, technique, weights.as_deref(), exceptions, opts, bl)
+    let cx = PlanCx {
+        opts,
+        ball_larus: bl,
+        weights: weights.as_deref(),
+        facts,
+    };
+    technique
+        .plan(cfg, &cx)
         .with_context(|| format!("function {}", display_name(cfg.func_index, &cfg.name)))
-}
-
-fn plan_function(
-    f: &FunctionCfg,
-    technique: Technique,
-    weights: Option<&[u64]>,
-    exceptions: bool,
-    opts: &Options,
-    bl: &ball_larus::Options,
-) -> Result<Planned> {
-    Ok(match technique {
-        Technique::Path => {
-            let (plan, cuts) = ball_larus::plan_only(&f.cfg, weights, bl)?;
-            Planned {
-                plan,
-                chosen: Chosen::Path(cuts),
-            }
-        }
-        Technique::Ppp => {
-            let chosen = &opts.ppp.interesting;
-            let interesting = chosen.paths.get(&f.func_index).map_or(&[][..], |v| &v[..]);
-            let ppp_opts = ppp::Options {
-                ball_larus: bl.clone(),
-                policy: opts.ppp.policy,
-                force_ball_larus: opts.ppp.force_ball_larus,
-            };
-            let mut p = ppp::plan(&f.cfg, weights, &ppp_opts, interesting)?;
-            p.info.tested_self_loops = chosen
-                .self_loops
-                .get(&f.func_index)
-                .cloned()
-                .unwrap_or_default();
-            Planned {
-                plan: p.plan,
-                chosen: Chosen::Ppp(p.info),
-            }
-        }
-        Technique::Edge => {
-            let (plan, chords) = edge::plan(&f.cfg, weights, &unwinding(f, exceptions));
-            Planned {
-                plan,
-                chosen: Chosen::Edge(chords),
-            }
-        }
-        Technique::Trace => Planned {
-            plan: trace::plan(&f.cfg),
-            chosen: Chosen::Trace,
-        },
-        Technique::Context | Technique::Piecewise | Technique::IntraContext | Technique::Ippp => {
-            bail!("this mode plans the module whole (crate::interproc, crate::intra_context)")
-        }
-    })
 }
 
 /// The blocks of `f` an exception may unwind from, in a module that may
@@ -332,74 +257,11 @@ pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> R
     let mut profile = meta.template.clone();
     profile.runs = 1;
     profile.abrupt_runs = u64::from(abrupt.is_some());
-    let abrupt = abrupt.map(|frames| abrupt_blocks(meta, frames));
-    let (mut raws, mut contexts, mut ippp) = (Vec::new(), Vec::new(), Vec::new());
-    for (f, fl) in profile.functions.iter_mut().zip(&meta.layout.functions) {
-        if f.func_index != fl.func_index {
-            bail!("corrupt __pathprof.meta section: layout and functions disagree");
-        }
-        let raw = pathprof_wasm::read_counters(fl, counters)?;
-        let name = f.display_name();
-        match &mut f.data {
-            FunctionData::Path {
-                numbered,
-                counts,
-                ppp: None,
-            } => {
-                *counts = ball_larus::decode(numbered, &raw)
-                    .with_context(|| format!("function {name}"))?;
-            }
-            FunctionData::Path {
-                numbered,
-                counts,
-                ppp: Some(info),
-            } => {
-                *counts = ppp::decode(numbered, info, &raw)
-                    .with_context(|| format!("function {name}"))?;
-            }
-            FunctionData::Edge {
-                chords,
-                chord_counts,
-                edge_counts,
-            } => {
-                if chords.chords.is_empty() && chord_counts.is_empty() {
-                    // Trace plan: nothing counted in memory; interprocedural
-                    // and intra-context plans: paths decoded below.
-                    if meta.interproc.is_some() {
-                        raws.push(raw);
-                    } else if meta.ippp.is_some() {
-                        ippp.push((f.func_index, raw));
-                    } else if profile.mode == Mode::IntraContext {
-                        let cfg = cfg_of(&f.edges, f.blocks.len());
-                        contexts.push((f.func_index, cfg, raw));
-                    }
-                    continue;
-                }
-                let cfg = cfg_of(&f.edges, f.blocks.len());
-                let ends: Vec<(NodeId, u64)> = abrupt
-                    .as_ref()
-                    .map(|frames| {
-                        frames
-                            .iter()
-                            .filter(|(fi, _)| *fi == f.func_index)
-                            .map(|&(_, b)| (b, 1))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                *chord_counts = raw.slots.clone();
-                *edge_counts = edge::decode(&cfg, chords, &raw.slots, &ends)
-                    .with_context(|| format!("function {name}"))?;
-            }
-        }
-    }
-    if let Some(ipm) = &meta.interproc {
-        crate::interproc::collect(ipm, &raws, &mut profile)?;
-    }
-    if profile.mode == Mode::IntraContext {
-        crate::intra_context::collect(&contexts, &mut profile)?;
-    }
-    if let Some(m) = &meta.ippp {
-        crate::ippp::collect(m, &ippp, &mut profile)?;
-    }
+    let counters = Counters {
+        meta,
+        memory: counters,
+        abrupt: abrupt.map(|frames| abrupt_blocks(meta, frames)),
+    };
+    meta.technique.decode(&counters, &mut profile)?;
     Ok(profile)
 }

@@ -10,7 +10,7 @@
 //! hybrid policy, from which `collect` numbers it again (the numbering is
 //! deterministic) to decode the path numbers the run counted.
 
-use crate::error::{Context, Result};
+use crate::error::{bail, Context, Result};
 use pathprof_graph::interproc::{hybrid, CallSiteId, Callee, FuncId, Interproc, Mode, Supergraph};
 use pathprof_graph::{EdgeId, GraphError};
 use pathprof_profile::interproc::{InterprocPath, SiteInfo};
@@ -25,20 +25,67 @@ pub use crate::meta::interproc::{read_meta, InterprocMeta, INTERPROC_SECTION};
 pub use crate::options::Hybrid;
 use crate::options::Options;
 use crate::recorder::{instrument_whole, Instrumented};
-use crate::technique::Technique;
+use crate::technique::{Counters, Profiler};
 
-/// The graph mode of a technique.
-pub fn mode_of(technique: Technique) -> Option<Mode> {
-    match technique {
-        Technique::Context => Some(Mode::Context),
-        Technique::Piecewise => Some(Mode::Piecewise),
-        _ => None,
+/// The `context` and `piecewise` techniques: the graph mode they number
+/// the supergraph for.
+pub(crate) struct Interprocedural(Mode);
+pub(crate) static CONTEXT: Interprocedural = Interprocedural(Mode::Context);
+pub(crate) static PIECEWISE: Interprocedural = Interprocedural(Mode::Piecewise);
+
+impl Profiler for Interprocedural {
+    fn name(&self) -> &'static str {
+        match self.0 {
+            Mode::Context => "context",
+            Mode::Piecewise => "piecewise",
+        }
+    }
+
+    fn about(&self) -> &'static str {
+        match self.0 {
+            Mode::Context => "Interprocedural context paths (Melski & Reps): paths across calls, with the context they were reached in",
+            Mode::Piecewise => "Interprocedural piecewise paths (Melski & Reps): paths across calls and returns that partition the run",
+        }
+    }
+
+    fn code(&self) -> u8 {
+        match self.0 {
+            Mode::Context => 4,
+            Mode::Piecewise => 5,
+        }
+    }
+
+    fn mode(&self) -> pathprof_profile::Mode {
+        match self.0 {
+            Mode::Context => pathprof_profile::Mode::Context,
+            Mode::Piecewise => pathprof_profile::Mode::Piecewise,
+        }
+    }
+
+    fn planned_whole(&self) -> bool {
+        true
+    }
+
+    fn instrument_whole(&self, module: &[u8], opts: &Options) -> Result<Instrumented> {
+        instrument(module, self, opts)
+    }
+
+    fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> Result<()> {
+        let Some(meta) = &cx.meta.interproc else {
+            bail!("corrupt module: no {INTERPROC_SECTION} section");
+        };
+        let mut raws = Vec::with_capacity(profile.functions.len());
+        cx.each_function(profile, |_, raw| {
+            raws.push(raw);
+            Ok(())
+        })?;
+        collect(meta, &raws, profile)
     }
 }
 
 /// Instruments `module` for context or piecewise profiling.
-pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result<Instrumented> {
-    let mode = mode_of(technique).expect("an interprocedural technique");
+fn instrument(module: &[u8], profiler: &Interprocedural, opts: &Options) -> Result<Instrumented> {
+    let mode = profiler.0;
     pathprof_wasm::Scanned::validated(module)?;
     let Numbered {
         info,
@@ -82,7 +129,7 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
     instrument_whole(
         module,
         &info,
-        technique,
+        profiler,
         opts,
         (&technique::module_plan(), &plans),
         (INTERPROC_SECTION, &section),

@@ -24,13 +24,54 @@ use serde::Serialize;
 
 use crate::options::Options;
 use crate::recorder::{display_name, Instrumented, Recorder};
-use crate::technique::Technique;
+use crate::technique::{Counters, Profiler};
+
+/// The `intra-context` technique.
+pub(crate) struct IntraContextProfiler;
+pub(crate) static INTRA_CONTEXT: IntraContextProfiler = IntraContextProfiler;
+
+impl Profiler for IntraContextProfiler {
+    fn name(&self) -> &'static str {
+        "intra-context"
+    }
+
+    fn about(&self) -> &'static str {
+        "Intraprocedural context paths (Melski & Reps section 7): a loop iteration's path with the path that entered the loop"
+    }
+
+    fn code(&self) -> u8 {
+        6
+    }
+
+    fn mode(&self) -> pathprof_profile::Mode {
+        pathprof_profile::Mode::IntraContext
+    }
+
+    /// Planned whole: the functions are recorded as bare CFGs.
+    fn planned_whole(&self) -> bool {
+        true
+    }
+
+    fn instrument_whole(&self, module: &[u8], opts: &Options) -> Result<Instrumented> {
+        instrument(module, opts)
+    }
+
+    fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> Result<()> {
+        let mut functions = Vec::with_capacity(profile.functions.len());
+        cx.each_function(profile, |f, raw| {
+            let cfg = pathprof_profile::cfg_of(&f.edges, f.blocks.len());
+            functions.push((f.func_index, cfg, raw));
+            Ok(())
+        })?;
+        collect(&functions, profile)
+    }
+}
 
 /// Instruments `module` for intraprocedural context profiling.
 pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     pathprof_wasm::Scanned::validated(module)?;
     let info = pathprof_wasm::analyze(module)?;
-    let mut rec = Recorder::new(&info.module_hash, module, Technique::IntraContext, opts)?;
+    let mut rec = Recorder::new(&info.module_hash, module, &INTRA_CONTEXT, opts)?;
     let mut plans: Vec<Option<FunctionPlan>> = Vec::new();
     for f in &info.functions {
         rec.record_cfg(f.as_ref())?;

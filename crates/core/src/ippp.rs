@@ -27,7 +27,7 @@ use pathprof_wasm::supergraph::ModuleSupergraph;
 
 use crate::options::Options;
 use crate::recorder::{instrument_whole, Instrumented};
-use crate::technique::Technique;
+use crate::technique::{Counters, Profiler};
 
 pub use crate::meta::ippp::{read_meta, IpppMeta, IPPP_SECTION};
 pub use crate::options::IpppOptions;
@@ -179,6 +179,49 @@ fn planned_fitting(
     }
 }
 
+/// The `ippp` technique.
+pub(crate) struct IpppProfiler;
+pub(crate) static IPPP: IpppProfiler = IpppProfiler;
+
+impl Profiler for IpppProfiler {
+    fn name(&self) -> &'static str {
+        "ippp"
+    }
+
+    fn about(&self) -> &'static str {
+        "Interprocedural PPP (Vaswani 3.4): counts the depth-K path segments named by --interesting (a segment profile of a test run, `run --segments K`)"
+    }
+
+    fn code(&self) -> u8 {
+        7
+    }
+
+    /// Segment profiles, as `run --segments` gives.
+    fn mode(&self) -> pathprof_profile::Mode {
+        pathprof_profile::Mode::Segments
+    }
+
+    fn planned_whole(&self) -> bool {
+        true
+    }
+
+    fn instrument_whole(&self, module: &[u8], opts: &Options) -> Result<Instrumented> {
+        instrument(module, opts)
+    }
+
+    fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> Result<()> {
+        let Some(meta) = &cx.meta.ippp else {
+            bail!("corrupt module: no {IPPP_SECTION} section");
+        };
+        let mut raws = Vec::with_capacity(profile.functions.len());
+        cx.each_function(profile, |f, raw| {
+            raws.push((f.func_index, raw));
+            Ok(())
+        })?;
+        collect(meta, &raws, profile)
+    }
+}
+
 /// Instruments `module` for interprocedural PPP.
 pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     let o = &opts.ippp;
@@ -236,7 +279,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     instrument_whole(
         module,
         &info,
-        Technique::Ippp,
+        &IPPP,
         opts,
         (&p.layout.module_plan(), &plans),
         (IPPP_SECTION, &section),

@@ -8,9 +8,9 @@ use std::io::{Seek, SeekFrom, Write};
 use crate::error::{bail, Context, Result};
 use pathprof_wasm::{FunctionCfg, Unsupported};
 
-use crate::meta::{Encoder, Meta, PlanRecord, Spilled, META_SECTION};
+use crate::meta::{Encoder, Meta, Spilled, META_SECTION};
 use crate::options::Options;
-use crate::technique::Technique;
+use crate::technique::Profiler;
 
 /// An instrumented module; its metadata section says how to decode its counters.
 pub struct Instrumented {
@@ -44,7 +44,7 @@ impl Recorder {
     pub(crate) fn new(
         module_hash: &str,
         module: &[u8],
-        technique: Technique,
+        technique: &dyn Profiler,
         opts: &Options,
     ) -> Result<Self> {
         if let Some(w) = &opts.weights {
@@ -58,17 +58,22 @@ impl Recorder {
             .into_iter()
             .collect();
         Ok(Recorder {
-            meta: Encoder::new(module_hash, technique, opts.ball_larus.truncate_above),
+            meta: Encoder::new(
+                module_hash,
+                technique.code(),
+                opts.ball_larus.truncate_above,
+            ),
             sources,
             warnings,
         })
     }
 
     /// Writes a function's record of the metadata section: its CFG and
-    /// what its plan chose, or that it was left uninstrumented.
+    /// what its plan chose (its technique's record), or that it was left
+    /// uninstrumented.
     pub(crate) fn record(
         &mut self,
-        slot: Result<(&FunctionCfg, PlanRecord<'_>), &Unsupported>,
+        slot: Result<(&FunctionCfg, &[u8]), &Unsupported>,
     ) -> Result<()> {
         match slot {
             Ok((cfg, record)) => self.meta.function(cfg, record, self.sources.as_ref())?,
@@ -96,14 +101,9 @@ impl Recorder {
     }
 
     /// Records a function of a module every function of which has a plan
-    /// of no technique-specific data (trace, the interprocedural modes).
+    /// of no technique-specific data (the interprocedural modes).
     pub(crate) fn record_cfg(&mut self, f: Result<&FunctionCfg, &Unsupported>) -> Result<()> {
-        match f {
-            Ok(cfg) => Ok(self
-                .meta
-                .function(cfg, PlanRecord::Trace, self.sources.as_ref())?),
-            Err(u) => self.record(Err(u)),
-        }
+        self.record(f.map(|cfg| (cfg, &[][..])))
     }
 
     /// What the header of the counter memory says, once every function is
@@ -163,7 +163,7 @@ impl Recorder {
 pub(crate) fn instrument_whole(
     module: &[u8],
     info: &pathprof_wasm::ModuleInfo,
-    technique: Technique,
+    technique: &dyn Profiler,
     opts: &Options,
     (module_plan, plans): (
         &pathprof_techniques::ModulePlan,
@@ -239,9 +239,15 @@ pub(crate) fn display_name(func_index: u32, name: &Option<String>) -> String {
 /// Reads the metadata section of an instrumented module and rebuilds the
 /// profile template.
 pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
+    read_meta_with(instrumented, &[])
+}
+
+/// [`read_meta`] of a module that may have been instrumented for one of
+/// the `foreign` techniques (defined outside pathprof).
+pub fn read_meta_with(instrumented: &[u8], foreign: &[&'static dyn Profiler]) -> Result<Meta> {
     let bytes = pathprof_wasm::custom_section(instrumented, META_SECTION)?
         .ok_or(crate::meta::MetaError::Missing)?;
-    let mut meta = crate::meta::decode(&bytes)?;
+    let mut meta = crate::meta::decode_with(&bytes, foreign)?;
     meta.interproc = crate::meta::interproc::read_meta(instrumented)?;
     meta.ippp = crate::meta::ippp::read_meta(instrumented)?;
     Ok(meta)

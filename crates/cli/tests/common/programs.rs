@@ -226,14 +226,27 @@ pub fn profiled_run(
     opts: &driver::Options,
     inv: &Invocation,
 ) -> (Outcome, Profile) {
-    let inst = driver::instrument(module, technique, opts).expect("instrument");
+    profiled_run_with(engine, module, technique.profiler(), opts, inv)
+}
+
+/// [`profiled_run`] for any technique, pathprof's own or one a test
+/// defines.
+pub fn profiled_run_with(
+    engine: &Engine,
+    module: &[u8],
+    technique: &'static dyn driver::Profiler,
+    opts: &driver::Options,
+    inv: &Invocation,
+) -> (Outcome, Profile) {
+    let inst = driver::instrument_with(module, technique, opts).expect("instrument");
     let out = run(engine, &inst.bytes, inv, false);
     let counters = out
         .counters
         .as_ref()
         .expect("instrumented module exports counters");
+    let meta = driver::read_meta_with(&inst.bytes, &[technique]).expect("metadata decodes");
     let profile = driver::collect(
-        &inst.meta().expect("metadata decodes"),
+        &meta,
         counters,
         out.exit
             .is_abrupt()
@@ -287,6 +300,34 @@ fn unescape(s: &str) -> String {
             }
         } else {
             out.push(c);
+        }
+    }
+    out
+}
+
+/// Every run the oracles compare: each C fixture's cases at -O0 and -O2,
+/// then each call of a WAT fixture's exports that needs no host imports (the
+/// control instructions C does not give: `br_table` to many labels, tail
+/// calls, exceptions thrown and caught).
+pub fn oracle_runs() -> Vec<(String, Vec<u8>, Invocation)> {
+    let build = root().join("tests/fixtures/c/build");
+    let mut out = Vec::new();
+    for (name, inv) in c_cases() {
+        for opt in ["O0", "O2"] {
+            let path = build.join(format!("{name}.{opt}.wasm"));
+            let module = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh");
+            out.push((format!("{name}.{opt}"), module, inv.clone()));
+        }
+    }
+    let engine = pathprof_runner::engine().unwrap();
+    for path in wat_fixtures() {
+        let module = pathprof::input::read_module(&path).unwrap();
+        if needs_host_imports(&engine, &module) {
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        for inv in export_calls(&engine, &module) {
+            out.push((name.clone(), module.clone(), inv));
         }
     }
     out

@@ -5,9 +5,10 @@
 
 use super::MetaError;
 
-/// Appends primitives to a byte buffer.
+/// Appends primitives to a byte buffer (a technique writes its function
+/// records with it, [`crate::technique::Planned::record`]).
 #[derive(Default)]
-pub(crate) struct Writer {
+pub struct Writer {
     pub buf: Vec<u8>,
 }
 
@@ -69,8 +70,9 @@ impl Writer {
     }
 }
 
-/// Reads primitives, checking bounds.
-pub(crate) struct Reader<'a> {
+/// Reads primitives, checking bounds (a technique reads its function
+/// records with it, [`crate::technique::Profiler::read_record`]).
+pub struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
 }

@@ -4,24 +4,24 @@
 //! against the function it belongs to, so that a corrupt section gives a
 //! [`MetaError`] and `collect` never indexes out of bounds.
 
-use pathprof_graph::dag::Dag;
-use pathprof_graph::{numbering, EdgeId, NodeId};
-use pathprof_profile::{
-    Block, Edge, FunctionData, FunctionProfile, Profile, Skipped, SourceLocation,
-};
-use pathprof_techniques::ball_larus::{self, PathCounts};
-use pathprof_techniques::edge::Chords;
-use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
+use pathprof_graph::NodeId;
+use pathprof_profile::{Block, Edge, FunctionProfile, Profile, Skipped, SourceLocation};
 use pathprof_techniques::PathTable;
 use pathprof_wasm::{CodeMap, CounterIdentity, CounterLayout, FunctionLayout};
 
 use super::codec::Reader;
-use super::encode::policy_code;
 use super::{Meta, MetaError, MAGIC, META_VERSION};
-use crate::technique::Technique;
+use crate::technique::{profiler_of, Profiler, Recorded};
 
-/// Decodes a metadata section and rebuilds the zero-count profile template.
+/// Decodes a metadata section of one of pathprof's own techniques and
+/// rebuilds the zero-count profile template.
 pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
+    decode_with(data, &[])
+}
+
+/// [`decode`], for a module that may have been instrumented for one of
+/// the `foreign` techniques.
+pub fn decode_with(data: &[u8], foreign: &[&'static dyn Profiler]) -> Result<Meta, MetaError> {
     if data.first() == Some(&b'{') {
         return Err(MetaError::OldJson);
     }
@@ -35,7 +35,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
     }
     let kind = r.u8()?;
     let technique =
-        Technique::from_code(kind).ok_or_else(|| r.corrupt(format!("technique {kind}")))?;
+        profiler_of(kind, foreign).ok_or_else(|| r.corrupt(format!("technique {kind}")))?;
     let module_hash = r.str()?.to_string();
     let truncate_above = r.u64()?;
     let kinds = strings(&mut r)?;
@@ -67,6 +67,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
     r.finish()?;
     check_parts(&r, &template, &layout, &code_map)?;
     Ok(Meta {
+        technique,
         template,
         layout,
         code_map,
@@ -77,7 +78,7 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
 
 /// What every function record refers to.
 struct Tables<'a> {
-    technique: Technique,
+    technique: &'static dyn Profiler,
     truncate_above: u64,
     kinds: &'a [String],
     files: &'a [String],
@@ -96,39 +97,13 @@ fn function(r: &mut Reader<'_>, t: &Tables<'_>) -> Result<FunctionProfile, MetaE
         return Err(r.corrupt(format!("function {func_index} has no ENTRY and EXIT")));
     }
     let edges = edges(r, t, blocks.len())?;
-    let data = match t.technique {
-        Technique::Path => {
-            let cuts = r.ascending(blocks.len(), "cut vertex", "a block")?;
-            let cuts: Vec<NodeId> = cuts.into_iter().map(NodeId::new).collect();
-            path_data(&blocks, &edges, Truncation::At(&cuts), None)
-        }
-        Technique::Ppp => {
-            let info = ppp_info(r)?;
-            let truncation = Truncation::Above(t.truncate_above);
-            path_data(&blocks, &edges, truncation, Some(info))
-        }
-        Technique::Edge => {
-            let chords = chords(r, edges.len(), blocks.len())?;
-            Ok(FunctionData::Edge {
-                chord_counts: vec![0; chords.chords.len()],
-                edge_counts: vec![0; edges.len()],
-                chords,
-            })
-        }
-        Technique::Trace
-        | Technique::Context
-        | Technique::Piecewise
-        | Technique::IntraContext
-        | Technique::Ippp => Ok(FunctionData::Edge {
-            chords: Chords {
-                chords: Vec::new(),
-                unwinding: Vec::new(),
-            },
-            chord_counts: Vec::new(),
-            edge_counts: vec![0; edges.len()],
-        }),
-    }
-    .map_err(|reason| r.corrupt(format!("function {func_index}: {reason}")))?;
+    let recorded = Recorded {
+        func_index,
+        blocks: &blocks,
+        edges: &edges,
+        truncate_above: t.truncate_above,
+    };
+    let data = t.technique.read_record(r, &recorded)?;
     Ok(FunctionProfile {
         func_index,
         name,
@@ -206,101 +181,6 @@ fn edges(r: &mut Reader<'_>, t: &Tables<'_>, nodes: usize) -> Result<Vec<Edge>, 
         });
     }
     Ok(edges)
-}
-
-/// How a function's DAG was truncated.
-enum Truncation<'a> {
-    /// At these vertices (path mode records them: they may depend on the
-    /// weights it planned with).
-    At(&'a [NodeId]),
-    /// Wherever `numbering::build_numbered` cuts at this threshold (PPP).
-    Above(u64),
-}
-
-/// Numbers the CFG as `ball_larus::plan` and `ppp::plan` did.
-fn path_data(
-    blocks: &[Option<Block>],
-    edges: &[Edge],
-    truncation: Truncation<'_>,
-    ppp: Option<PppInfo>,
-) -> Result<FunctionData, String> {
-    let cfg = pathprof_profile::cfg_of(edges, blocks.len());
-    let (dag, numbering) = match truncation {
-        Truncation::At(cuts) => {
-            Dag::with_cuts(&cfg, cuts).and_then(|dag| numbering::number(&dag).map(|n| (dag, n)))
-        }
-        Truncation::Above(t) => numbering::build_numbered(&cfg, t),
-    }
-    .map_err(|e| e.to_string())?;
-    let numbered = ball_larus::numbered(&dag, &numbering);
-    if let Some(info) = &ppp {
-        if info.interesting.iter().any(|&p| p >= numbered.total) {
-            return Err("an interesting path is out of range".into());
-        }
-    }
-    let counts = PathCounts {
-        self_loops: vec![0; numbered.self_loops.len()],
-        ..Default::default()
-    };
-    Ok(FunctionData::Path {
-        numbered,
-        counts,
-        ppp: ppp.map(Box::new),
-    })
-}
-
-fn chords(r: &mut Reader<'_>, num_edges: usize, num_nodes: usize) -> Result<Chords, MetaError> {
-    let chords = r.ascending(num_edges, "chord", "an edge")?;
-    let unwinding = r.ascending(num_nodes, "unwinding block", "a block")?;
-    Ok(Chords {
-        chords: chords.into_iter().map(EdgeId::new).collect(),
-        unwinding: unwinding.into_iter().map(NodeId::new).collect(),
-    })
-}
-
-fn ppp_info(r: &mut Reader<'_>) -> Result<PppInfo, MetaError> {
-    let n = r.count(1)?;
-    let mut interesting = Vec::with_capacity(n);
-    let mut prev = 0u64;
-    for _ in 0..n {
-        prev = r.delta(prev)?;
-        interesting.push(prev);
-    }
-    if interesting.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(r.corrupt("interesting paths are not sorted"));
-    }
-    let numbering = match r.u8()? {
-        0 => IdScheme::Ppp,
-        1 => IdScheme::BallLarus,
-        b => return Err(r.corrupt(format!("numbering scheme {b}"))),
-    };
-    let min = r.i64()?;
-    let max = r.i64()?;
-    if min > max {
-        return Err(r.corrupt(format!("PPP interval [{min}, {max}]")));
-    }
-    let delta = r.u64()?;
-    let ball_larus_delta = r.u64()?;
-    let code = r.u8()?;
-    let policy = [Policy::Count, Policy::Record, Policy::Ignore]
-        .into_iter()
-        .find(|&p| policy_code(p) == code)
-        .ok_or_else(|| r.corrupt(format!("policy {code}")))?;
-    let loops = r.count(1)?;
-    let tested_self_loops = (0..loops).map(|_| r.u32()).collect::<Result<_, _>>()?;
-    let recorded = r.bool()?;
-    Ok(PppInfo {
-        interesting,
-        numbering,
-        min,
-        max,
-        delta,
-        ball_larus_delta,
-        policy,
-        uninteresting: 0,
-        tested_self_loops,
-        recorded,
-    })
 }
 
 fn layout(r: &mut Reader<'_>) -> Result<CounterLayout, MetaError> {

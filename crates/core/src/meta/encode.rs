@@ -6,9 +6,6 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 
-use pathprof_graph::NodeId;
-use pathprof_techniques::edge::Chords;
-use pathprof_techniques::ppp::{IdScheme, Policy, PppInfo};
 use pathprof_techniques::PathTable;
 use pathprof_wasm::{CodeMap, CounterIdentity, CounterLayout, EdgeKind, FunctionCfg, Unsupported};
 use sha2::{Digest, Sha256};
@@ -16,22 +13,11 @@ use sha2::{Digest, Sha256};
 use super::codec::Writer;
 use super::{MAGIC, META_VERSION};
 use crate::source::SourceMap;
-use crate::technique::Technique;
-
-/// What decoding one function's counters depends on beyond its CFG and the
-/// numbering (which [`super::decode`] recomputes).
-pub enum PlanRecord<'a> {
-    /// The vertices truncation cut, ascending.
-    Path(&'a [NodeId]),
-    Ppp(&'a PppInfo),
-    Edge(&'a Chords),
-    /// Test-only tracing: nothing is counted in memory.
-    Trace,
-}
 
 /// Builds the section.
 pub struct Encoder {
-    technique: Technique,
+    /// The technique's code ([`crate::technique::Profiler::code`]).
+    technique: u8,
     module_hash: String,
     truncate_above: u64,
     /// The plan hash of the counter memory's header, so far: the technique,
@@ -65,9 +51,9 @@ pub struct Spilled {
 const SPILL_AT: usize = 8 * 1024;
 
 impl Encoder {
-    pub fn new(module_hash: &str, technique: Technique, truncate_above: u64) -> Self {
+    pub fn new(module_hash: &str, technique: u8, truncate_above: u64) -> Self {
         let mut plan_hash = Sha256::new();
-        plan_hash.update([technique.code()]);
+        plan_hash.update([technique]);
         plan_hash.update(truncate_above.to_le_bytes());
         Encoder {
             technique,
@@ -107,11 +93,12 @@ impl Encoder {
     }
 
     /// Records an instrumented function, in the order the rewriter lays out
-    /// their counters (function order).
+    /// their counters (function order): its CFG, then `record`, what its
+    /// technique keeps of the planning ([`crate::technique::Planned`]).
     pub fn function(
         &mut self,
         f: &FunctionCfg,
-        plan: PlanRecord<'_>,
+        record: &[u8],
         sources: Option<&SourceMap>,
     ) -> std::io::Result<()> {
         self.functions += 1;
@@ -120,16 +107,7 @@ impl Encoder {
         self.body.opt_str(f.name.as_deref());
         self.blocks(f, sources);
         self.edges(f);
-        let w = &mut self.body;
-        match plan {
-            PlanRecord::Trace => {}
-            PlanRecord::Path(cuts) => w.ascending(cuts.iter().map(|v| v.index())),
-            PlanRecord::Edge(chords) => {
-                w.ascending(chords.chords.iter().map(|e| e.index()));
-                w.ascending(chords.unwinding.iter().map(|v| v.index()));
-            }
-            PlanRecord::Ppp(info) => write_ppp(w, info),
-        }
+        self.body.buf.extend_from_slice(record);
         self.plan_hash.update(&self.body.buf[start..]);
         self.spill_some()
     }
@@ -141,7 +119,7 @@ impl Encoder {
         let mut plan_hash = self.plan_hash.clone();
         plan_hash.update(extra);
         Some(CounterIdentity {
-            technique: u32::from(self.technique.code()),
+            technique: u32::from(self.technique),
             module_hash: pathprof_wasm::digest_from_hex(&self.module_hash)?,
             plan_hash: plan_hash.finalize().into(),
         })
@@ -223,7 +201,7 @@ impl Encoder {
         let mut head = Writer::default();
         head.buf.extend_from_slice(MAGIC);
         head.u32(META_VERSION);
-        head.u8(self.technique.code());
+        head.u8(self.technique);
         head.str(&self.module_hash);
         head.u64(self.truncate_above);
         head.usize(self.kinds.len());
@@ -245,37 +223,6 @@ impl Encoder {
         write_layout(&mut tail, layout);
         write_code_map(&mut tail, code_map);
         ([head.buf, self.body.buf, tail.buf], self.spill)
-    }
-}
-
-fn write_ppp(w: &mut Writer, info: &PppInfo) {
-    w.usize(info.interesting.len());
-    let mut prev = 0;
-    for &id in &info.interesting {
-        w.delta(prev, id);
-        prev = id;
-    }
-    w.u8(match info.numbering {
-        IdScheme::Ppp => 0,
-        IdScheme::BallLarus => 1,
-    });
-    w.i64(info.min);
-    w.i64(info.max);
-    w.u64(info.delta);
-    w.u64(info.ball_larus_delta);
-    w.u8(policy_code(info.policy));
-    w.usize(info.tested_self_loops.len());
-    for &l in &info.tested_self_loops {
-        w.u32(l);
-    }
-    w.u8(u8::from(info.recorded));
-}
-
-pub(super) fn policy_code(p: Policy) -> u8 {
-    match p {
-        Policy::Count => 0,
-        Policy::Record => 1,
-        Policy::Ignore => 2,
     }
 }
 

@@ -30,8 +30,9 @@ pub mod ippp;
 use pathprof_profile::Profile;
 use pathprof_wasm::{CodeMap, CounterLayout};
 
-pub use decode::decode;
-pub use encode::{Encoder, PlanRecord, Spilled};
+pub use codec::{Reader, Writer};
+pub use decode::{decode, decode_with};
+pub use encode::{Encoder, Spilled};
 pub use identity::CountersError;
 
 /// The name of the custom section with the decoding metadata.
@@ -46,6 +47,8 @@ pub const META_VERSION: u32 = 5;
 /// The decoded metadata of an instrumented module.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Meta {
+    /// The technique the module was instrumented for.
+    pub technique: &'static dyn crate::technique::Profiler,
     /// The profile with zero counts.
     pub template: Profile,
     pub layout: CounterLayout,

@@ -1,0 +1,179 @@
+//! The technique interface is the one place a technique touches (issue 28):
+//! a technique defined in this file alone, through
+//! `pathprof_core::technique::Profiler`, is planned, recorded in the
+//! metadata, run and decoded by pathprof's own pipeline, and its counts
+//! equal the trace oracle's.
+//!
+//! The toy is the naive edge profiler that Ball & Larus' placement improves
+//! on: one counter on every edge, so every edge's count is read, not
+//! derived. Its record keeps the number of edges it counted, which reading
+//! the metadata back checks.
+
+mod common;
+
+use common::oracle;
+use common::programs::{self, Invocation};
+use pathprof::driver::{self, Technique};
+use pathprof_core::meta::MetaError;
+use pathprof_core::technique::{
+    Action, Counters, EdgeActions, FunctionCfg, FunctionPlan, PlanCx, Planned, Profiler, Reader,
+    Recorded, FIRST_FOREIGN_CODE,
+};
+use pathprof_profile::{FunctionData, Mode, Profile};
+use pathprof_runner::TraceTo;
+use std::sync::{Arc, Mutex};
+
+/// One counter on every edge.
+struct EveryEdge;
+static EVERY_EDGE: EveryEdge = EveryEdge;
+
+impl Profiler for EveryEdge {
+    fn name(&self) -> &'static str {
+        "every-edge"
+    }
+
+    fn about(&self) -> &'static str {
+        "A counter on every edge"
+    }
+
+    fn code(&self) -> u8 {
+        FIRST_FOREIGN_CODE
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Edge
+    }
+
+    fn plan(&self, f: &FunctionCfg, _cx: &PlanCx<'_>) -> pathprof_core::Result<Planned> {
+        let edges = f.cfg.num_edges();
+        let mut plan = FunctionPlan::empty(edges);
+        plan.edges = EdgeActions::from_fn(edges, |e, actions| {
+            actions.push(Action::CountSlot { index: e as u32 });
+        });
+        plan.slots = edges as u32;
+        let mut planned = Planned::new(plan);
+        planned.record.usize(edges);
+        Ok(planned)
+    }
+
+    fn read_record(&self, r: &mut Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
+        let counted = r.u64()?;
+        if counted != f.edges.len() as u64 {
+            return Err(f.corrupt(r, format!("{counted} edges counted of {}", f.edges.len())));
+        }
+        // Every edge is a chord: nothing is left to derive.
+        Ok(FunctionData::Edge {
+            chords: pathprof_techniques::edge::Chords {
+                chords: (0..f.edges.len())
+                    .map(pathprof_graph::EdgeId::new)
+                    .collect(),
+                unwinding: Vec::new(),
+            },
+            chord_counts: vec![0; f.edges.len()],
+            edge_counts: vec![0; f.edges.len()],
+        })
+    }
+
+    fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> pathprof_core::Result<()> {
+        cx.each_function(profile, |f, raw| {
+            if raw.slots.len() != f.edges.len() {
+                let found = raw.slots.len();
+                return Err(pathprof_core::Error::Invalid(format!(
+                    "{found} counters for {} edges",
+                    f.edges.len()
+                )));
+            }
+            if let FunctionData::Edge {
+                chord_counts,
+                edge_counts,
+                ..
+            } = &mut f.data
+            {
+                edge_counts.clone_from(&raw.slots);
+                *chord_counts = raw.slots;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Runs `inv` with the toy technique and traced: every edge count must be
+/// the trace's, and the program must behave as uninstrumented. Returns the
+/// edges crossed.
+fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> u64 {
+    let plain = programs::run(engine, module, inv, false);
+    let opts = driver::Options::default();
+    let (run, profile) = programs::profiled_run_with(engine, module, &EVERY_EDGE, &opts, inv);
+    assert_eq!(profile.mode, Mode::Edge);
+    assert_eq!(
+        (&run.exit, &run.stdout, &run.results),
+        (&plain.exit, &plain.stdout, &plain.results),
+        "{name} {inv:?}: the program behaves otherwise under the toy technique"
+    );
+    let traced = driver::instrument(module, Technique::Trace, &opts).expect("trace instrument");
+    let sink = Arc::new(Mutex::new(oracle::CountingSink::new(programs::graphs(
+        module,
+    ))));
+    programs::run_to(engine, &traced.bytes, inv, Some(TraceTo::new(sink.clone())));
+    let sink = sink.lock().unwrap();
+    let diff = oracle::differences(&programs::edge_counts(&profile), &sink.counter.counts.edges);
+    assert!(
+        diff.is_empty(),
+        "{name} {inv:?}: edge counts differ from the trace:\n{}",
+        diff.join("\n")
+    );
+    sink.events
+}
+
+#[test]
+fn a_technique_defined_outside_pathprof_counts_what_the_trace_counts() {
+    let engine = pathprof_runner::engine().unwrap();
+    let (mut runs, mut edges) = (0, 0);
+    for (name, module, inv) in programs::oracle_runs() {
+        edges += check(&engine, &name, &module, &inv);
+        runs += 1;
+    }
+    assert!(runs >= 100, "only {runs} runs were checked");
+    assert!(edges > 100_000, "the runs crossed only {edges} edges");
+}
+
+/// The toy's profile is the built-in edge technique's, which derives most
+/// counts from chords.
+#[test]
+fn the_toy_technique_agrees_with_edge_profiling() {
+    let engine = pathprof_runner::engine().unwrap();
+    let opts = driver::Options::default();
+    let path = programs::root().join("tests/fixtures/c/build/sort.O0.wasm");
+    let module = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh");
+    let inv = programs::c_cases()
+        .into_iter()
+        .find(|(name, _)| name == "sort")
+        .expect("a sort case")
+        .1;
+    let (_, toy) = programs::profiled_run_with(&engine, &module, &EVERY_EDGE, &opts, &inv);
+    let (_, edge) = programs::profiled_run(&engine, &module, Technique::Edge, &opts, &inv);
+    assert_eq!(programs::edge_counts(&toy), programs::edge_counts(&edge));
+    assert!(!programs::edge_counts(&toy).is_empty());
+}
+
+/// Its metadata names its code: a reader that does not know the technique
+/// says so, and one given it reads the records back.
+#[test]
+fn metadata_of_a_foreign_technique_needs_its_profiler() {
+    let module = wat::parse_str(
+        r#"(module (func (export "f") (param i32) (result i32)
+             (if (result i32) (local.get 0) (then (i32.const 1)) (else (i32.const 2)))))"#,
+    )
+    .unwrap();
+    let opts = driver::Options::default();
+    let inst = driver::instrument_with(&module, &EVERY_EDGE, &opts).unwrap();
+    let err = driver::read_meta(&inst.bytes).unwrap_err().to_string();
+    assert!(err.contains("technique 128"), "{err}");
+    let meta = driver::read_meta_with(&inst.bytes, &[&EVERY_EDGE]).unwrap();
+    assert_eq!(meta.technique.name(), "every-edge");
+    let f = &meta.template.functions[0];
+    match &f.data {
+        FunctionData::Edge { chords, .. } => assert_eq!(chords.chords.len(), f.edges.len()),
+        other => panic!("not an edge profile: {other:?}"),
+    }
+}

@@ -1,0 +1,101 @@
+//! Ball-Larus path profiling (Ball & Larus 1996, sections 3 and 4): the
+//! plan of `pathprof_techniques::ball_larus`. A function's record keeps the
+//! vertices truncation cut, which may depend on the weights it was planned
+//! with; decoding renumbers the DAG cut there (the numbering is
+//! deterministic) instead of storing it.
+
+use pathprof_graph::dag::Dag;
+use pathprof_graph::{numbering, NodeId};
+use pathprof_profile::{FunctionData, Mode, Profile};
+use pathprof_techniques::ball_larus::{self, PathCounts};
+use pathprof_techniques::ppp::PppInfo;
+
+use super::{Counters, FunctionCfg, PlanCx, Planned, Profiler, Reader, Recorded};
+use crate::error::Result;
+use crate::meta::MetaError;
+
+pub(super) struct Path;
+pub(super) static PATH: Path = Path;
+
+impl Profiler for Path {
+    fn name(&self) -> &'static str {
+        "path"
+    }
+
+    fn about(&self) -> &'static str {
+        "Ball-Larus path profiling"
+    }
+
+    fn code(&self) -> u8 {
+        0
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Path
+    }
+
+    fn plan(&self, f: &FunctionCfg, cx: &PlanCx<'_>) -> Result<Planned> {
+        let (plan, cuts) = ball_larus::plan_only(&f.cfg, cx.weights, cx.ball_larus)?;
+        let mut planned = Planned::new(plan);
+        planned.record.ascending(cuts.iter().map(|v| v.index()));
+        Ok(planned)
+    }
+
+    fn read_record(&self, r: &mut Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
+        let cuts = r.ascending(f.blocks.len(), "cut vertex", "a block")?;
+        let cuts: Vec<NodeId> = cuts.into_iter().map(NodeId::new).collect();
+        path_data(f, Truncation::At(&cuts), None).map_err(|reason| f.corrupt(r, reason))
+    }
+
+    fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> Result<()> {
+        cx.each_function(profile, |f, raw| {
+            if let FunctionData::Path {
+                numbered, counts, ..
+            } = &mut f.data
+            {
+                *counts = ball_larus::decode(numbered, &raw)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// How a function's DAG was truncated.
+pub(super) enum Truncation<'a> {
+    /// At these vertices (path mode records them: they may depend on the
+    /// weights it planned with).
+    At(&'a [NodeId]),
+    /// Wherever `numbering::build_numbered` cuts at this threshold (PPP).
+    Above(u64),
+}
+
+/// Numbers the CFG as `ball_larus::plan` and `ppp::plan` did.
+pub(super) fn path_data(
+    f: &Recorded<'_>,
+    truncation: Truncation<'_>,
+    ppp: Option<PppInfo>,
+) -> Result<FunctionData, String> {
+    let cfg = pathprof_profile::cfg_of(f.edges, f.blocks.len());
+    let (dag, numbering) = match truncation {
+        Truncation::At(cuts) => {
+            Dag::with_cuts(&cfg, cuts).and_then(|dag| numbering::number(&dag).map(|n| (dag, n)))
+        }
+        Truncation::Above(t) => numbering::build_numbered(&cfg, t),
+    }
+    .map_err(|e| e.to_string())?;
+    let numbered = ball_larus::numbered(&dag, &numbering);
+    if let Some(info) = &ppp {
+        if info.interesting.iter().any(|&p| p >= numbered.total) {
+            return Err("an interesting path is out of range".into());
+        }
+    }
+    let counts = PathCounts {
+        self_loops: vec![0; numbered.self_loops.len()],
+        ..Default::default()
+    };
+    Ok(FunctionData::Path {
+        numbered,
+        counts,
+        ppp: ppp.map(Box::new),
+    })
+}
