@@ -4,10 +4,13 @@
 //! metadata, run and decoded by pathprof's own pipeline, and its counts
 //! equal the trace oracle's.
 //!
-//! The toy is the naive edge profiler that Ball & Larus' placement improves
-//! on: one counter on every edge, so every edge's count is read, not
-//! derived. Its record keeps the number of edges it counted, which reading
-//! the metadata back checks.
+//! Two toys:
+//! - the naive edge profiler that Ball & Larus' placement improves on: one
+//!   counter on every edge, so every edge's count is read, not derived. Its
+//!   record keeps the number of edges it counted, which reading the
+//!   metadata back checks;
+//! - a count of function entries, by an action at the function's entry
+//!   rather than on an edge (the placement interprocedural techniques use).
 
 mod common;
 
@@ -21,6 +24,7 @@ use pathprof_core::technique::{
 };
 use pathprof_profile::{FunctionData, Mode, Profile};
 use pathprof_runner::TraceTo;
+use pathprof_techniques::edge::Chords;
 use std::sync::{Arc, Mutex};
 
 /// One counter on every edge.
@@ -63,7 +67,7 @@ impl Profiler for EveryEdge {
         }
         // Every edge is a chord: nothing is left to derive.
         Ok(FunctionData::Edge {
-            chords: pathprof_techniques::edge::Chords {
+            chords: Chords {
                 chords: (0..f.edges.len())
                     .map(pathprof_graph::EdgeId::new)
                     .collect(),
@@ -97,32 +101,126 @@ impl Profiler for EveryEdge {
     }
 }
 
-/// Runs `inv` with the toy technique and traced: every edge count must be
-/// the trace's, and the program must behave as uninstrumented. Returns the
+/// One counter per function, counted by its entry actions; decoded as an
+/// edge profile that knows only the entry edge.
+struct Entries;
+static ENTRIES: Entries = Entries;
+
+impl Profiler for Entries {
+    fn name(&self) -> &'static str {
+        "entries"
+    }
+
+    fn about(&self) -> &'static str {
+        "Function entries"
+    }
+
+    fn code(&self) -> u8 {
+        FIRST_FOREIGN_CODE + 1
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Edge
+    }
+
+    fn plan(&self, f: &FunctionCfg, _cx: &PlanCx<'_>) -> pathprof_core::Result<Planned> {
+        let mut plan = FunctionPlan::empty(f.cfg.num_edges());
+        plan.slots = 1;
+        plan.interproc = Some(Box::new(pathprof_techniques::Interproc {
+            entry: vec![Action::CountSlot { index: 0 }],
+            exit: Vec::new(),
+            calls: Vec::new(),
+        }));
+        Ok(Planned::new(plan))
+    }
+
+    fn read_record(&self, r: &mut Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
+        let entry = f
+            .edges
+            .iter()
+            .position(|e| e.kind == "Entry")
+            .ok_or_else(|| f.corrupt(r, "no entry edge"))?;
+        Ok(FunctionData::Edge {
+            chords: Chords {
+                chords: vec![pathprof_graph::EdgeId::new(entry)],
+                unwinding: Vec::new(),
+            },
+            chord_counts: vec![0],
+            edge_counts: vec![0; f.edges.len()],
+        })
+    }
+
+    fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> pathprof_core::Result<()> {
+        cx.each_function(profile, |f, raw| {
+            if let FunctionData::Edge {
+                chords,
+                chord_counts,
+                edge_counts,
+            } = &mut f.data
+            {
+                edge_counts[chords.chords[0].index()] = raw.slots[0];
+                *chord_counts = raw.slots;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Runs `inv` with both toy techniques and traced: every count must be the
+/// trace's, and the program must behave as uninstrumented. Returns the
 /// edges crossed.
 fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> u64 {
     let plain = programs::run(engine, module, inv, false);
     let opts = driver::Options::default();
-    let (run, profile) = programs::profiled_run_with(engine, module, &EVERY_EDGE, &opts, inv);
-    assert_eq!(profile.mode, Mode::Edge);
-    assert_eq!(
-        (&run.exit, &run.stdout, &run.results),
-        (&plain.exit, &plain.stdout, &plain.results),
-        "{name} {inv:?}: the program behaves otherwise under the toy technique"
-    );
     let traced = driver::instrument(module, Technique::Trace, &opts).expect("trace instrument");
     let sink = Arc::new(Mutex::new(oracle::CountingSink::new(programs::graphs(
         module,
     ))));
     programs::run_to(engine, &traced.bytes, inv, Some(TraceTo::new(sink.clone())));
     let sink = sink.lock().unwrap();
-    let diff = oracle::differences(&programs::edge_counts(&profile), &sink.counter.counts.edges);
-    assert!(
-        diff.is_empty(),
-        "{name} {inv:?}: edge counts differ from the trace:\n{}",
-        diff.join("\n")
-    );
+    let trace = &sink.counter.counts.edges;
+    let entry_edges = entry_edges(module);
+    let entered = trace
+        .iter()
+        .filter(|(k, _)| entry_edges.contains(k))
+        .map(|(&k, &n)| (k, n))
+        .collect();
+    for (toy, expected) in [
+        (&EVERY_EDGE as &'static dyn Profiler, trace),
+        (&ENTRIES, &entered),
+    ] {
+        let (run, profile) = programs::profiled_run_with(engine, module, toy, &opts, inv);
+        assert_eq!(profile.mode, Mode::Edge);
+        let toy = toy.name();
+        assert_eq!(
+            (&run.exit, &run.stdout, &run.results),
+            (&plain.exit, &plain.stdout, &plain.results),
+            "{name} {inv:?}: the program behaves otherwise under {toy}"
+        );
+        let diff = oracle::differences(&programs::edge_counts(&profile), expected);
+        assert!(
+            diff.is_empty(),
+            "{name} {inv:?}: {toy} counts differ from the trace:\n{}",
+            diff.join("\n")
+        );
+    }
     sink.events
+}
+
+/// Every function's entry edge, `(function index, edge)`.
+fn entry_edges(module: &[u8]) -> std::collections::BTreeSet<(u32, u32)> {
+    let info = pathprof_wasm::analyze(module).expect("analyze");
+    info.functions
+        .iter()
+        .flatten()
+        .flat_map(|f| {
+            f.edge_kinds
+                .iter()
+                .enumerate()
+                .filter(|(_, &k)| k == pathprof_wasm::EdgeKind::Entry)
+                .map(move |(e, _)| (f.func_index, e as u32))
+        })
+        .collect()
 }
 
 #[test]
