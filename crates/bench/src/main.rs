@@ -4,6 +4,7 @@
 //! BENCHMARKS.md and the overhead chart. `bash scripts/bench.sh` does all of
 //! it; BENCHMARKS.md describes the protocol.
 
+mod big_module;
 mod bootstrap;
 mod chart;
 mod measure;
@@ -39,6 +40,8 @@ enum Command {
     Render(RenderArgs),
     /// Time reading profile files (binary or JSON) as every command reads them.
     ProfileRead(ProfileReadArgs),
+    /// Generate a large module (most of it never runs) for the scale figures.
+    BigModule(big_module::BigModuleArgs),
 }
 
 #[derive(clap::Args)]
@@ -112,6 +115,7 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Run(a) => run(a),
         Command::Render(a) => render(a),
         Command::ProfileRead(a) => profile_read(a),
+        Command::BigModule(a) => big_module::run(&a),
     }
 }
 

@@ -257,6 +257,9 @@ struct Tuning {
     /// Counter memory (bytes) for the arrays of functions with more than --array-max paths (there are such functions only with a larger --truncate-above), given in function order; the others hash (0: none).
     #[arg(long, value_name = "BYTES", default_value_t = ball_larus::Options::default().array_budget)]
     array_budget: u64,
+    /// Counter memory (bytes) for all the path arrays of a module, given in function order; the functions after count in small hash tables that grow as they fill (a large module whose functions mostly never run).
+    #[arg(long, value_name = "BYTES", default_value_t = ball_larus::Options::default().array_memory_max)]
+    array_memory_max: u64,
     /// Context and piecewise modes: which call sites are profiled across (Melski & Reps, section 8): all (cutting the largest when the paths would not fit in 64 bits), leaf (only calls to functions that call no other), budget:N (cut the largest until at most N paths), cut:SITE|CALLEE,... (cut the calls at these byte offsets, e.g. 0x1a2, and to these functions).
     #[arg(long, value_name = "POLICY", default_value = "all")]
     hybrid: pathprof::interproc::Hybrid,
@@ -618,8 +621,8 @@ fn counter_memory_hint(e: anyhow::Error, t: &Tuning) -> anyhow::Error {
         )
     } else {
         format!(
-            "lower --array-max (now {}; a function with more paths counts in a hash table)",
-            t.array_max
+            "lower --array-memory-max (now {}) or --array-max (now {}; a function with more paths counts in a hash table)",
+            t.array_memory_max, t.array_max
         )
     };
     anyhow::anyhow!("{e:#}: {hint}")
@@ -675,6 +678,7 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
         array_max: t.array_max,
         hash_capacity: t.hash_capacity,
         array_budget: t.array_budget,
+        array_memory_max: t.array_memory_max,
     };
     Ok(driver::Options {
         ball_larus,
@@ -1042,7 +1046,7 @@ fn collect_to_profile(a: &CollectArgs) -> Result<Profile> {
         &a.counters.display().to_string(),
         &a.instrumented.display().to_string(),
     )?;
-    driver::collect(&meta, &counters, None).with_context(|| a.counters.display().to_string())
+    driver::collect_owned(meta, &counters, None).with_context(|| a.counters.display().to_string())
 }
 
 fn show_cmd(a: ShowArgs) -> Result<()> {

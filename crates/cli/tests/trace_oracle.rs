@@ -195,13 +195,8 @@ fn hash_tables_count_exactly_even_when_they_overflow() {
 #[test]
 fn array_budget_goes_in_function_order_and_counts_stay_exact() {
     let engine = pathprof_runner::engine().unwrap();
-    let build = programs::root().join("tests/fixtures/c/build");
-    let module =
-        std::fs::read(build.join("interp.O2.wasm")).expect("run scripts/build-c-fixtures.sh");
-    let (name, inv) = programs::c_cases()
-        .into_iter()
-        .find(|(n, _)| n == "interp")
-        .unwrap();
+    let (module, inv) = interp();
+    let name = "interp";
     let mut opts = driver::Options::default();
     opts.ball_larus.array_max = 4;
     opts.ball_larus.array_budget = 0;
@@ -210,16 +205,7 @@ fn array_budget_goes_in_function_order_and_counts_stay_exact() {
     // array below 2^16 paths alone, so the order decides: what smaller
     // functions before it take leaves too little for it. (Functions of
     // millions of paths would not fit in a 32-bit memory.)
-    let totals: Vec<(u32, u64)> = hashed
-        .functions
-        .iter()
-        .filter_map(|f| match &f.data {
-            pathprof_profile::FunctionData::Path { numbered, .. } => {
-                Some((f.func_index, numbered.total))
-            }
-            _ => None,
-        })
-        .collect();
+    let totals = path_totals(&hashed);
     let largest = totals
         .iter()
         .map(|t| t.1)
@@ -266,6 +252,100 @@ fn array_budget_goes_in_function_order_and_counts_stay_exact() {
         &programs::path_counts(&profile).paths,
         &expected.paths,
         &format!("{name} {inv:?}: counts with an array budget"),
+    );
+}
+
+/// The interp fixture at -O2 and its case.
+fn interp() -> (Vec<u8>, programs::Invocation) {
+    let build = programs::root().join("tests/fixtures/c/build");
+    let module =
+        std::fs::read(build.join("interp.O2.wasm")).expect("run scripts/build-c-fixtures.sh");
+    let (_, inv) = programs::c_cases()
+        .into_iter()
+        .find(|(n, _)| n == "interp")
+        .unwrap();
+    (module, inv)
+}
+
+/// Paths per function of a path profile, in function order.
+fn path_totals(profile: &pathprof_profile::Profile) -> Vec<(u32, u64)> {
+    profile
+        .functions
+        .iter()
+        .filter_map(|f| match &f.data {
+            pathprof_profile::FunctionData::Path { numbered, .. } => {
+                Some((f.func_index, numbered.total))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A module whose arrays would pass `array_memory_max`: the functions get
+/// arrays in function order while the memory lasts, and small hash tables
+/// after it (which grow as they fill). The choice is worked out here from
+/// the functions' path counts; the counts must equal the trace's.
+#[test]
+fn array_memory_goes_in_function_order_then_small_hash_tables() {
+    use pathprof_techniques::ball_larus::SPILL_HASH_CAPACITY;
+    use pathprof_techniques::PathTable;
+    let engine = pathprof_runner::engine().unwrap();
+    let (module, inv) = interp();
+    let mut opts = driver::Options::default();
+    let (_, all_arrays) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+    let totals = path_totals(&all_arrays);
+    let all: u64 = totals.iter().map(|t| 8 * t.1).sum();
+    opts.ball_larus.array_memory_max = all / 2;
+    let mut left = all / 2;
+    let mut expected = std::collections::BTreeMap::new();
+    for &(f, total) in &totals {
+        let table = if 8 * total <= left {
+            left -= 8 * total;
+            PathTable::Array { len: total }
+        } else {
+            PathTable::Hash {
+                capacity: SPILL_HASH_CAPACITY,
+            }
+        };
+        expected.insert(f, table);
+    }
+    let inst = driver::instrument(&module, Technique::Path, &opts).unwrap();
+    let got: std::collections::BTreeMap<u32, PathTable> = inst
+        .meta()
+        .unwrap()
+        .layout
+        .functions
+        .iter()
+        .map(|f| (f.func_index, f.paths))
+        .collect();
+    assert_eq!(got, expected, "each function's path table");
+    let hashed: Vec<u32> = totals
+        .iter()
+        .filter(|t| matches!(expected[&t.0], PathTable::Hash { .. }))
+        .map(|t| t.0)
+        .collect();
+    assert!(!hashed.is_empty() && hashed.len() < totals.len());
+
+    // Tables of two entries, so that those of the functions that run grow.
+    opts.ball_larus.hash_capacity = 2;
+    let traced =
+        driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+    let trace = programs::run(&engine, &traced.bytes, &inv, true).trace;
+    let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
+    let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
+    let got = programs::path_counts(&profile);
+    assert_counts(
+        &got.paths,
+        &expected.paths,
+        "interp: counts past the array memory",
+    );
+    let most = hashed
+        .iter()
+        .map(|&f| got.paths.keys().filter(|k| k.func == f).count())
+        .max();
+    assert!(
+        most > Some(2),
+        "at most {most:?} paths ran in a hashed function: no table grew"
     );
 }
 

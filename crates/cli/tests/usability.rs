@@ -416,9 +416,33 @@ fn a_counter_memory_too_large_names_the_setting() {
     let dir = tempfile::tempdir().unwrap();
     let prog = write(dir.path(), "diamonds.wat", &diamonds());
     let out = s(&dir.path().join("out.wasm"));
-    let o = pathprof(&["instrument", &prog, "-o", &out, "--array-max", "2000000000"]);
+    let o = pathprof(&[
+        "instrument",
+        &prog,
+        "-o",
+        &out,
+        "--array-max",
+        "2000000000",
+        "--array-memory-max",
+        "100000000000",
+    ]);
     let err = one_line_error(&o);
-    assert!(err.contains("lower --array-max (now 2000000000"), "{err}");
+    assert!(
+        err.contains("lower --array-memory-max (now 100000000000) or --array-max (now 2000000000"),
+        "{err}"
+    );
+    assert!(!Path::new(&out).exists());
+    // Within the default array memory, the function that does not fit
+    // counts in a hash table instead.
+    ok(pathprof(&[
+        "instrument",
+        &prog,
+        "-o",
+        &out,
+        "--array-max",
+        "2000000000",
+    ]));
+    std::fs::remove_file(&out).unwrap();
     let o = pathprof(&[
         "instrument",
         &prog,

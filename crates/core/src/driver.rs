@@ -189,8 +189,8 @@ fn instrument_to(
         done += 1;
         opts.progress.report(done, total);
         if let Ok((cfg, planned)) = slot {
-            if !budget.admit(planned.plan.paths) {
-                *planned = plan_one(cfg, technique, &facts, opts, &opts.ball_larus)?;
+            if let Some(again) = budget.refuse(planned.plan.paths, &opts.ball_larus) {
+                *planned = plan_one(cfg, technique, &facts, opts, &again)?;
             }
         }
         let slot = slot.as_ref().map(|(cfg, p)| (cfg, p));
@@ -254,7 +254,29 @@ fn weights_of(w: &Profile, f: &FunctionCfg) -> Option<Vec<u64>> {
 /// (`(function index, byte offset in the instrumented module)`, innermost
 /// first, as the runner reports them).
 pub fn collect(meta: &Meta, counters: &[u8], abrupt: Option<&[(u32, u32)]>) -> Result<Profile> {
-    let mut profile = meta.template.clone();
+    filled(meta, meta.template.clone(), counters, abrupt)
+}
+
+/// [`collect`] of metadata that is not needed afterwards: its template
+/// becomes the profile instead of a copy of it (on a large module, the
+/// template is most of `collect`'s memory).
+pub fn collect_owned(
+    mut meta: Meta,
+    counters: &[u8],
+    abrupt: Option<&[(u32, u32)]>,
+) -> Result<Profile> {
+    let empty = Profile::new(String::new(), meta.template.mode);
+    let template = std::mem::replace(&mut meta.template, empty);
+    filled(&meta, template, counters, abrupt)
+}
+
+/// `template` (`meta`'s) filled with the counters.
+fn filled(
+    meta: &Meta,
+    mut profile: Profile,
+    counters: &[u8],
+    abrupt: Option<&[(u32, u32)]>,
+) -> Result<Profile> {
     profile.runs = 1;
     profile.abrupt_runs = u64::from(abrupt.is_some());
     let counters = Counters {

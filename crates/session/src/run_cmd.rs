@@ -209,8 +209,8 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         let abrupt = exit.is_abrupt();
         let meta = inst.meta()?;
         meta.check_counters(counters, "the counter memory of this run", &name)?;
-        let profile = driver::collect(
-            &meta,
+        let profile = driver::collect_owned(
+            meta,
             counters,
             abrupt.then_some(exit.unfinished_frames(&stack)),
         )?;

@@ -45,7 +45,20 @@ pub struct Options {
     /// `array_max` paths, handed out in function order ([`ArrayBudget`]);
     /// 0: such functions always hash.
     pub array_budget: u64,
+    /// Bytes of counter memory for all the path arrays of a module, handed
+    /// out in function order ([`ArrayBudget`]): the functions after it is
+    /// spent count in hash tables of [`SPILL_HASH_CAPACITY`] entries, which
+    /// grow as they fill. A large module whose functions each fit an array
+    /// would otherwise need more counter memory than a 32-bit memory holds
+    /// (100,000 functions of 5,000 paths: 4.3 GB), most of it for functions
+    /// that never run.
+    pub array_memory_max: u64,
 }
+
+/// Entries of the hash tables of the functions past
+/// [`Options::array_memory_max`]: a table of 1 KiB for a function that
+/// does not run; one that does grows overflow tables of twice the size.
+pub const SPILL_HASH_CAPACITY: u32 = 64;
 
 impl Default for Options {
     fn default() -> Self {
@@ -71,6 +84,9 @@ impl Default for Options {
             // of the counter memory (zlib's run: +15 MiB of counters, +43 MiB
             // of peak RSS). docs/decisions.md#array-budget-off.
             array_budget: 0,
+            // A quarter of a 32-bit counter memory: the arrays of the
+            // suite's largest program (SQLite) take 58 MB.
+            array_memory_max: 1 << 30,
         }
     }
 }
@@ -86,18 +102,21 @@ impl Options {
     }
 }
 
-/// A module's budget of counter memory for arrays above `array_max` paths.
-/// The functions are planned with [`Options::planning`] (on
-/// worker threads, in any order), then admitted in function order: an array
-/// of at most `array_max` paths always, a larger one while the budget
-/// lasts. A function refused is planned again with `array_max` and hashes.
-/// The order makes the choice deterministic; it does not know which
-/// functions are hot, so the first large functions get the arrays.
-/// (Departure from 5.3, which chooses by path count alone.)
+/// A module's budgets of counter memory for path arrays: `array_budget`
+/// for arrays above `array_max` paths, `array_memory_max` for all arrays.
+/// The functions are planned with [`Options::planning`] (on worker threads,
+/// in any order), then admitted in function order: an array of at most
+/// `array_max` paths while the memory lasts, a larger one while both last.
+/// A function refused is planned again with [`ArrayBudget::refuse`]'s
+/// options: with `array_max` (it hashes), or, once the memory is spent,
+/// with small hash tables. The order makes the choice deterministic; it
+/// does not know which functions are hot, so the first functions get the
+/// arrays. (Departure from 5.3, which chooses by path count alone.)
 #[derive(Clone, Debug)]
 pub struct ArrayBudget {
     array_max: u64,
     left: u64,
+    memory_left: u64,
 }
 
 impl ArrayBudget {
@@ -105,29 +124,50 @@ impl ArrayBudget {
         ArrayBudget {
             array_max: opts.array_max,
             left: opts.array_budget,
+            memory_left: opts.array_memory_max,
         }
     }
 
-    /// Whether a function planned with `table` keeps it; a large array
-    /// takes its bytes from the budget.
+    /// Whether a function planned with `table` keeps it; an array takes
+    /// its bytes from the budgets.
     pub fn admit(&mut self, table: PathTable) -> bool {
-        match table {
-            PathTable::Array { len } if len > self.array_max => {
-                match len.checked_mul(8).filter(|&b| b <= self.left) {
-                    Some(bytes) => {
-                        self.left -= bytes;
-                        true
-                    }
-                    None => false,
-                }
-            }
-            _ => true,
+        let PathTable::Array { len } = table else {
+            return true;
+        };
+        let bytes = len.saturating_mul(8);
+        let large = len > self.array_max;
+        if bytes > self.memory_left || (large && bytes > self.left) {
+            return false;
         }
+        self.memory_left -= bytes;
+        if large {
+            self.left -= bytes;
+        }
+        true
+    }
+
+    /// `None` if a function planned with `table` keeps it (as
+    /// [`ArrayBudget::admit`]), else the options to plan it again with.
+    pub fn refuse(&mut self, table: PathTable, opts: &Options) -> Option<Options> {
+        if self.admit(table) {
+            return None;
+        }
+        let spent =
+            matches!(table, PathTable::Array { len } if len.saturating_mul(8) > self.memory_left);
+        Some(if spent {
+            Options {
+                array_max: 0,
+                hash_capacity: opts.hash_capacity.min(SPILL_HASH_CAPACITY),
+                ..opts.clone()
+            }
+        } else {
+            opts.clone()
+        })
     }
 
     /// For a planner that goes in function order: plans with the planning
-    /// limit (`ahead`, from [`Options::planning`]), and again with
-    /// `opts` when the budget refuses the table.
+    /// limit (`ahead`, from [`Options::planning`]), and again when the
+    /// budgets refuse the table.
     pub fn plan<P, E>(
         &mut self,
         opts: &Options,
@@ -136,10 +176,9 @@ impl ArrayBudget {
         table: impl Fn(&P) -> PathTable,
     ) -> Result<P, E> {
         let planned = plan(ahead)?;
-        if self.admit(table(&planned)) {
-            Ok(planned)
-        } else {
-            plan(opts)
+        match self.refuse(table(&planned), opts) {
+            None => Ok(planned),
+            Some(again) => plan(&again),
         }
     }
 }
