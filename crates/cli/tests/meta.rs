@@ -205,6 +205,59 @@ fn rebuilt_template_equals_the_planned_one() {
     println!("{checked} (fixture, mode) templates rebuilt identically");
 }
 
+/// `run` collects with the metadata planning made (`Options::keep_meta`)
+/// instead of decoding the section it just wrote: the two must be equal,
+/// template, layout and code map, for every fixture and technique planned
+/// one function at a time, with the array memory spent early (small hash
+/// tables) and with weights. Techniques planned whole keep nothing and
+/// decode.
+#[test]
+fn kept_metadata_equals_the_decoded_section() {
+    let mut checked = 0;
+    for (name, bytes) in fixtures() {
+        for technique in [
+            Technique::Path,
+            Technique::Edge,
+            Technique::Ppp,
+            Technique::Trace,
+        ] {
+            let mut opts = match technique {
+                Technique::Ppp => ppp_options(&bytes),
+                _ => driver::Options::default(),
+            };
+            opts.keep_meta = true;
+            for spill in [false, true] {
+                if spill {
+                    opts.ball_larus.array_memory_max = 64;
+                }
+                let mut inst = driver::instrument(&bytes, technique, &opts).unwrap();
+                let kept = inst.take_kept_meta().expect("metadata kept");
+                let decoded = inst.meta().unwrap();
+                assert!(
+                    kept == decoded,
+                    "{name} ({technique:?}, spill {spill}): the kept metadata differs from the section's"
+                );
+                checked += 1;
+            }
+        }
+        let mut opts = driver::Options {
+            keep_meta: true,
+            ..Default::default()
+        };
+        // (Refused where context profiling does not apply yet.)
+        if let Ok(mut inst) = driver::instrument(&bytes, Technique::Context, &opts) {
+            assert!(
+                inst.take_kept_meta().is_none(),
+                "{name}: context keeps nothing"
+            );
+        }
+        opts.keep_meta = false;
+        let mut inst = driver::instrument(&bytes, Technique::Path, &opts).unwrap();
+        assert!(inst.take_kept_meta().is_none(), "{name}: kept unasked");
+    }
+    assert!(checked >= 72, "{checked}");
+}
+
 /// Truncations, byte flips and other versions of a real section: errors
 /// (one line each), never panics.
 #[test]

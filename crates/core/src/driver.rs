@@ -45,7 +45,7 @@ pub fn instrument(module: &[u8], technique: Technique, opts: &Options) -> Result
 /// its CFG and plan dropped before the next one is built.
 pub fn instrument_with(
     module: &[u8],
-    technique: &dyn Profiler,
+    technique: &'static dyn Profiler,
     opts: &Options,
 ) -> Result<Instrumented> {
     if technique.planned_whole() {
@@ -123,7 +123,7 @@ pub fn instrument_file_to_file(
 fn written(
     scanned: &pathprof_wasm::Scanned,
     rec: Recorder,
-    technique: &dyn Profiler,
+    technique: &'static dyn Profiler,
     opts: &Options,
     out: &mut pathprof_profile::AtomicFile,
     holes: Option<&pathprof_wasm::Holes>,
@@ -156,11 +156,16 @@ struct FileOutput<'f> {
 fn instrument_to(
     scanned: &pathprof_wasm::Scanned,
     mut rec: Recorder,
-    technique: &dyn Profiler,
+    technique: &'static dyn Profiler,
     opts: &Options,
     to: Option<FileOutput>,
 ) -> Result<Done> {
     let facts = technique.facts(scanned, opts);
+    // Kept only for a module returned in memory, whose caller collects.
+    let keep = opts.keep_meta && to.is_none();
+    if keep {
+        rec.keep_template(technique);
+    }
     let mut inst = pathprof_wasm::Instrumenter::new(scanned, facts.trace)?;
     inst.set_peel_max_bytes(opts.peel_max_bytes);
     inst.set_output_check(opts.output_check());
@@ -177,7 +182,7 @@ fn instrument_to(
     let build_and_plan = |i| -> Result<Result<(FunctionCfg, Planned), Unsupported>> {
         Ok(match scanned.build(i)? {
             Ok(cfg) => {
-                let planned = plan_one(&cfg, technique, &facts, opts, &ahead)?;
+                let planned = plan_one(&cfg, technique, (&facts, keep), opts, &ahead)?;
                 Ok((cfg, planned))
             }
             Err(u) => Err(u),
@@ -190,8 +195,9 @@ fn instrument_to(
         opts.progress.report(done, total);
         if let Ok((cfg, planned)) = slot {
             if let Some(again) = budget.refuse(planned.plan.paths, &opts.ball_larus) {
-                *planned = plan_one(cfg, technique, &facts, opts, &again)?;
+                *planned = plan_one(cfg, technique, (&facts, keep), opts, &again)?;
             }
+            rec.keep(cfg, &planned.record.buf, planned.template.take())?;
         }
         let slot = slot.as_ref().map(|(cfg, p)| (cfg, p));
         rec.record(slot.map(|(cfg, p)| (cfg, &p.record.buf[..])))?;
@@ -211,7 +217,7 @@ fn instrument_to(
 fn plan_one(
     cfg: &FunctionCfg,
     technique: &dyn Profiler,
-    facts: &ModuleFacts,
+    (facts, template): (&ModuleFacts, bool),
     opts: &Options,
     bl: &ball_larus::Options,
 ) -> Result<Planned> {
@@ -221,6 +227,7 @@ fn plan_one(
         ball_larus: bl,
         weights: weights.as_deref(),
         facts,
+        template,
     };
     technique
         .plan(cfg, &cx)

@@ -30,6 +30,12 @@ pub struct Options {
     /// Told how many functions are rewritten, as they are (for a progress
     /// bar on a large module).
     pub progress: Progress,
+    /// Keep the decoding metadata made while planning
+    /// ([`Instrumented::meta`](crate::driver::Instrumented::meta) then
+    /// returns it rather than decoding the section): for a caller that
+    /// collects the counters at once (`run`). Techniques planned one
+    /// function at a time keep it; the others decode.
+    pub keep_meta: bool,
 }
 
 /// A callback told `(functions done, functions in all)` as a module is
@@ -71,6 +77,7 @@ impl Default for Options {
             hybrid: Default::default(),
             ippp: Default::default(),
             progress: Progress::default(),
+            keep_meta: false,
         }
     }
 }

@@ -8,21 +8,36 @@ use std::io::{Seek, SeekFrom, Write};
 use crate::error::{bail, Context, Result};
 use pathprof_wasm::{FunctionCfg, Unsupported};
 
+use crate::meta::Reader;
 use crate::meta::{Encoder, Meta, Spilled, META_SECTION};
 use crate::options::Options;
-use crate::technique::Profiler;
+use crate::technique::{Profiler, Recorded};
+use pathprof_profile::{
+    Block, Edge, FunctionData, FunctionProfile, Profile, Skipped, SourceLocation,
+};
 
 /// An instrumented module; its metadata section says how to decode its counters.
 pub struct Instrumented {
     pub bytes: Vec<u8>,
     /// Functions left uninstrumented, as one-line warnings.
     pub warnings: Vec<String>,
+    /// The metadata as planning made it, when
+    /// [`Options::keep_meta`](crate::options::Options::keep_meta) asked.
+    kept: Option<Meta>,
 }
 
 impl Instrumented {
     /// The decoded metadata section (the profile template is rebuilt).
     pub fn meta(&self) -> Result<Meta> {
         read_meta(&self.bytes)
+    }
+
+    /// The metadata kept while planning, if
+    /// [`Options::keep_meta`](crate::options::Options::keep_meta) asked and
+    /// the technique plans one function at a time: what
+    /// [`Instrumented::meta`] decodes, without decoding it.
+    pub fn take_kept_meta(&mut self) -> Option<Meta> {
+        self.kept.take()
     }
 }
 
@@ -38,6 +53,9 @@ pub(crate) struct Recorder {
     meta: Encoder,
     sources: Option<crate::source::SourceMap>,
     warnings: Vec<String>,
+    /// The profile template being built, when the metadata is kept
+    /// ([`Recorder::keep_template`]).
+    kept: Option<(&'static dyn Profiler, Profile)>,
 }
 
 impl Recorder {
@@ -65,7 +83,62 @@ impl Recorder {
             ),
             sources,
             warnings,
+            kept: None,
         })
+    }
+
+    /// Builds the profile template beside the section, from the functions
+    /// as [`Recorder::keep`] gives them: the metadata the section would
+    /// decode to, without decoding it.
+    pub(crate) fn keep_template(&mut self, technique: &'static dyn Profiler) {
+        let template = Profile::new(self.meta.module_hash().to_string(), technique.mode());
+        self.kept = Some((technique, template));
+    }
+
+    /// Adds a function to the kept template (nothing when none is kept):
+    /// its blocks and edges as the section records them, and `data`, else
+    /// what its technique reads back from `record`.
+    pub(crate) fn keep(
+        &mut self,
+        f: &FunctionCfg,
+        record: &[u8],
+        data: Option<FunctionData>,
+    ) -> Result<()> {
+        let Some((technique, template)) = &mut self.kept else {
+            return Ok(());
+        };
+        let blocks = template_blocks(f, self.sources.as_ref());
+        let edges: Vec<Edge> = f
+            .cfg
+            .edge_list()
+            .iter()
+            .zip(&f.edge_kinds)
+            .map(|(&(src, dst), kind)| Edge {
+                src,
+                dst,
+                kind: format!("{kind:?}"),
+            })
+            .collect();
+        let data = match data {
+            Some(data) => data,
+            None => {
+                let recorded = Recorded {
+                    func_index: f.func_index,
+                    blocks: &blocks,
+                    edges: &edges,
+                    truncate_above: self.meta.truncate_above(),
+                };
+                technique.read_record(&mut Reader::new(record), &recorded)?
+            }
+        };
+        template.functions.push(FunctionProfile {
+            func_index: f.func_index,
+            name: f.name.clone(),
+            blocks,
+            edges,
+            data,
+        });
+        Ok(())
     }
 
     /// Writes a function's record of the metadata section: its CFG and
@@ -78,6 +151,13 @@ impl Recorder {
         match slot {
             Ok((cfg, record)) => self.meta.function(cfg, record, self.sources.as_ref())?,
             Err(u) => {
+                if let Some((_, template)) = &mut self.kept {
+                    template.skipped.push(Skipped {
+                        func_index: u.func_index,
+                        name: u.name.clone(),
+                        reason: u.reason.clone(),
+                    });
+                }
                 self.warnings.push(format!(
                     "{} left uninstrumented: {}",
                     display_name(u.func_index, &u.name),
@@ -123,12 +203,21 @@ impl Recorder {
     pub(crate) fn finish(self, out: pathprof_wasm::Instrumented) -> Instrumented {
         // Nothing was spilled: no scratch file is given on this path.
         let (section, _) = self.meta.finish(&out.layout, &out.code_map);
+        let kept = self.kept.map(|(technique, template)| Meta {
+            technique,
+            template,
+            layout: out.layout,
+            code_map: out.code_map,
+            interproc: None,
+            ippp: None,
+        });
         // Appended after everything, the section moves no code offset.
         let mut bytes = out.bytes;
         append_custom_section(&mut bytes, META_SECTION, &section);
         Instrumented {
             bytes,
             warnings: self.warnings,
+            kept,
         }
     }
 
@@ -229,6 +318,32 @@ fn custom_section_head(name: &str, content: usize) -> Vec<u8> {
     content.encode(&mut head);
     head.extend_from_slice(&name_bytes);
     head
+}
+
+/// A function's blocks as the section records them.
+fn template_blocks(
+    f: &FunctionCfg,
+    sources: Option<&crate::source::SourceMap>,
+) -> Vec<Option<Block>> {
+    f.blocks
+        .iter()
+        .map(|b| {
+            let b = b.as_ref()?;
+            let source = sources.and_then(|s| s.locate_parts(b.offset, b.end)).map(
+                |(file, line, column)| SourceLocation {
+                    file: file.to_string(),
+                    line,
+                    column,
+                },
+            );
+            Some(Block {
+                offset: b.offset,
+                end: b.end,
+                instrs: b.instrs,
+                source,
+            })
+        })
+        .collect()
 }
 
 pub(crate) fn display_name(func_index: u32, name: &Option<String>) -> String {

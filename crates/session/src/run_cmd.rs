@@ -128,7 +128,9 @@ fn compile_spinner(module_bytes: usize) -> Option<indicatif::ProgressBar> {
     Some(spinner)
 }
 
-pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
+pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
+    // Collected at once: the metadata planning made serves, undecoded.
+    req.options.keep_meta = true;
     let name = program.display().to_string();
     // Created before any work, so that a path that cannot be written is
     // reported before the program runs, and removed if it fails.
@@ -159,7 +161,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         .with_context(|| name.clone())?;
     let mut timings = Timings::default();
     let clock = Instant::now();
-    let instrumented = match req.technique {
+    let mut instrumented = match req.technique {
         Some(t) => {
             let out =
                 driver::instrument(&req.module, t, &req.options).with_context(|| name.clone())?;
@@ -171,6 +173,7 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
         None => None,
     };
     timings.instrument_s = clock.elapsed().as_secs_f64();
+    let kept_meta = instrumented.as_mut().and_then(|i| i.take_kept_meta());
     let bytes = instrumented.as_ref().map_or(&req.module, |i| &i.bytes);
     let clock = Instant::now();
     let spinner = compile_spinner(bytes.len());
@@ -207,7 +210,10 @@ pub fn run(program: &Path, req: Request) -> Result<ExitCode> {
             .counters()
             .context("the instrumented module exported no counter memory")?;
         let abrupt = exit.is_abrupt();
-        let meta = inst.meta()?;
+        let meta = match kept_meta {
+            Some(meta) => meta,
+            None => inst.meta()?,
+        };
         meta.check_counters(counters, "the counter memory of this run", &name)?;
         let profile = driver::collect_owned(
             meta,

@@ -70,6 +70,16 @@ impl Encoder {
         }
     }
 
+    /// The truncation threshold the module is planned with.
+    pub fn truncate_above(&self) -> u64 {
+        self.truncate_above
+    }
+
+    /// The original module's hash (hex).
+    pub fn module_hash(&self) -> &str {
+        &self.module_hash
+    }
+
     /// Writes the records to `file` (empty) as they accumulate instead of
     /// keeping them; [`Encoder::finish`] then hands the file back.
     pub fn spill_to(&mut self, file: File) {

@@ -50,6 +50,9 @@ impl Profiler for Edge {
         let w = &mut planned.record;
         w.ascending(chords.chords.iter().map(|e| e.index()));
         w.ascending(chords.unwinding.iter().map(|v| v.index()));
+        if cx.template {
+            planned.template = Some(template(chords, f.cfg.num_edges()));
+        }
         Ok(planned)
     }
 
@@ -60,11 +63,7 @@ impl Profiler for Edge {
             chords: chords.into_iter().map(EdgeId::new).collect(),
             unwinding: unwinding.into_iter().map(NodeId::new).collect(),
         };
-        Ok(FunctionData::Edge {
-            chord_counts: vec![0; chords.chords.len()],
-            edge_counts: vec![0; f.edges.len()],
-            chords,
-        })
+        Ok(template(chords, f.edges.len()))
     }
 
     fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> Result<()> {
@@ -85,5 +84,14 @@ impl Profiler for Edge {
             }
             Ok(())
         })
+    }
+}
+
+/// An edge-profiled function's data with zero counts.
+fn template(chords: Chords, edges: usize) -> FunctionData {
+    FunctionData::Edge {
+        chord_counts: vec![0; chords.chords.len()],
+        edge_counts: vec![0; edges],
+        chords,
     }
 }

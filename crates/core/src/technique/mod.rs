@@ -134,6 +134,8 @@ pub struct PlanCx<'a> {
     /// Per-CFG-edge weights from a prior profile (`--weights`).
     pub weights: Option<&'a [u64]>,
     pub facts: &'a ModuleFacts,
+    /// The caller keeps the profile template ([`Planned::template`]).
+    pub template: bool,
 }
 
 /// A function's plan and its metadata record.
@@ -141,6 +143,11 @@ pub struct Planned {
     pub plan: FunctionPlan,
     /// Read back by [`Profiler::read_record`].
     pub record: Writer,
+    /// When [`PlanCx::template`] asks for it, the function's data in the
+    /// profile template, as [`Profiler::read_record`] would rebuild it,
+    /// from what planning computed anyway; `None` leaves it to
+    /// `read_record`.
+    pub template: Option<FunctionData>,
 }
 
 impl Planned {
@@ -149,6 +156,7 @@ impl Planned {
         Planned {
             plan,
             record: Writer::default(),
+            template: None,
         }
     }
 }

@@ -7,7 +7,7 @@
 use pathprof_graph::dag::Dag;
 use pathprof_graph::{numbering, NodeId};
 use pathprof_profile::{FunctionData, Mode, Profile};
-use pathprof_techniques::ball_larus::{self, PathCounts};
+use pathprof_techniques::ball_larus::{self, Numbered, PathCounts};
 use pathprof_techniques::ppp::PppInfo;
 
 use super::{Counters, FunctionCfg, PlanCx, Planned, Profiler, Reader, Recorded};
@@ -35,6 +35,15 @@ impl Profiler for Path {
     }
 
     fn plan(&self, f: &FunctionCfg, cx: &PlanCx<'_>) -> Result<Planned> {
+        if cx.template {
+            // The numbering the plan was made with is the template's.
+            let p = ball_larus::plan(&f.cfg, cx.weights, cx.ball_larus)?;
+            let mut planned = Planned::new(p.plan);
+            let cuts = &p.numbered.cut_nodes;
+            planned.record.ascending(cuts.iter().map(|v| v.index()));
+            planned.template = Some(template(p.numbered, None));
+            return Ok(planned);
+        }
         let (plan, cuts) = ball_larus::plan_only(&f.cfg, cx.weights, cx.ball_larus)?;
         let mut planned = Planned::new(plan);
         planned.record.ascending(cuts.iter().map(|v| v.index()));
@@ -89,13 +98,18 @@ pub(super) fn path_data(
             return Err("an interesting path is out of range".into());
         }
     }
+    Ok(template(numbered, ppp))
+}
+
+/// A path-profiled function's data with zero counts.
+pub(super) fn template(numbered: Numbered, ppp: Option<PppInfo>) -> FunctionData {
     let counts = PathCounts {
         self_loops: vec![0; numbered.self_loops.len()],
         ..Default::default()
     };
-    Ok(FunctionData::Path {
+    FunctionData::Path {
         numbered,
         counts,
         ppp: ppp.map(Box::new),
-    })
+    }
 }

@@ -8,7 +8,7 @@
 use pathprof_profile::{FunctionData, Mode, Profile};
 use pathprof_techniques::ppp::{self, IdScheme, Policy, PppInfo};
 
-use super::path::{path_data, Truncation};
+use super::path::{path_data, template, Truncation};
 use super::{Counters, FunctionCfg, PlanCx, Planned, Profiler, Reader, Recorded, Writer};
 use crate::error::Result;
 use crate::meta::MetaError;
@@ -49,6 +49,9 @@ impl Profiler for Ppp {
             .unwrap_or_default();
         let mut planned = Planned::new(p.plan);
         write_info(&mut planned.record, &p.info);
+        if cx.template {
+            planned.template = Some(template(p.numbered, Some(p.info)));
+        }
         Ok(planned)
     }
 
