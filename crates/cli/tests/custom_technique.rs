@@ -10,7 +10,10 @@
 //!   record keeps the number of edges it counted, which reading the
 //!   metadata back checks;
 //! - a count of function entries, by an action at the function's entry
-//!   rather than on an edge (the placement interprocedural techniques use).
+//!   rather than on an edge (the placement interprocedural techniques use);
+//! - a count of the entries made from within the module, which keeps the
+//!   depth of activations in a module-level register (a global) across
+//!   calls.
 
 mod common;
 
@@ -19,12 +22,17 @@ use common::programs::{self, Invocation};
 use pathprof::driver::{self, Technique};
 use pathprof_core::meta::MetaError;
 use pathprof_core::technique::{
-    Action, Counters, EdgeActions, FunctionCfg, FunctionPlan, PlanCx, Planned, Profiler, Reader,
-    Recorded, FIRST_FOREIGN_CODE,
+    Action, Counters, EdgeActions, FunctionCfg, FunctionPlan, Interproc, ModuleFacts, ModulePlan,
+    PlanCx, Planned, Profiler, Reader, Recorded, Width, FIRST_FOREIGN_CODE,
 };
+use pathprof_graph::Cfg;
 use pathprof_profile::{FunctionData, Mode, Profile};
 use pathprof_runner::TraceTo;
+use pathprof_runner::{TraceEvent, TraceSink};
 use pathprof_techniques::edge::Chords;
+use pathprof_techniques::IfNonZero;
+use pathprof_wasm::EdgeKind;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// One counter on every edge.
@@ -126,7 +134,7 @@ impl Profiler for Entries {
     fn plan(&self, f: &FunctionCfg, _cx: &PlanCx<'_>) -> pathprof_core::Result<Planned> {
         let mut plan = FunctionPlan::empty(f.cfg.num_edges());
         plan.slots = 1;
-        plan.interproc = Some(Box::new(pathprof_techniques::Interproc {
+        plan.interproc = Some(Box::new(Interproc {
             entry: vec![Action::CountSlot { index: 0 }],
             exit: Vec::new(),
             calls: Vec::new(),
@@ -135,60 +143,229 @@ impl Profiler for Entries {
     }
 
     fn read_record(&self, r: &mut Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
-        let entry = f
-            .edges
-            .iter()
-            .position(|e| e.kind == "Entry")
-            .ok_or_else(|| f.corrupt(r, "no entry edge"))?;
-        Ok(FunctionData::Edge {
-            chords: Chords {
-                chords: vec![pathprof_graph::EdgeId::new(entry)],
-                unwinding: Vec::new(),
-            },
-            chord_counts: vec![0],
-            edge_counts: vec![0; f.edges.len()],
-        })
+        entry_edge_data(r, f)
     }
 
     fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> pathprof_core::Result<()> {
-        cx.each_function(profile, |f, raw| {
-            if let FunctionData::Edge {
-                chords,
-                chord_counts,
-                edge_counts,
-            } = &mut f.data
-            {
-                edge_counts[chords.chords[0].index()] = raw.slots[0];
-                *chord_counts = raw.slots;
-            }
-            Ok(())
-        })
+        decode_entry_edge(cx, profile)
     }
 }
 
-/// Runs `inv` with both toy techniques and traced: every count must be the
+/// An edge profile that knows only the entry edge's count, the one slot.
+fn entry_edge_data(r: &Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
+    let entry = f
+        .edges
+        .iter()
+        .position(|e| e.kind == "Entry")
+        .ok_or_else(|| f.corrupt(r, "no entry edge"))?;
+    Ok(FunctionData::Edge {
+        chords: Chords {
+            chords: vec![pathprof_graph::EdgeId::new(entry)],
+            unwinding: Vec::new(),
+        },
+        chord_counts: vec![0],
+        edge_counts: vec![0; f.edges.len()],
+    })
+}
+
+/// The one slot of each function as its entry edge's count.
+fn decode_entry_edge(cx: &Counters<'_>, profile: &mut Profile) -> pathprof_core::Result<()> {
+    cx.each_function(profile, |f, raw| {
+        if let FunctionData::Edge {
+            chords,
+            chord_counts,
+            edge_counts,
+        } = &mut f.data
+        {
+            edge_counts[chords.chords[0].index()] = raw.slots[0];
+            *chord_counts = raw.slots;
+        }
+        Ok(())
+    })
+}
+
+/// Entries made while another activation of an instrumented function is
+/// live (calls from the module, not from the host): the depth of
+/// instrumented activations is kept in a module-level register, raised by
+/// every entry and lowered by every return. An exception that unwinds
+/// activations would leave it high, so the oracle skips modules that
+/// throw.
+struct NestedEntries;
+static NESTED_ENTRIES: NestedEntries = NestedEntries;
+
+/// The depth register (a global) and its local copy.
+const DEPTH: u32 = 0;
+const R: u8 = 0;
+
+impl Profiler for NestedEntries {
+    fn name(&self) -> &'static str {
+        "nested-entries"
+    }
+
+    fn about(&self) -> &'static str {
+        "Function entries from within the module"
+    }
+
+    fn code(&self) -> u8 {
+        FIRST_FOREIGN_CODE + 2
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Edge
+    }
+
+    fn module_plan(&self, _facts: &ModuleFacts) -> ModulePlan {
+        ModulePlan {
+            globals: vec![Width::I64],
+            stack_bytes: 0,
+        }
+    }
+
+    fn plan(&self, f: &FunctionCfg, _cx: &PlanCx<'_>) -> pathprof_core::Result<Planned> {
+        let mut plan = FunctionPlan::empty(f.cfg.num_edges());
+        plan.registers = vec![Width::I64];
+        plan.slots = 1;
+        let depth_by = |delta: i64| {
+            vec![
+                Action::GlobalToLocal {
+                    reg: R,
+                    global: DEPTH,
+                },
+                Action::Add {
+                    reg: R,
+                    value: delta,
+                },
+                Action::LocalToGlobal {
+                    global: DEPTH,
+                    reg: R,
+                },
+            ]
+        };
+        let mut entry = depth_by(1);
+        // Counted when the depth before this entry was not zero.
+        entry.insert(
+            1,
+            Action::IfNonZero(Box::new(IfNonZero {
+                reg: R,
+                then: vec![Action::CountSlot { index: 0 }],
+                otherwise: Vec::new(),
+            })),
+        );
+        plan.interproc = Some(Box::new(Interproc {
+            entry,
+            exit: depth_by(-1),
+            calls: Vec::new(),
+        }));
+        Ok(Planned::new(plan))
+    }
+
+    fn read_record(&self, r: &mut Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
+        entry_edge_data(r, f)
+    }
+
+    fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> pathprof_core::Result<()> {
+        decode_entry_edge(cx, profile)
+    }
+}
+
+/// The nested entries of a trace, replayed in order: an entry edge raises
+/// the depth, an edge that returns (to EXIT, not by a trap or a throw)
+/// lowers it. `None` for a module that may throw.
+struct DepthOracle {
+    /// Per function, per edge: its kind.
+    kinds: BTreeMap<u32, Vec<EdgeKind>>,
+    /// Per function, per edge: whether it goes to EXIT.
+    to_exit: BTreeMap<u32, Vec<bool>>,
+    depth: u64,
+    nested: BTreeMap<(u32, u32), u64>,
+}
+
+impl DepthOracle {
+    fn new(module: &[u8]) -> Option<Self> {
+        let info = pathprof_wasm::analyze(module).expect("analyze");
+        let (mut kinds, mut to_exit) = (BTreeMap::new(), BTreeMap::new());
+        for f in info.functions.iter().flatten() {
+            let throws = f
+                .edge_kinds
+                .iter()
+                .any(|k| matches!(k, EdgeKind::Throw | EdgeKind::ThrowRef | EdgeKind::Catch));
+            if throws {
+                return None;
+            }
+            let exits = f.cfg.edge_ids().map(|e| f.cfg.dst(e) == Cfg::EXIT);
+            to_exit.insert(f.func_index, exits.collect());
+            kinds.insert(f.func_index, f.edge_kinds.clone());
+        }
+        Some(DepthOracle {
+            kinds,
+            to_exit,
+            depth: 0,
+            nested: BTreeMap::new(),
+        })
+    }
+
+    fn event(&mut self, ev: &TraceEvent) {
+        let (f, e) = (ev.func, ev.edge as usize);
+        let kind = self.kinds[&f][e];
+        if kind == EdgeKind::Entry {
+            if self.depth > 0 {
+                *self.nested.entry((f, ev.edge)).or_insert(0) += 1;
+            }
+            self.depth += 1;
+        }
+        let abrupt = matches!(
+            kind,
+            EdgeKind::Unreachable | EdgeKind::Throw | EdgeKind::ThrowRef
+        );
+        if self.to_exit[&f][e] && !abrupt {
+            self.depth -= 1;
+        }
+    }
+}
+
+/// The trace oracle's counts, and the depth oracle's, from one run.
+struct Oracles {
+    counting: oracle::CountingSink,
+    depth: Option<DepthOracle>,
+}
+
+impl TraceSink for Oracles {
+    fn events(&mut self, events: &[TraceEvent]) {
+        self.counting.events(events);
+        if let Some(d) = &mut self.depth {
+            events.iter().for_each(|ev| d.event(ev));
+        }
+    }
+}
+
+/// Runs `inv` with the toy techniques and traced: every count must be the
 /// trace's, and the program must behave as uninstrumented. Returns the
-/// edges crossed.
-fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> u64 {
+/// edges crossed and whether nested entries were checked (the module does
+/// not throw) and found.
+fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> (u64, bool) {
     let plain = programs::run(engine, module, inv, false);
     let opts = driver::Options::default();
     let traced = driver::instrument(module, Technique::Trace, &opts).expect("trace instrument");
-    let sink = Arc::new(Mutex::new(oracle::CountingSink::new(programs::graphs(
-        module,
-    ))));
+    let sink = Arc::new(Mutex::new(Oracles {
+        counting: oracle::CountingSink::new(programs::graphs(module)),
+        depth: DepthOracle::new(module),
+    }));
     programs::run_to(engine, &traced.bytes, inv, Some(TraceTo::new(sink.clone())));
     let sink = sink.lock().unwrap();
-    let trace = &sink.counter.counts.edges;
+    let trace = &sink.counting.counter.counts.edges;
     let entry_edges = entry_edges(module);
     let entered = trace
         .iter()
         .filter(|(k, _)| entry_edges.contains(k))
         .map(|(&k, &n)| (k, n))
         .collect();
-    for (toy, expected) in [
-        (&EVERY_EDGE as &'static dyn Profiler, trace),
-        (&ENTRIES, &entered),
-    ] {
+    let nested = sink.depth.as_ref().map(|d| &d.nested);
+    let mut toys: Vec<(&'static dyn Profiler, &BTreeMap<(u32, u32), u64>)> =
+        vec![(&EVERY_EDGE, trace), (&ENTRIES, &entered)];
+    if let Some(nested) = nested {
+        toys.push((&NESTED_ENTRIES, nested));
+    }
+    for (toy, expected) in toys {
         let (run, profile) = programs::profiled_run_with(engine, module, toy, &opts, inv);
         assert_eq!(profile.mode, Mode::Edge);
         let toy = toy.name();
@@ -204,7 +381,7 @@ fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation)
             diff.join("\n")
         );
     }
-    sink.events
+    (sink.counting.events, nested.is_some_and(|n| !n.is_empty()))
 }
 
 /// Every function's entry edge, `(function index, edge)`.
@@ -226,13 +403,19 @@ fn entry_edges(module: &[u8]) -> std::collections::BTreeSet<(u32, u32)> {
 #[test]
 fn a_technique_defined_outside_pathprof_counts_what_the_trace_counts() {
     let engine = pathprof_runner::engine().unwrap();
-    let (mut runs, mut edges) = (0, 0);
+    let (mut runs, mut edges, mut nested) = (0, 0, 0);
     for (name, module, inv) in programs::oracle_runs() {
-        edges += check(&engine, &name, &module, &inv);
+        let (crossed, checked) = check(&engine, &name, &module, &inv);
+        edges += crossed;
+        nested += usize::from(checked);
         runs += 1;
     }
     assert!(runs >= 100, "only {runs} runs were checked");
     assert!(edges > 100_000, "the runs crossed only {edges} edges");
+    assert!(
+        nested >= 40,
+        "only {nested} runs had nested entries checked"
+    );
 }
 
 /// The toy's profile is the built-in edge technique's, which derives most

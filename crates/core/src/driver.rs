@@ -167,6 +167,10 @@ fn instrument_to(
         rec.keep_template(technique);
     }
     let mut inst = pathprof_wasm::Instrumenter::new(scanned, facts.trace)?;
+    let module_plan = technique.module_plan(&facts);
+    if module_plan != pathprof_techniques::ModulePlan::default() {
+        inst.set_module_plan(&module_plan);
+    }
     inst.set_peel_max_bytes(opts.peel_max_bytes);
     inst.set_output_check(opts.output_check());
     let out = to.map(|to| {

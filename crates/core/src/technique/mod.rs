@@ -12,7 +12,7 @@
 //! [`driver::instrument_with`](crate::driver::instrument_with) and is read
 //! back with [`driver::read_meta_with`](crate::driver::read_meta_with); its
 //! code is [`FIRST_FOREIGN_CODE`] or above. crates/cli/tests/custom_technique.rs
-//! adds one in a single file and checks it against the trace oracle.
+//! adds three in a single file and checks them against the trace oracle.
 
 mod edge;
 mod path;
@@ -30,7 +30,9 @@ use crate::recorder::Instrumented;
 
 /// What a technique's implementation needs, in one place.
 pub use crate::meta::{Reader, Writer};
-pub use pathprof_techniques::{Action, EdgeActions, FunctionPlan, RawCounters};
+pub use pathprof_techniques::{
+    Action, EdgeActions, FunctionPlan, Interproc, ModulePlan, RawCounters, Width,
+};
 pub use pathprof_wasm::FunctionCfg;
 
 /// The first metadata code free for techniques defined outside pathprof
@@ -66,6 +68,14 @@ pub trait Profiler: Sync {
     /// planned.
     fn facts(&self, _scanned: &pathprof_wasm::Scanned, _opts: &Options) -> ModuleFacts {
         ModuleFacts::default()
+    }
+
+    /// The module-level registers its plans may use
+    /// ([`Action::GlobalToLocal`], [`Action::LocalToGlobal`]): state that
+    /// crosses calls without changing any function's signature. None by
+    /// default.
+    fn module_plan(&self, _facts: &ModuleFacts) -> ModulePlan {
+        ModulePlan::default()
     }
 
     /// The plan of one function, and what its metadata record keeps of
