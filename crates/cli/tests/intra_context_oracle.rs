@@ -99,8 +99,11 @@ struct Built {
 }
 
 fn build(engine: &wasmtime::Engine, bytes: &[u8]) -> Built {
-    let inst = driver::instrument(bytes, Technique::IntraContext, &Default::default())
-        .expect("instrument");
+    build_with(engine, bytes, &Default::default())
+}
+
+fn build_with(engine: &wasmtime::Engine, bytes: &[u8], opts: &driver::Options) -> Built {
+    let inst = driver::instrument(bytes, Technique::IntraContext, opts).expect("instrument");
     let traced = driver::instrument(bytes, Technique::Trace, &Default::default()).unwrap();
     Built {
         module: pathprof_runner::compile(engine, &inst.bytes).unwrap(),
@@ -174,6 +177,48 @@ fn c_programs_count_exactly_the_context_paths_of_their_runs() {
         "only {in_context} of {paths} paths had a loop context"
     );
     eprintln!("{runs} runs, {paths} distinct paths, {in_context} with a loop context");
+}
+
+/// Hash tables draw on `--array-memory-max` as path mode's arrays do
+/// (without it, 100,000 functions' tables of 4,096 entries would need 6.6
+/// GB): with every function hashing (`array_max` 0) and memory for three
+/// and a half tables of 4,096 entries, the first three functions get them
+/// and the others tables of 64 entries, which grow as they fill; every
+/// count stays the oracle's.
+#[test]
+fn hash_tables_past_the_array_memory_are_small_and_count_exactly() {
+    use pathprof_techniques::PathTable;
+    let engine = pathprof_runner::engine().unwrap();
+    let bytes = std::fs::read(programs::root().join("tests/fixtures/c/build/interp.O0.wasm"))
+        .expect("run scripts/build-c-fixtures.sh first");
+    let mut opts = driver::Options::default();
+    opts.ball_larus.array_max = 0;
+    let big = PathTable::Hash { capacity: 4096 };
+    opts.ball_larus.array_memory_max = (big.bytes() * 7 / 2) as u64;
+    let b = build_with(&engine, &bytes, &opts);
+    let tables: Vec<PathTable> = b.meta.layout.functions.iter().map(|f| f.paths).collect();
+    let mut hashed = 0;
+    let expected: Vec<PathTable> = tables
+        .iter()
+        .map(|t| match t {
+            PathTable::None => PathTable::None,
+            _ => {
+                hashed += 1;
+                let capacity = if hashed <= 3 { 4096 } else { 64 };
+                PathTable::Hash { capacity }
+            }
+        })
+        .collect();
+    assert_eq!(tables, expected);
+    assert!(hashed > 6, "only {hashed} functions count paths");
+    let mut runs = 0;
+    for (name, inv) in programs::c_cases() {
+        if name == "interp" {
+            check(&b, "interp.O0", &inv);
+            runs += 1;
+        }
+    }
+    assert!(runs >= 5, "only {runs} interp runs");
 }
 
 #[test]

@@ -267,6 +267,21 @@ fn interp() -> (Vec<u8>, programs::Invocation) {
     (module, inv)
 }
 
+/// The interp fixture's path profile under `opts`, and the trace's counts
+/// with its cuts.
+fn interp_counts(
+    engine: &wasmtime::Engine,
+    opts: &driver::Options,
+) -> (oracle::Counts, oracle::Counts) {
+    let (module, inv) = interp();
+    let traced =
+        driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+    let trace = programs::run(engine, &traced.bytes, &inv, true).trace;
+    let (_, profile) = programs::profiled_run(engine, &module, Technique::Path, opts, &inv);
+    let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
+    (programs::path_counts(&profile), expected)
+}
+
 /// Paths per function of a path profile, in function order.
 fn path_totals(profile: &pathprof_profile::Profile) -> Vec<(u32, u64)> {
     profile
@@ -328,12 +343,7 @@ fn array_memory_goes_in_function_order_then_small_hash_tables() {
 
     // Tables of two entries, so that those of the functions that run grow.
     opts.ball_larus.hash_capacity = 2;
-    let traced =
-        driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
-    let trace = programs::run(&engine, &traced.bytes, &inv, true).trace;
-    let (_, profile) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
-    let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
-    let got = programs::path_counts(&profile);
+    let (got, expected) = interp_counts(&engine, &opts);
     assert_counts(
         &got.paths,
         &expected.paths,
@@ -347,6 +357,50 @@ fn array_memory_goes_in_function_order_then_small_hash_tables() {
         most > Some(2),
         "at most {most:?} paths ran in a hashed function: no table grew"
     );
+}
+
+/// Hash tables take their memory from `array_memory_max` as arrays do
+/// (`--truncate-above` past the array limit makes every large function
+/// hash): with every function hashing (`array_max` 0) and memory for two
+/// and a half tables, the first two get tables of `hash_capacity`, the
+/// others small ones; the counts must equal the trace's.
+#[test]
+fn hash_tables_draw_on_the_array_memory_too() {
+    use pathprof_techniques::ball_larus::SPILL_HASH_CAPACITY;
+    use pathprof_techniques::PathTable;
+    let engine = pathprof_runner::engine().unwrap();
+    let (module, _) = interp();
+    let mut opts = driver::Options::default();
+    opts.ball_larus.array_max = 0;
+    let full = PathTable::Hash {
+        capacity: opts.ball_larus.hash_capacity,
+    };
+    opts.ball_larus.array_memory_max = (full.bytes() * 5 / 2) as u64;
+    let inst = driver::instrument(&module, Technique::Path, &opts).unwrap();
+    let tables: Vec<PathTable> = inst
+        .meta()
+        .unwrap()
+        .layout
+        .functions
+        .iter()
+        .map(|f| f.paths)
+        .collect();
+    let small = PathTable::Hash {
+        capacity: SPILL_HASH_CAPACITY,
+    };
+    let expected: Vec<PathTable> = (0..tables.len())
+        .map(|i| if i < 2 { full } else { small })
+        .collect();
+    assert_eq!(tables, expected);
+    assert!(tables.len() > 4);
+
+    let (got, expected) = interp_counts(&engine, &opts);
+    assert_counts(
+        &got.paths,
+        &expected.paths,
+        "interp: hashed past the memory",
+    );
+    assert_counts(&got.self_loops, &expected.self_loops, "interp: self loops");
 }
 
 /// Truncation (5.3) at a low threshold cuts paths in many functions; the

@@ -19,7 +19,9 @@ use pathprof_profile::intra_context::{
     ContextPathCount, FunctionContextPaths, IntraContextProfile,
 };
 use pathprof_profile::{FunctionProfile, Profile};
-use pathprof_techniques::{intra_context as technique, FunctionPlan, PathTable, RawCounters};
+use pathprof_techniques::{
+    ball_larus, intra_context as technique, FunctionPlan, PathTable, RawCounters,
+};
 use serde::Serialize;
 
 use crate::options::Options;
@@ -73,6 +75,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     let info = pathprof_wasm::analyze(module)?;
     let mut rec = Recorder::new(&info.module_hash, module, &INTRA_CONTEXT, opts)?;
     let mut plans: Vec<Option<FunctionPlan>> = Vec::new();
+    let mut budget = ball_larus::ArrayBudget::new(&opts.ball_larus);
     for f in &info.functions {
         rec.record_cfg(f.as_ref())?;
         let Ok(fcfg) = f else {
@@ -80,7 +83,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
             continue;
         };
         plans.push(Some(match IntraContext::new(&fcfg.cfg) {
-            Ok(ic) => technique::plan(&ic, table_for(ic.total(), opts)),
+            Ok(ic) => technique::plan(&ic, table_for(ic.total(), opts, &mut budget)),
             Err(e) => {
                 let name = display_name(fcfg.func_index, &fcfg.name);
                 rec.warn(format!("{name} left uninstrumented: {e}"));
@@ -102,14 +105,25 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
 }
 
 /// An array of every path number when it fits the per-function limit,
-/// else a hash table.
-fn table_for(total: u64, opts: &Options) -> PathTable {
-    let bl = &opts.ball_larus;
-    if total <= bl.array_max {
-        PathTable::Array { len: total }
-    } else {
-        PathTable::Hash {
-            capacity: bl.hash_capacity.max(2).next_power_of_two(),
+/// else a hash table; small hash tables once the module's tables have
+/// taken `array_memory_max` (as path mode's, [`ball_larus::ArrayBudget`]).
+fn table_for(total: u64, opts: &Options, budget: &mut ball_larus::ArrayBudget) -> PathTable {
+    let choose = |bl: &ball_larus::Options| {
+        if total <= bl.array_max {
+            PathTable::Array { len: total }
+        } else {
+            PathTable::Hash {
+                capacity: bl.hash_capacity.max(2).next_power_of_two(),
+            }
+        }
+    };
+    let table = choose(&opts.ball_larus);
+    match budget.refuse(table, &opts.ball_larus) {
+        None => table,
+        Some(again) => {
+            let spilled = choose(&again);
+            budget.admit(spilled);
+            spilled
         }
     }
 }

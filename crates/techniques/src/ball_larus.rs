@@ -45,13 +45,14 @@ pub struct Options {
     /// `array_max` paths, handed out in function order ([`ArrayBudget`]);
     /// 0: such functions always hash.
     pub array_budget: u64,
-    /// Bytes of counter memory for all the path arrays of a module, handed
-    /// out in function order ([`ArrayBudget`]): the functions after it is
-    /// spent count in hash tables of [`SPILL_HASH_CAPACITY`] entries, which
-    /// grow as they fill. A large module whose functions each fit an array
-    /// would otherwise need more counter memory than a 32-bit memory holds
-    /// (100,000 functions of 5,000 paths: 4.3 GB), most of it for functions
-    /// that never run.
+    /// Bytes of counter memory for all the path tables of a module (arrays,
+    /// and hash tables larger than [`SPILL_HASH_CAPACITY`]), handed out in
+    /// function order ([`ArrayBudget`]): the functions after it is spent
+    /// count in hash tables of [`SPILL_HASH_CAPACITY`] entries, which grow
+    /// as they fill. A large module whose functions each fit an array would
+    /// otherwise need more counter memory than a 32-bit memory holds
+    /// (100,000 functions of 5,000 paths: 4.3 GB; of hash tables of 4,096
+    /// entries: 6.6 GB), most of it for functions that never run.
     pub array_memory_max: u64,
 }
 
@@ -129,10 +130,21 @@ impl ArrayBudget {
     }
 
     /// Whether a function planned with `table` keeps it; an array takes
-    /// its bytes from the budgets.
+    /// its bytes from the budgets, a hash table larger than the spill
+    /// tables from the memory budget.
     pub fn admit(&mut self, table: PathTable) -> bool {
-        let PathTable::Array { len } = table else {
-            return true;
+        let len = match table {
+            PathTable::None => return true,
+            PathTable::Hash { capacity } if capacity <= SPILL_HASH_CAPACITY => return true,
+            PathTable::Hash { .. } => {
+                let bytes = u64::try_from(table.bytes()).unwrap_or(u64::MAX);
+                if bytes > self.memory_left {
+                    return false;
+                }
+                self.memory_left -= bytes;
+                return true;
+            }
+            PathTable::Array { len } => len,
         };
         let bytes = len.saturating_mul(8);
         let large = len > self.array_max;
@@ -152,8 +164,11 @@ impl ArrayBudget {
         if self.admit(table) {
             return None;
         }
-        let spent =
-            matches!(table, PathTable::Array { len } if len.saturating_mul(8) > self.memory_left);
+        // A hash table is refused only when the memory is spent.
+        let spent = match table {
+            PathTable::Array { len } => len.saturating_mul(8) > self.memory_left,
+            _ => true,
+        };
         Some(if spent {
             Options {
                 array_max: 0,

@@ -199,6 +199,25 @@ pub enum PathTable {
     Hash { capacity: u32 },
 }
 
+/// Bytes of a hash table's header in the counter memory (mask, limit,
+/// lost count, last key and entry, overflow link).
+pub const HASH_HEADER_BYTES: u64 = 32;
+/// Bytes of a hash table entry (key and count).
+pub const HASH_ENTRY_BYTES: u64 = 16;
+
+impl PathTable {
+    /// Its bytes in the counter memory.
+    pub fn bytes(self) -> u128 {
+        match self {
+            PathTable::None => 0,
+            PathTable::Array { len } => 8 * u128::from(len),
+            PathTable::Hash { capacity } => {
+                u128::from(HASH_HEADER_BYTES) + u128::from(HASH_ENTRY_BYTES) * u128::from(capacity)
+            }
+        }
+    }
+}
+
 /// The plan for one function.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionPlan {

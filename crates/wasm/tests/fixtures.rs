@@ -223,7 +223,7 @@ fn hash_tables_count_every_key_and_overflow_into_grown_tables() {
     let mut overflowed = 0;
     for case in cases() {
         let lengths = walk_lengths(&case);
-        for capacity in [1u32, 2, 4, 1024] {
+        for capacity in [1u32, 2, 4, 64, 1024] {
             for width in [Width::I32, Width::I64] {
                 let plans = plans_with(&case.info, |c| {
                     length_plan(c, width, 0, 0, PathTable::Hash { capacity })

@@ -43,7 +43,11 @@
 //! ```
 //! Keys are stored as path + 1 so that zeroed memory means "empty"; the one
 //! path number that cannot be stored is 2^64 - 1. All integers are
-//! little-endian, as WebAssembly memory is.
+//! little-endian, as WebAssembly memory is. The module's data segments
+//! write each table's mask and probe limit, but for the tables of
+//! [`ZERO_HEADER_CAPACITY`] entries, which start all zero (a probe limit of
+//! 0 says so) and which the helper sets up on their first count: a large
+//! module has more such tables than a module may have data segments.
 //!
 //! Overflow (a departure from the paper, whose table could fill): when the
 //! helper finds no entry for a key within the probe limit, it grows the
@@ -69,8 +73,13 @@ pub const LAYOUT_VERSION: u32 = 3;
 pub const HEADER_BYTES: u64 = 88;
 /// Byte offset of the stack region ([`LayoutBuilder::reserve_stack`]).
 pub const STACK_BASE: u64 = HEADER_BYTES;
-pub(crate) const HASH_HEADER_BYTES: u64 = 32;
-pub(crate) const HASH_ENTRY_BYTES: u64 = 16;
+pub(crate) use pathprof_techniques::plan::{HASH_ENTRY_BYTES, HASH_HEADER_BYTES};
+/// Hash tables of this many entries (the small tables of the functions past
+/// `--array-memory-max`) start all zero: no data segment writes their
+/// header, the hash helper does on their first count. A module may have at
+/// most 100,000 data segments (wasmparser's limit, which wasmtime keeps),
+/// and a large module has more functions than that.
+pub(crate) const ZERO_HEADER_CAPACITY: u32 = pathprof_techniques::ball_larus::SPILL_HASH_CAPACITY;
 /// Longest probe sequence of the hash helper: a key not found within this
 /// many entries (or the whole table, when smaller) is counted as lost.
 pub const MAX_PROBES: u32 = 64;
@@ -212,7 +221,8 @@ impl CounterLayout {
     }
 
     /// Initial contents: `(offset, bytes)` for the header and each hash
-    /// table's mask and probe limit. Everything else starts at zero.
+    /// table's mask and probe limit, but those of [`ZERO_HEADER_CAPACITY`]
+    /// entries. Everything else starts at zero.
     pub(crate) fn init_segments(&self) -> Vec<(u32, Vec<u8>)> {
         let h = self.header();
         let mut header = Vec::with_capacity(HEADER_BYTES as usize);
@@ -227,6 +237,9 @@ impl CounterLayout {
         let mut segments = vec![(0, header)];
         for f in &self.functions {
             if let PathTable::Hash { capacity } = f.paths {
+                if capacity == ZERO_HEADER_CAPACITY {
+                    continue;
+                }
                 let mut h = Vec::with_capacity(8);
                 h.extend_from_slice(&(capacity - 1).to_le_bytes());
                 h.extend_from_slice(&capacity.min(MAX_PROBES).to_le_bytes());
@@ -335,13 +348,7 @@ impl LayoutBuilder {
 
 /// Bytes of a path table (8-aligned).
 fn table_bytes(paths: PathTable) -> u128 {
-    match paths {
-        PathTable::None => 0,
-        PathTable::Array { len } => 8 * u128::from(len),
-        PathTable::Hash { capacity } => {
-            u128::from(HASH_HEADER_BYTES) + u128::from(HASH_ENTRY_BYTES) * u128::from(capacity)
-        }
-    }
+    paths.bytes()
 }
 
 fn corrupt(reason: impl Into<String>) -> WasmError {
@@ -422,6 +429,11 @@ pub fn read_counters(layout: &FunctionLayout, memory: &[u8]) -> Result<RawCounte
         }
         PathTable::Hash { capacity } => {
             let mask = u32_at(memory, base + HASH_MASK)?;
+            let set_up = u32_at(memory, base + HASH_LIMIT)? != 0;
+            if !set_up && capacity == ZERO_HEADER_CAPACITY {
+                // Never counted into: its header was never set up.
+                return read_slots(layout, memory, raw);
+            }
             if u64::from(mask) + 1 != u64::from(capacity) {
                 return Err(corrupt(format!(
                     "hash table at {base} has capacity {}, layout says {capacity}",
@@ -461,6 +473,11 @@ pub fn read_counters(layout: &FunctionLayout, memory: &[u8]) -> Result<RawCounte
             });
         }
     }
+    read_slots(layout, memory, raw)
+}
+
+/// [`read_counters`]' slot counters and PPP table, after its path table.
+fn read_slots(layout: &FunctionLayout, memory: &[u8], mut raw: RawCounters) -> Result<RawCounters> {
     let slots = u64::from(layout.slots_offset);
     bytes_at::<0>(memory, slots + 8 * u64::from(layout.slots))?;
     raw.slots = (0..u64::from(layout.slots))

@@ -6,7 +6,7 @@
 
 use super::layout::{
     HASH_HEADER_BYTES, HASH_LAST_ENTRY, HASH_LAST_KEY, HASH_LIMIT, HASH_LOST, HASH_MASK, HASH_NEXT,
-    MAX_PROBES,
+    MAX_PROBES, ZERO_HEADER_CAPACITY,
 };
 use super::trace::TraceBuffer;
 use pathprof_techniques::{
@@ -595,6 +595,18 @@ pub(crate) fn hash_helper_body(memory: u32) -> Function {
         .local_get(E);
     s.i64_load(m64(8)).i64_const(1).i64_add().i64_store(m64(8));
     s.return_().end();
+    // A table of ZERO_HEADER_CAPACITY entries starts all zero, its header
+    // unwritten by the data segments (layout.rs): set it up on first use.
+    // (A set-up table's probe limit is at least 1; its mask may be 0.)
+    s.local_get(BASE).i32_load(m32(HASH_LIMIT)).i32_eqz();
+    s.if_(BlockType::Empty);
+    s.local_get(BASE)
+        .i32_const(ZERO_HEADER_CAPACITY as i32 - 1)
+        .i32_store(m32(HASH_MASK));
+    s.local_get(BASE)
+        .i32_const(ZERO_HEADER_CAPACITY.min(MAX_PROBES) as i32)
+        .i32_store(m32(HASH_LIMIT));
+    s.end();
     // Probe the newest overflow table, or the function's own.
     s.local_get(BASE)
         .i32_load(m32(HASH_NEXT))
