@@ -86,6 +86,9 @@ struct ExportArgs {
     /// The label column of --format parquet (default: the profile's file name).
     #[arg(long)]
     label: Option<String>,
+    /// The instrumented module a sparse profile was measured on: the functions that never ran are exported from its metadata, with zero counts.
+    #[arg(long, value_name = "MODULE")]
+    module: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -308,6 +311,9 @@ struct RunArgs {
     /// Record the run's interprocedural path segments of depth K (Vaswani's IPS: from a subpath ending in a call, across calls nested at most K deep, to a backedge or a return out of the function it began in) from a trace of the run, exactly; with --mode path only.
     #[arg(long, value_name = "K", conflicts_with_all = ["timings", "interesting"])]
     segments: Option<usize>,
+    /// Write a sparse profile: the functions that ran (counts not all zero), the others listed by index, their blocks and paths left in the instrumented module's metadata (as `llvm-profdata merge --sparse`). For large modules; path, edge and PPP modes.
+    #[arg(long, conflicts_with = "segments")]
+    sparse: bool,
     /// Arguments passed to the program (after `--`); with --invoke, the export's parameters.
     #[arg(last = true)]
     args: Vec<String>,
@@ -445,6 +451,9 @@ struct CollectArgs {
     /// Where to write the profile: binary, or JSON if the name ends in .json.
     #[arg(short, long)]
     output: PathBuf,
+    /// Write a sparse profile: only the functions that ran (see `run --sparse`).
+    #[arg(long)]
+    sparse: bool,
 }
 
 #[derive(Args)]
@@ -496,6 +505,9 @@ struct MergeArgs {
     profiles: Vec<PathBuf>,
     #[arg(short, long)]
     output: PathBuf,
+    /// Write a sparse profile: only the functions with a count (see `run --sparse`).
+    #[arg(long)]
+    sparse: bool,
 }
 
 fn main() -> ExitCode {
@@ -790,6 +802,16 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
             mode.unwrap_or_default()
         );
     }
+    if let Some(t) = a
+        .mode
+        .0
+        .filter(|t| a.sparse && t.profiler().planned_whole())
+    {
+        bail!(
+            "--sparse: a {} profile cannot be sparse: its paths are the module's, not a function's",
+            t.mode()
+        );
+    }
     let module = pathprof::input::read_module(&a.program)?;
     let technique = a.mode.0;
     let mut options = options(&a.tuning, Some(&module))?;
@@ -817,6 +839,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
         } else {
             pathprof::run_cmd::compile_cache_dir()
         },
+        sparse: a.sparse,
     })
 }
 
@@ -1037,16 +1060,24 @@ fn collect(a: CollectArgs) -> Result<()> {
 
 fn collect_to_profile(a: &CollectArgs) -> Result<Profile> {
     let module = read(&a.instrumented)?;
-    let meta = driver::read_meta(&module).with_context(|| a.instrumented.display().to_string())?;
     let counters = read(&a.counters)?;
+    let (counters_name, module_name) = (a.counters.display(), a.instrumented.display());
     // Before decoding: counters of another module would decode into
     // garbage, or fail with a reason that names neither file.
-    meta.check_counters(
-        &counters,
-        &a.counters.display().to_string(),
-        &a.instrumented.display().to_string(),
-    )?;
-    driver::collect_owned(meta, &counters, None).with_context(|| a.counters.display().to_string())
+    let check = |meta: &driver::Meta| -> pathprof_core::error::Result<()> {
+        Ok(meta.check_counters(
+            &counters,
+            &counters_name.to_string(),
+            &module_name.to_string(),
+        )?)
+    };
+    if a.sparse {
+        return driver::collect_sparse(&module, &[], &counters, None, check)
+            .with_context(|| a.instrumented.display().to_string());
+    }
+    let meta = driver::read_meta(&module).with_context(|| module_name.to_string())?;
+    check(&meta)?;
+    driver::collect_owned(meta, &counters, None).with_context(|| counters_name.to_string())
 }
 
 fn show_cmd(a: ShowArgs) -> Result<()> {
@@ -1088,8 +1119,18 @@ fn html_cmd(a: HtmlArgs) -> Result<()> {
 }
 
 fn export_cmd(a: ExportArgs) -> Result<()> {
-    let profile = Profile::read(&a.profile)?;
+    let mut profile = Profile::read(&a.profile)?;
     let name = || a.profile.display().to_string();
+    match &a.module {
+        Some(m) => driver::fill_unrun(&mut profile, &read(m)?)
+            .with_context(|| m.display().to_string())?,
+        None if profile.is_sparse() => eprintln!(
+            "pathprof: note: {} is sparse: its {} functions that never ran are not exported (give --module with the instrumented module to include them)",
+            name(),
+            profile.unrun.len()
+        ),
+        None => {}
+    }
     if let ExportFormat::Parquet = a.format {
         return export_parquet(&a, &profile);
     }
@@ -1275,8 +1316,13 @@ fn merge(a: MergeArgs) -> Result<()> {
         }
         bar.set_draw_target(ProgressDrawTarget::stderr());
     }
-    let merged = pathprof::fleet::merge_files(&paths, || bar.inc(1))?;
+    let mut merged = pathprof::fleet::merge_files(&paths, || bar.inc(1))?;
     bar.finish_and_clear();
+    if a.sparse {
+        merged
+            .make_sparse()
+            .map_err(|e| anyhow::anyhow!("--sparse: {e}"))?;
+    }
     merged.write_to(file)?;
     Ok(())
 }

@@ -253,6 +253,10 @@ pub fn unwinding(f: &FunctionCfg, exceptions: bool) -> Vec<NodeId> {
 
 /// Per-CFG-edge weights for `f` from a prior profile, if it has the function.
 fn weights_of(w: &Profile, f: &FunctionCfg) -> Option<Vec<u64>> {
+    // Left out of a sparse profile: it never ran, every edge weighs 0.
+    if w.unrun.binary_search(&f.func_index).is_ok() {
+        return Some(vec![0; f.cfg.num_edges()]);
+    }
     let fp = w.function(f.func_index)?;
     if fp.edges.len() != f.cfg.num_edges() {
         return None;
@@ -297,4 +301,80 @@ fn filled(
     };
     meta.technique.decode(&counters, &mut profile)?;
     Ok(profile)
+}
+
+/// A sparse profile of one run ([`Profile::make_sparse`]): the functions
+/// whose counters are not all zero, and the others listed by index. Only
+/// those functions' templates are built from the metadata of
+/// `instrumented` (the others' numbering, most of a large module's
+/// collecting, is never rebuilt). `check` is given the metadata before any
+/// counter is read (for [`Meta::check_counters`], whose error names the
+/// files). Refused for the modes whose paths are the module's.
+pub fn collect_sparse(
+    instrumented: &[u8],
+    foreign: &[&'static dyn Profiler],
+    counters: &[u8],
+    abrupt: Option<&[(u32, u32)]>,
+    check: impl FnOnce(&Meta) -> Result<()>,
+) -> Result<Profile> {
+    let section = pathprof_wasm::custom_section(instrumented, META_SECTION)?
+        .ok_or(crate::meta::MetaError::Missing)?;
+    let (mut meta, records) = crate::meta::index_with(&section, foreign)?;
+    if meta.technique.planned_whole() {
+        crate::error::bail!(
+            "a {} profile cannot be sparse: its paths are the module's, not a function's",
+            meta.technique.mode()
+        );
+    }
+    check(&meta)?;
+    let in_abrupt: std::collections::HashSet<u32> =
+        abrupt.into_iter().flatten().map(|&(f, _)| f).collect();
+    let ran = meta
+        .layout
+        .functions
+        .iter()
+        .map(|fl| {
+            Ok(in_abrupt.contains(&fl.func_index)
+                || !pathprof_wasm::read_counters(fl, counters)?.is_zero())
+        })
+        .collect::<Result<Vec<bool>>>()?;
+    records.build_into(&mut meta, |i| ran[i])?;
+    let mut profile = collect_owned(meta, counters, abrupt)?;
+    // A function entered by an abrupt run may still have counted nothing.
+    profile
+        .make_sparse()
+        .map_err(|e| crate::error::invalid!("{e}"))?;
+    Ok(profile)
+}
+
+/// Puts back into a sparse `profile` the functions it left out, from the
+/// metadata of `instrumented` (the module it was measured on), building
+/// only their templates: for the readers that need every function, such
+/// as a coverage export's lines that never ran.
+pub fn fill_unrun(profile: &mut Profile, instrumented: &[u8]) -> Result<()> {
+    if !profile.is_sparse() {
+        return Ok(());
+    }
+    let section = pathprof_wasm::custom_section(instrumented, META_SECTION)?
+        .ok_or(crate::meta::MetaError::Missing)?;
+    let (mut meta, records) = crate::meta::index_with(&section, &[])?;
+    if meta.template.module_hash != profile.module_hash {
+        crate::error::bail!(
+            "the profile is of another module ({:.12}, this one is {:.12})",
+            profile.module_hash,
+            meta.template.module_hash
+        );
+    }
+    let wanted: std::collections::HashSet<u32> = profile.unrun.iter().copied().collect();
+    let positions: Vec<bool> = meta
+        .layout
+        .functions
+        .iter()
+        .map(|fl| wanted.contains(&fl.func_index))
+        .collect();
+    records.build_into(&mut meta, |i| positions[i])?;
+    meta.template.unrun.clear();
+    profile
+        .fill_unrun(meta.template)
+        .map_err(|e| crate::error::invalid!("{e}"))
 }

@@ -282,6 +282,14 @@ pub fn render(profile: &Profile, paths: &[HotPath], top: usize) -> String {
             profile.abrupt_runs
         );
     }
+    if profile.is_sparse() {
+        let _ = writeln!(
+            s,
+            "sparse: {} functions ran, {} never ran and are not listed",
+            profile.functions.len(),
+            profile.unrun.len()
+        );
+    }
     let lost: u64 = profile
         .functions
         .iter()
@@ -416,8 +424,10 @@ fn ppp_note(profile: &Profile) -> Option<String> {
         Policy::Ignore => "other paths were ignored".to_string(),
     };
     let functions = infos.iter().filter(|i| !i.interesting.is_empty()).count();
+    // A sparse profile keeps the interesting paths of the functions that ran.
+    let ran = if profile.is_sparse() { " that ran" } else { "" };
     Some(format!(
-        "ppp: {interesting} interesting paths in {functions} functions; {others}"
+        "ppp: {interesting} interesting paths in {functions} functions{ran}; {others}"
     ))
 }
 

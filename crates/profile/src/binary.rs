@@ -325,7 +325,7 @@ pub fn encode(p: &Profile) -> Vec<u8> {
         .map(|f| encode_function(f, &mut sources, &mut kinds))
         .collect();
     let wire = Wire {
-        version: crate::FORMAT_VERSION,
+        version: p.needed_version(),
         module_hash: p.module_hash.clone(),
         mode: p.mode,
         runs: p.runs,
@@ -349,7 +349,18 @@ pub fn encode(p: &Profile) -> Vec<u8> {
         segments: p.segments.as_deref().cloned().map(WireSegments::from),
         intra_context: p.intra_context.as_deref().cloned(),
     };
-    postcard::to_extend(&wire, MAGIC.to_vec()).expect("a profile always serialises")
+    let mut bytes =
+        postcard::to_extend(&wire, MAGIC.to_vec()).expect("a profile always serialises");
+    if wire.version >= 3 {
+        // Version 3 appends the functions a sparse profile left out, delta
+        // coded (version 2 readers then refuse it by its version).
+        let unrun: Vec<u32> = deltas(p.unrun.iter().map(|&i| i64::from(i)))
+            .into_iter()
+            .map(|d| d as u32)
+            .collect();
+        bytes = postcard::to_extend(&unrun, bytes).expect("a list always serialises");
+    }
+    bytes
 }
 
 fn encode_function(
@@ -475,9 +486,15 @@ pub fn version(bytes: &[u8]) -> Option<u32> {
 /// caller names the file.
 pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
     let body = bytes.strip_prefix(MAGIC).ok_or("no binary profile magic")?;
-    let wire: Wire = match version(bytes) {
-        Some(1) => decode_v1(body)?.with_lines(),
-        _ => whole(postcard::take_from_bytes::<Wire>(body))?,
+    let (wire, unrun) = match version(bytes) {
+        Some(1) => (decode_v1(body)?.with_lines(), Vec::new()),
+        Some(2) => (whole(postcard::take_from_bytes::<Wire>(body))?, Vec::new()),
+        _ => {
+            let (wire, rest) = postcard::take_from_bytes::<Wire>(body)
+                .map_err(|e| format!("corrupt binary profile: {e}"))?;
+            let deltas: Vec<u32> = whole(postcard::take_from_bytes(rest))?;
+            (wire, unrun_of(&deltas)?)
+        }
     };
     let functions = wire
         .functions
@@ -486,12 +503,17 @@ pub fn decode(bytes: &[u8]) -> Result<Profile, String> {
         .collect::<Result<_, String>>()?;
     Ok(Profile {
         format: crate::FORMAT_NAME.to_string(),
-        version: crate::FORMAT_VERSION,
+        version: if unrun.is_empty() {
+            crate::DENSE_VERSION
+        } else {
+            crate::FORMAT_VERSION
+        },
         module_hash: wire.module_hash,
         mode: wire.mode,
         runs: wire.runs,
         functions,
         skipped: wire.skipped,
+        unrun,
         abrupt_runs: wire.abrupt_runs,
         interproc: wire.interproc.map(|i| {
             Box::new(InterprocProfile {
@@ -528,6 +550,20 @@ fn decode_v1(bytes: &[u8]) -> Result<Wire<IpppSummary, ()>, String> {
         }
     }
     whole(current)
+}
+
+/// The indices of a sparse profile's left-out functions from their deltas.
+fn unrun_of(deltas: &[u32]) -> Result<Vec<u32>, String> {
+    let mut prev = 0u32;
+    deltas
+        .iter()
+        .map(|&d| {
+            prev = prev
+                .checked_add(d)
+                .ok_or("corrupt binary profile: a left-out function index passes 2^32")?;
+            Ok(prev)
+        })
+        .collect()
 }
 
 /// A decoded value that used every byte.
@@ -845,7 +881,7 @@ mod tests {
         old.version = 1;
         let bytes = postcard::to_extend(&old, MAGIC.to_vec()).unwrap();
         let read = decode(&bytes).unwrap();
-        assert_eq!(read.version, crate::FORMAT_VERSION);
+        assert_eq!(read.version, crate::DENSE_VERSION);
         assert_eq!(read.functions, p.functions);
     }
 

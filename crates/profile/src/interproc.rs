@@ -9,7 +9,7 @@
 use pathprof_graph::interproc::{CallSiteId, FuncId, ProfiledPath};
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct InterprocProfile {
     /// The number of observable paths (every path number is below it).
     pub potential: u64,

@@ -19,6 +19,7 @@ pub mod intra_context;
 mod location;
 mod merge;
 pub mod segments;
+mod sparse;
 
 use std::path::{Path, PathBuf};
 
@@ -33,8 +34,12 @@ pub use merge::{merge, merge_into};
 
 /// The `format` field of every profile.
 pub const FORMAT_NAME: &str = "pathprof-profile";
-/// The version this build writes.
-pub const FORMAT_VERSION: u32 = 2;
+/// The newest version this build writes and reads: a sparse profile's
+/// ([`Profile::unrun`]). A profile that lists every function is written as
+/// version [`DENSE_VERSION`], which earlier releases read.
+pub const FORMAT_VERSION: u32 = 3;
+/// The version of a profile that lists every instrumented function.
+pub const DENSE_VERSION: u32 = 2;
 /// The oldest version this build reads: version 1 differs only in its
 /// block sources ([`SourceLocation`]), read into version 2's form.
 pub const OLDEST_VERSION: u32 = 1;
@@ -139,6 +144,12 @@ pub struct Profile {
     pub functions: Vec<FunctionProfile>,
     /// Functions left uninstrumented, with the reason.
     pub skipped: Vec<Skipped>,
+    /// Instrumented functions whose counts were all zero, left out of a
+    /// sparse profile ([`Profile::make_sparse`]), ascending: their blocks,
+    /// edges and numbering are in the instrumented module's metadata, which
+    /// the module hash names. Empty in a profile that lists every function.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrun: Vec<u32>,
     /// Runs that ended abruptly (trap, proc_exit): their in-flight paths are
     /// not counted.
     pub abrupt_runs: u64,
@@ -227,12 +238,13 @@ impl Profile {
     pub fn new(module_hash: String, mode: Mode) -> Self {
         Profile {
             format: FORMAT_NAME.to_string(),
-            version: FORMAT_VERSION,
+            version: DENSE_VERSION,
             module_hash,
             mode,
             runs: 0,
             functions: Vec::new(),
             skipped: Vec::new(),
+            unrun: Vec::new(),
             abrupt_runs: 0,
             interproc: None,
             segments: None,
@@ -295,7 +307,7 @@ impl Profile {
         let mut profile: Profile = serde_json::from_slice(bytes).map_err(|e| not(e.to_string()))?;
         profile.check_consistent().map_err(not)?;
         // Read into this version's form, it is written as this version.
-        profile.version = FORMAT_VERSION;
+        profile.version = profile.needed_version();
         Ok(profile)
     }
 
@@ -308,6 +320,7 @@ impl Profile {
 
     /// Checks the internal references a hand-edited or corrupted file could break.
     fn check_consistent(&self) -> Result<(), String> {
+        self.check_unrun()?;
         for f in &self.functions {
             let nodes = f.blocks.len();
             if f.edges
@@ -379,11 +392,35 @@ impl Profile {
 
     /// Pretty JSON.
     pub fn to_json(&self) -> String {
+        if self.version != self.needed_version() {
+            return self.with_needed_version().to_json();
+        }
         serde_json::to_string_pretty(self).expect("a profile always serialises")
+    }
+
+    /// The version a file of this profile has: [`FORMAT_VERSION`] for a
+    /// sparse one, else [`DENSE_VERSION`] (which earlier releases read).
+    pub fn needed_version(&self) -> u32 {
+        if self.unrun.is_empty() {
+            DENSE_VERSION
+        } else {
+            FORMAT_VERSION
+        }
+    }
+
+    /// A copy whose `version` is [`Profile::needed_version`], for writing
+    /// one whose `unrun` a caller changed without it.
+    fn with_needed_version(&self) -> Profile {
+        let mut p = self.clone();
+        p.version = p.needed_version();
+        p
     }
 
     /// The profile in an encoding.
     pub fn to_bytes(&self, encoding: Encoding) -> Vec<u8> {
+        if self.version != self.needed_version() {
+            return self.with_needed_version().to_bytes(encoding);
+        }
         match encoding {
             Encoding::Binary => binary::encode(self),
             Encoding::Json => self.to_json().into_bytes(),

@@ -31,14 +31,12 @@ pub fn merge_into(out: &mut Profile, p: &Profile) -> Result<(), ProfileError> {
             out.mode, p.mode
         )));
     }
-    if p.functions.len() != out.functions.len() {
+    if p.instrumented() != out.instrumented() {
         return Err(ProfileError::Merge(
             "the profiles instrument different functions".into(),
         ));
     }
-    for (a, b) in out.functions.iter_mut().zip(&p.functions) {
-        merge_function(a, b)?;
-    }
+    merge_functions(out, p)?;
     match (&mut out.interproc, &p.interproc) {
         (None, None) => {}
         (Some(a), Some(b)) => a.add(b).map_err(ProfileError::Merge)?,
@@ -71,6 +69,35 @@ pub fn merge_into(out: &mut Profile, p: &Profile) -> Result<(), ProfileError> {
         .checked_add(p.runs)
         .ok_or_else(|| ProfileError::Merge("too many runs".into()))?;
     out.abrupt_runs += p.abrupt_runs.min(p.runs);
+    Ok(())
+}
+
+/// Adds `p`'s functions into `out`'s, joined by function index: a function
+/// one of them left out (sparse profiles) is taken from the other.
+fn merge_functions(out: &mut Profile, p: &Profile) -> Result<(), ProfileError> {
+    if p.unrun.is_empty() && out.unrun.is_empty() {
+        // Both list every function, in the same order.
+        for (a, b) in out.functions.iter_mut().zip(&p.functions) {
+            merge_function(a, b)?;
+        }
+        return Ok(());
+    }
+    let mut listed: BTreeMap<u32, FunctionProfile> = std::mem::take(&mut out.functions)
+        .into_iter()
+        .map(|f| (f.func_index, f))
+        .collect();
+    for b in &p.functions {
+        match listed.get_mut(&b.func_index) {
+            Some(a) => merge_function(a, b)?,
+            None => {
+                listed.insert(b.func_index, b.clone());
+            }
+        }
+    }
+    out.unrun
+        .retain(|i| !listed.contains_key(i) && p.unrun.binary_search(i).is_ok());
+    out.functions = listed.into_values().collect();
+    out.version = out.needed_version();
     Ok(())
 }
 

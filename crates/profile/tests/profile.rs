@@ -114,10 +114,10 @@ fn bad_binary_files_get_one_line_errors_naming_the_file() {
     // The schema version is the first varint after the magic.
     assert_eq!(bytes[MAGIC.len()], 2);
     let mut newer = bytes.clone();
-    newer[MAGIC.len()] = 3;
+    newer[MAGIC.len()] = 4;
     assert_eq!(
         err_of(&newer),
-        "p.json: profile format version 3, this pathprof reads versions 1 to 2"
+        "p.json: profile format version 4, this pathprof reads versions 1 to 3"
     );
     assert_eq!(
         err_of(&bytes[..MAGIC.len()]),
@@ -166,10 +166,10 @@ fn bad_files_get_one_line_errors_naming_the_file() {
     }
     let mut v: serde_json::Value =
         serde_json::from_str(&diamond_profile("ab", &[]).to_json()).unwrap();
-    v["version"] = 3.into();
+    v["version"] = 4.into();
     assert_eq!(
         err_of(v.to_string().as_bytes()),
-        "p.json: profile format version 3, this pathprof reads versions 1 to 2"
+        "p.json: profile format version 4, this pathprof reads versions 1 to 3"
     );
     let json = diamond_profile("ab", &[]).to_json();
     assert!(err_of(&json.as_bytes()[..json.len() / 2])
@@ -291,4 +291,120 @@ fn an_unwritable_output_leaves_no_file() {
         .to_string();
     assert!(err.starts_with(&missing.display().to_string()), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// A profile of three copies of the diamond, functions 3, 5 and 8, with
+/// the given path counts.
+fn three_diamonds(counts: [&[(u64, u64)]; 3]) -> Profile {
+    let mut p = diamond_profile("ab", &[]);
+    let f = p.functions.pop().unwrap();
+    for (index, c) in [3, 5, 8].into_iter().zip(counts) {
+        let mut g = f.clone();
+        g.func_index = index;
+        if let FunctionData::Path { counts, .. } = &mut g.data {
+            counts.paths = c.to_vec();
+        }
+        p.functions.push(g);
+    }
+    p
+}
+
+fn indices(p: &Profile) -> Vec<u32> {
+    p.functions.iter().map(|f| f.func_index).collect()
+}
+
+#[test]
+fn a_sparse_profile_lists_the_functions_that_ran_and_reads_back() {
+    let mut p = three_diamonds([&[], &[(1, 4)], &[]]);
+    assert_eq!(p.needed_version(), 2);
+    p.make_sparse().unwrap();
+    assert_eq!((indices(&p), p.unrun.clone()), (vec![5], vec![3, 8]));
+    assert!(p.is_sparse());
+    assert_eq!(p.instrumented(), [3, 5, 8]);
+    for encoding in [Encoding::Binary, Encoding::Json] {
+        let bytes = p.to_bytes(encoding);
+        let read = Profile::from_bytes(Path::new("p"), &bytes).unwrap();
+        assert_eq!(read, p, "{encoding:?}");
+        assert_eq!(read.version, 3);
+    }
+    // A sparse profile is version 3 (older readers refuse it), a dense
+    // one still version 2.
+    assert_eq!(p.to_bytes(Encoding::Binary)[MAGIC.len()], 3);
+    let dense = three_diamonds([&[], &[(1, 4)], &[]]);
+    assert_eq!(dense.to_bytes(Encoding::Binary)[MAGIC.len()], 2);
+    // A dense profile's functions come back from a template.
+    let mut filled = p.clone();
+    filled.fill_unrun(three_diamonds([&[], &[], &[]])).unwrap();
+    assert_eq!(filled, dense);
+    // Other modes' module-level paths are not per function.
+    let mut ctx = three_diamonds([&[], &[], &[]]);
+    ctx.mode = Mode::Context;
+    ctx.interproc = Some(Box::default());
+    assert_eq!(
+        ctx.make_sparse().unwrap_err(),
+        "a context profile cannot be sparse: its paths are the module's, not a function's"
+    );
+}
+
+#[test]
+fn a_corrupt_list_of_left_out_functions_is_refused() {
+    let mut p = three_diamonds([&[], &[(1, 4)], &[]]);
+    p.make_sparse().unwrap();
+    let descending = "the functions left out (\"unrun\") are not ascending";
+    // The binary file codes the list as deltas: a descending one wraps.
+    let wraps = "corrupt binary profile: a left-out function index passes 2^32";
+    for (unrun, binary, json) in [
+        (vec![8, 3], wraps, descending),
+        (vec![3, 3], descending, descending),
+        (
+            vec![3, 5],
+            "function 5 is both listed and left out as unrun",
+            "",
+        ),
+    ] {
+        let mut bad = p.clone();
+        bad.unrun = unrun;
+        let json = if json.is_empty() { binary } else { json };
+        for (encoding, why) in [(Encoding::Binary, binary), (Encoding::Json, json)] {
+            assert_eq!(
+                err_of(&bad.to_bytes(encoding)),
+                format!("p.json: not a pathprof profile ({why})"),
+                "{encoding:?}"
+            );
+        }
+    }
+}
+
+/// Merging joins functions by index: what one sparse profile left out the
+/// other may list; the sum equals the sum of the dense profiles, made
+/// sparse.
+#[test]
+fn sparse_profiles_merge_by_function_index() {
+    let a = three_diamonds([&[(0, 2)], &[], &[]]);
+    let b = three_diamonds([&[], &[], &[(1, 3)]]);
+    let c = three_diamonds([&[(0, 1)], &[], &[(0, 5)]]);
+    let mut dense = merge(&[a.clone(), b.clone(), c.clone()]).unwrap();
+    let sparse_of = |p: &Profile| {
+        let mut p = p.clone();
+        p.make_sparse().unwrap();
+        p
+    };
+    let mut m = merge(&[sparse_of(&a), sparse_of(&b), sparse_of(&c)]).unwrap();
+    assert_eq!((indices(&m), m.unrun.clone()), (vec![3, 8], vec![5]));
+    let FunctionData::Path { counts, .. } = &m.functions[1].data else {
+        panic!()
+    };
+    assert_eq!(counts.paths, [(0, 5), (1, 3)]);
+    dense.make_sparse().unwrap();
+    assert_eq!(m, dense);
+    // A dense profile merges with a sparse one; its zero functions stay.
+    m = merge(&[sparse_of(&a), b.clone()]).unwrap();
+    assert_eq!((indices(&m), m.unrun.clone()), (vec![3, 5, 8], vec![]));
+    // Profiles that instrument other functions are refused.
+    let mut fewer = sparse_of(&b);
+    fewer.unrun.retain(|&i| i != 5);
+    assert_eq!(
+        merge(&[sparse_of(&a), fewer]).unwrap_err().to_string(),
+        "cannot merge: the profiles instrument different functions"
+    );
 }

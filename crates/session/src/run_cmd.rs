@@ -32,6 +32,9 @@ pub struct Request {
     pub timings: Option<PathBuf>,
     /// The directory of wasmtime's compilation cache; `None`: compile.
     pub compile_cache: Option<PathBuf>,
+    /// Write a sparse profile: the functions that ran, the others by index
+    /// ([`driver::collect_sparse`]).
+    pub sparse: bool,
 }
 
 /// Where `run` keeps compiled modules: `PATHPROF_COMPILE_CACHE` (a
@@ -130,7 +133,10 @@ fn compile_spinner(module_bytes: usize) -> Option<indicatif::ProgressBar> {
 
 pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
     // Collected at once: the metadata planning made serves, undecoded.
-    req.options.keep_meta = true;
+    // A sparse profile instead builds only the templates of the functions
+    // that ran, from the section: keeping every function's would cost the
+    // memory sparseness saves.
+    req.options.keep_meta = !req.sparse;
     let name = program.display().to_string();
     // Created before any work, so that a path that cannot be written is
     // reported before the program runs, and removed if it fails.
@@ -174,6 +180,13 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
     };
     timings.instrument_s = clock.elapsed().as_secs_f64();
     let kept_meta = instrumented.as_mut().and_then(|i| i.take_kept_meta());
+    timings.module_bytes = req.module.len();
+    timings.code_bytes = pathprof_wasm::code_section_size(&req.module);
+    if instrumented.is_some() {
+        // Not needed again: freed before compiling, the peak of a large
+        // module's run (95 MB of the 100,000-function module's).
+        req.module = Vec::new();
+    }
     let bytes = instrumented.as_ref().map_or(&req.module, |i| &i.bytes);
     let clock = Instant::now();
     let spinner = compile_spinner(bytes.len());
@@ -210,16 +223,21 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
             .counters()
             .context("the instrumented module exported no counter memory")?;
         let abrupt = exit.is_abrupt();
-        let meta = match kept_meta {
-            Some(meta) => meta,
-            None => inst.meta()?,
+        let frames = abrupt.then_some(exit.unfinished_frames(&stack));
+        let check = |meta: &driver::Meta| {
+            meta.check_counters(counters, "the counter memory of this run", &name)
+                .map_err(Into::into)
         };
-        meta.check_counters(counters, "the counter memory of this run", &name)?;
-        let profile = driver::collect_owned(
-            meta,
-            counters,
-            abrupt.then_some(exit.unfinished_frames(&stack)),
-        )?;
+        let profile = if req.sparse {
+            driver::collect_sparse(&inst.bytes, &[], counters, frames, check)?
+        } else {
+            let meta = match kept_meta {
+                Some(meta) => meta,
+                None => inst.meta()?,
+            };
+            check(&meta)?;
+            driver::collect_owned(meta, counters, frames)?
+        };
         profile.write_to(file)?;
         // Said, as the default (pathprof.profile) lands in the current folder.
         eprintln!("pathprof: profile written to {}", req.output.display());
@@ -232,8 +250,6 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
     }
     timings.collect_s = clock.elapsed().as_secs_f64();
     if let Some(file) = timings_file {
-        timings.module_bytes = req.module.len();
-        timings.code_bytes = pathprof_wasm::code_section_size(&req.module);
         timings.run_module_bytes = bytes.len();
         timings.run_code_bytes = pathprof_wasm::code_section_size(bytes);
         file.finish((serde_json::to_string_pretty(&timings)? + "\n").as_bytes())?;

@@ -437,3 +437,10 @@ pub struct RawCounters {
     pub slots: Vec<u64>,
     pub lost: u64,
 }
+
+impl RawCounters {
+    /// Whether the function counted nothing (a sparse profile leaves it out).
+    pub fn is_zero(&self) -> bool {
+        self.paths.is_empty() && self.slots.iter().all(|&c| c == 0) && self.lost == 0
+    }
+}

@@ -82,6 +82,19 @@ impl<'a> Reader<'a> {
         Reader { data, pos: 0 }
     }
 
+    /// A reader of `data[range]` whose errors give offsets in `data`.
+    pub fn span(data: &'a [u8], range: std::ops::Range<usize>) -> Self {
+        Reader {
+            data: &data[..range.end],
+            pos: range.start,
+        }
+    }
+
+    /// The offset of the next byte.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
     /// An error at the current position.
     pub fn corrupt(&self, reason: impl Into<String>) -> MetaError {
         MetaError::Corrupt {

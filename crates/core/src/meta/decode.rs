@@ -22,6 +22,20 @@ pub fn decode(data: &[u8]) -> Result<Meta, MetaError> {
 /// [`decode`], for a module that may have been instrumented for one of
 /// the `foreign` techniques.
 pub fn decode_with(data: &[u8], foreign: &[&'static dyn Profiler]) -> Result<Meta, MetaError> {
+    let (mut meta, records) = index_with(data, foreign)?;
+    records.build_into(&mut meta, |_| true)?;
+    Ok(meta)
+}
+
+/// Reads the section but for its function records: the returned metadata's
+/// template lists no function (all are in its `unrun`), and
+/// [`Records::build_into`] builds those asked for. Building a function's
+/// template renumbers its paths; a sparse profile needs only the functions
+/// that ran.
+pub fn index_with<'a>(
+    data: &'a [u8],
+    foreign: &[&'static dyn Profiler],
+) -> Result<(Meta, Records<'a>), MetaError> {
     if data.first() == Some(&b'{') {
         return Err(MetaError::OldJson);
     }
@@ -41,16 +55,18 @@ pub fn decode_with(data: &[u8], foreign: &[&'static dyn Profiler]) -> Result<Met
     let kinds = strings(&mut r)?;
     let files = strings(&mut r)?;
     let mut template = Profile::new(module_hash, technique.mode());
-    let tables = Tables {
-        technique,
-        truncate_above,
-        kinds: &kinds,
-        files: &files,
-    };
-    // Each function takes at least 4 bytes (index, name, two counts).
-    let n = r.count(4)?;
+    // Each function takes at least 5 bytes (length, index, name, two counts).
+    let n = r.count(5)?;
+    let mut spans = Vec::with_capacity(n);
     for _ in 0..n {
-        template.functions.push(function(&mut r, &tables)?);
+        let len = r.count(1)?;
+        let at = r.pos();
+        let func_index = r.u32()?;
+        let rest = len
+            .checked_sub(r.pos() - at)
+            .ok_or_else(|| r.corrupt(format!("function {func_index}: its record is too short")))?;
+        r.bytes(rest)?;
+        spans.push((func_index, at..r.pos()));
     }
     for _ in 0..r.count(3)? {
         template.skipped.push(Skipped {
@@ -65,15 +81,75 @@ pub fn decode_with(data: &[u8], foreign: &[&'static dyn Profiler]) -> Result<Met
         .ok_or_else(|| r.corrupt("the module hash is not 64 hex digits"))?;
     let code_map = code_map(&mut r)?;
     r.finish()?;
-    check_parts(&r, &template, &layout, &code_map)?;
-    Ok(Meta {
+    check_parts(&r, &spans, &layout, &code_map)?;
+    template.unrun = spans.iter().map(|(i, _)| *i).collect();
+    template.unrun.sort_unstable();
+    let meta = Meta {
         technique,
         template,
         layout,
         code_map,
         interproc: None,
         ippp: None,
-    })
+    };
+    let records = Records {
+        data,
+        technique,
+        truncate_above,
+        kinds,
+        files,
+        spans,
+    };
+    Ok((meta, records))
+}
+
+/// The function records of a metadata section, built into its template
+/// when asked ([`index_with`]).
+pub struct Records<'a> {
+    data: &'a [u8],
+    technique: &'static dyn Profiler,
+    truncate_above: u64,
+    kinds: Vec<String>,
+    files: Vec<String>,
+    /// Per function, in layout order: its index and its record's bytes.
+    spans: Vec<(u32, std::ops::Range<usize>)>,
+}
+
+impl Records<'_> {
+    /// Builds into `meta`'s template the functions whose position in the
+    /// layout `keep` accepts; the others stay in its `unrun`.
+    pub fn build_into(
+        &self,
+        meta: &mut Meta,
+        keep: impl Fn(usize) -> bool,
+    ) -> Result<(), MetaError> {
+        let tables = Tables {
+            technique: self.technique,
+            truncate_above: self.truncate_above,
+            kinds: &self.kinds,
+            files: &self.files,
+        };
+        let mut built = Vec::new();
+        for (i, (_, span)) in self.spans.iter().enumerate().filter(|(i, _)| keep(*i)) {
+            let mut r = Reader::span(self.data, span.clone());
+            let f = function(&mut r, &tables)?;
+            r.finish()?;
+            let map = &meta.code_map[i];
+            if map.blocks.iter().any(|&(_, b)| b.index() >= f.blocks.len()) {
+                return Err(r.corrupt(format!(
+                    "function {}: code map names no block",
+                    f.func_index
+                )));
+            }
+            built.push(f);
+        }
+        let template = &mut meta.template;
+        let done: std::collections::HashSet<u32> = built.iter().map(|f| f.func_index).collect();
+        template.unrun.retain(|i| !done.contains(i));
+        template.functions.append(&mut built);
+        template.functions.sort_by_key(|f| f.func_index);
+        Ok(())
+    }
 }
 
 /// What every function record refers to.
@@ -241,27 +317,24 @@ fn code_map(r: &mut Reader<'_>) -> Result<Vec<CodeMap>, MetaError> {
     Ok(maps)
 }
 
-/// The template, the layout and the code map describe the same functions,
-/// in the same order, and the code map names only their blocks.
+/// The records, the layout and the code map describe the same functions,
+/// in the same order, with distinct indices.
 fn check_parts(
     r: &Reader<'_>,
-    template: &Profile,
+    spans: &[(u32, std::ops::Range<usize>)],
     layout: &CounterLayout,
     code_map: &[CodeMap],
 ) -> Result<(), MetaError> {
-    let fs = &template.functions;
-    if layout.functions.len() != fs.len() || code_map.len() != fs.len() {
+    if layout.functions.len() != spans.len() || code_map.len() != spans.len() {
         return Err(r.corrupt("layout, code map and functions disagree"));
     }
-    for ((f, fl), m) in fs.iter().zip(&layout.functions).zip(code_map) {
-        if fl.func_index != f.func_index || m.func_index != f.func_index {
+    let mut seen = std::collections::HashSet::with_capacity(spans.len());
+    for (((func_index, _), fl), m) in spans.iter().zip(&layout.functions).zip(code_map) {
+        if fl.func_index != *func_index || m.func_index != *func_index {
             return Err(r.corrupt("layout, code map and functions disagree"));
         }
-        if m.blocks.iter().any(|&(_, b)| b.index() >= f.blocks.len()) {
-            return Err(r.corrupt(format!(
-                "function {}: code map names no block",
-                f.func_index
-            )));
+        if !seen.insert(*func_index) {
+            return Err(r.corrupt(format!("function {func_index} is recorded twice")));
         }
     }
     Ok(())

@@ -119,6 +119,12 @@ impl Encoder {
         self.edges(f);
         self.body.buf.extend_from_slice(record);
         self.plan_hash.update(&self.body.buf[start..]);
+        // Each record is preceded by its length, so that a reader can skip
+        // to the functions it needs (a sparse profile's, that ran) without
+        // rebuilding the numbering of the others.
+        let mut len = Writer::default();
+        len.usize(self.body.buf.len() - start);
+        self.body.buf.splice(start..start, len.buf);
         self.spill_some()
     }
 

@@ -31,7 +31,7 @@ use pathprof_profile::Profile;
 use pathprof_wasm::{CodeMap, CounterLayout};
 
 pub use codec::{Reader, Writer};
-pub use decode::{decode, decode_with};
+pub use decode::{decode, decode_with, index_with, Records};
 pub use encode::{Encoder, Spilled};
 pub use identity::CountersError;
 
@@ -41,8 +41,9 @@ pub const META_SECTION: &str = "__pathprof.meta";
 const MAGIC: &[u8; 6] = b"PPMETA";
 /// The version this build writes and reads (4: edge records list the
 /// blocks exceptions may unwind from, path records the cut vertices; 5:
-/// block sources have a column and the file's whole path).
-pub const META_VERSION: u32 = 5;
+/// block sources have a column and the file's whole path; 6: each
+/// function's record is preceded by its length).
+pub const META_VERSION: u32 = 6;
 
 /// The decoded metadata of an instrumented module.
 #[derive(Clone, Debug, PartialEq)]

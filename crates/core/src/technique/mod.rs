@@ -217,11 +217,26 @@ impl Counters<'_> {
         profile: &mut Profile,
         mut each: impl FnMut(&mut FunctionProfile, RawCounters) -> Result<()>,
     ) -> Result<()> {
-        for (f, fl) in profile
-            .functions
-            .iter_mut()
-            .zip(&self.meta.layout.functions)
-        {
+        let layout = &self.meta.layout.functions;
+        // A sparse profile lists some of the layout's functions.
+        let by_index: std::collections::HashMap<u32, usize> = if profile.is_sparse() {
+            layout
+                .iter()
+                .enumerate()
+                .map(|(i, fl)| (fl.func_index, i))
+                .collect()
+        } else {
+            Default::default()
+        };
+        for (i, f) in profile.functions.iter_mut().enumerate() {
+            let at = if by_index.is_empty() {
+                Some(i)
+            } else {
+                by_index.get(&f.func_index).copied()
+            };
+            let Some(fl) = at.and_then(|i| layout.get(i)) else {
+                bail!("corrupt __pathprof.meta section: layout and functions disagree");
+            };
             if f.func_index != fl.func_index {
                 bail!("corrupt __pathprof.meta section: layout and functions disagree");
             }

@@ -1,0 +1,124 @@
+//! Sparse profiles: only the functions that ran.
+//!
+//! A profile that lists every instrumented function grows with the module:
+//! on a 95 MB module of 100,000 functions, of which 400 ran, it was 94.5 MB
+//! (docs/lab/2026-11-27-large-module.md). A sparse profile keeps the
+//! functions with a count and lists the others by index in
+//! [`Profile::unrun`]; their structure (blocks, edges, numbering) is in the
+//! instrumented module's metadata, which the module hash names, and
+//! [`Profile::fill_unrun`] puts it back for the readers that need every
+//! function (a coverage export's never-run lines). This is what
+//! `llvm-profdata merge --sparse` does to records with zero counts.
+//!
+//! Only the per-function modes (path, edge, PPP) have sparse profiles: the
+//! interprocedural ones describe the run in module-level sections.
+
+use crate::{FunctionData, Profile};
+
+impl Profile {
+    /// Whether some instrumented functions are left out
+    /// ([`Profile::unrun`]).
+    pub fn is_sparse(&self) -> bool {
+        !self.unrun.is_empty()
+    }
+
+    /// Whether the mode's profiles may be sparse: those whose counts are all
+    /// per function.
+    pub fn may_be_sparse(&self) -> bool {
+        self.interproc.is_none() && self.segments.is_none() && self.intra_context.is_none()
+    }
+
+    /// Leaves out the functions whose counts are all zero, listing them in
+    /// [`Profile::unrun`]. Refused for a mode whose counts are not all per
+    /// function.
+    pub fn make_sparse(&mut self) -> Result<(), String> {
+        if !self.may_be_sparse() {
+            return Err(format!(
+                "a {} profile cannot be sparse: its paths are the module's, not a function's",
+                self.mode
+            ));
+        }
+        let (ran, unrun): (Vec<_>, Vec<_>) = std::mem::take(&mut self.functions)
+            .into_iter()
+            .partition(|f| !f.data.is_zero());
+        self.functions = ran;
+        self.unrun.extend(unrun.iter().map(|f| f.func_index));
+        self.unrun.sort_unstable();
+        self.version = self.needed_version();
+        Ok(())
+    }
+
+    /// Puts back the functions a sparse profile left out, from `template`
+    /// (the zero-count profile of the same module's metadata), so that the
+    /// profile lists every instrumented function again.
+    pub fn fill_unrun(&mut self, mut template: Profile) -> Result<(), String> {
+        if template.module_hash != self.module_hash || template.mode != self.mode {
+            return Err("the metadata is of another module or mode".into());
+        }
+        let wanted: std::collections::BTreeSet<u32> = self.unrun.iter().copied().collect();
+        template
+            .functions
+            .retain(|f| wanted.contains(&f.func_index));
+        if template.functions.len() != wanted.len() {
+            return Err("the metadata lacks functions the profile left out".into());
+        }
+        self.functions.append(&mut template.functions);
+        self.functions.sort_by_key(|f| f.func_index);
+        self.unrun.clear();
+        self.version = self.needed_version();
+        Ok(())
+    }
+
+    /// Every function index the profile instruments: those it lists and
+    /// those it left out, ascending.
+    pub fn instrumented(&self) -> Vec<u32> {
+        let mut all: Vec<u32> = self.functions.iter().map(|f| f.func_index).collect();
+        all.extend_from_slice(&self.unrun);
+        all.sort_unstable();
+        all
+    }
+
+    /// `unrun` is ascending, distinct, and names no listed function.
+    pub(crate) fn check_unrun(&self) -> Result<(), String> {
+        if self.unrun.is_empty() {
+            return Ok(());
+        }
+        if !self.may_be_sparse() {
+            return Err(format!("a {} profile cannot be sparse", self.mode));
+        }
+        if self.unrun.windows(2).any(|w| w[0] >= w[1]) {
+            return Err("the functions left out (\"unrun\") are not ascending".into());
+        }
+        if let Some(f) = self
+            .functions
+            .iter()
+            .find(|f| self.unrun.binary_search(&f.func_index).is_ok())
+        {
+            return Err(format!(
+                "function {} is both listed and left out as unrun",
+                f.func_index
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl FunctionData {
+    /// Whether nothing was counted: no path, self loop, lost count,
+    /// uninteresting path, chord or edge.
+    pub fn is_zero(&self) -> bool {
+        match self {
+            FunctionData::Path { counts, ppp, .. } => {
+                counts.paths.iter().all(|&(_, c)| c == 0)
+                    && counts.self_loops.iter().all(|&c| c == 0)
+                    && counts.lost == 0
+                    && ppp.as_ref().map_or(true, |i| i.uninteresting == 0)
+            }
+            FunctionData::Edge {
+                chord_counts,
+                edge_counts,
+                ..
+            } => chord_counts.iter().all(|&c| c == 0) && edge_counts.iter().all(|&c| c == 0),
+        }
+    }
+}
