@@ -86,7 +86,14 @@ struct ExportArgs {
     /// The label column of --format parquet (default: the profile's file name).
     #[arg(long)]
     label: Option<String>,
-    /// The instrumented module a sparse profile was measured on: the functions that never ran are exported from its metadata, with zero counts.
+    #[command(flatten)]
+    unrun: UnrunArgs,
+}
+
+/// Where a sparse profile's functions that never ran come from.
+#[derive(Args)]
+struct UnrunArgs {
+    /// The instrumented module a sparse profile (`run --sparse`) was measured on: its functions that never ran are taken from its metadata, with zero counts, so that their lines show as not run.
     #[arg(long, value_name = "MODULE")]
     module: Option<PathBuf>,
 }
@@ -94,6 +101,8 @@ struct ExportArgs {
 #[derive(Args)]
 struct ShowArgs {
     profile: PathBuf,
+    #[command(flatten)]
+    unrun: UnrunArgs,
     /// Only the lines of this function (its name or index).
     #[arg(long)]
     function: Option<String>,
@@ -108,6 +117,8 @@ struct ShowArgs {
 #[derive(Args)]
 struct HtmlArgs {
     profile: PathBuf,
+    #[command(flatten)]
+    unrun: UnrunArgs,
     /// The folder to write the report into; it must not exist (see --force).
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
@@ -1081,7 +1092,7 @@ fn collect_to_profile(a: &CollectArgs) -> Result<Profile> {
 }
 
 fn show_cmd(a: ShowArgs) -> Result<()> {
-    let profile = Profile::read(&a.profile)?;
+    let profile = read_with_unrun(&a.profile, &a.unrun)?;
     let opts = pathprof::show::ShowOptions {
         function: a.function,
         path: a.path,
@@ -1095,7 +1106,7 @@ fn show_cmd(a: ShowArgs) -> Result<()> {
 
 fn html_cmd(a: HtmlArgs) -> Result<()> {
     pathprof::html::check_output(&a.output, a.force)?;
-    let profile = Profile::read(&a.profile)?;
+    let profile = read_with_unrun(&a.profile, &a.unrun)?;
     let opts = pathprof::html::HtmlOptions {
         source_dirs: a.source_dir,
         top: a.top,
@@ -1118,19 +1129,26 @@ fn html_cmd(a: HtmlArgs) -> Result<()> {
     Ok(())
 }
 
-fn export_cmd(a: ExportArgs) -> Result<()> {
-    let mut profile = Profile::read(&a.profile)?;
-    let name = || a.profile.display().to_string();
-    match &a.module {
+/// A profile for a reader of every function's lines: a sparse one filled
+/// from `--module`, or said to lack the functions that never ran.
+fn read_with_unrun(path: &Path, unrun: &UnrunArgs) -> Result<Profile> {
+    let mut profile = Profile::read(path)?;
+    match &unrun.module {
         Some(m) => driver::fill_unrun(&mut profile, &read(m)?)
             .with_context(|| m.display().to_string())?,
         None if profile.is_sparse() => eprintln!(
-            "pathprof: note: {} is sparse: its {} functions that never ran are not exported (give --module with the instrumented module to include them)",
-            name(),
+            "pathprof: note: {} is sparse: its {} functions that never ran are left out (give --module with the instrumented module to include them)",
+            path.display(),
             profile.unrun.len()
         ),
         None => {}
     }
+    Ok(profile)
+}
+
+fn export_cmd(a: ExportArgs) -> Result<()> {
+    let profile = read_with_unrun(&a.profile, &a.unrun)?;
+    let name = || a.profile.display().to_string();
     if let ExportFormat::Parquet = a.format {
         return export_parquet(&a, &profile);
     }

@@ -188,10 +188,13 @@ fn the_command_line_writes_reads_and_merges_sparse_profiles() {
     assert_eq!(
         stderr(&o),
         format!(
-            "pathprof: note: {sparse} is sparse: its {} functions that never ran are not exported (give --module with the instrumented module to include them)\n",
+            "pathprof: note: {sparse} is sparse: its {} functions that never ran are left out (give --module with the instrumented module to include them)\n",
             s.unrun.len()
         )
     );
+    // `show` takes the module as `export` does.
+    let show_dense = ok(&["show", &dense]);
+    assert_eq!(ok(&["show", &sparse, "--module", &inst]), show_dense);
     let o = pathprof(&["export", "--format", "lcov", &sparse, "--module", &program]);
     assert_eq!(
         stderr(&o),
@@ -216,4 +219,44 @@ fn the_command_line_writes_reads_and_merges_sparse_profiles() {
         "pathprof: error: --sparse: a context profile cannot be sparse: its paths are the module's, not a function's\n"
     );
     assert!(!o.status.success());
+}
+
+/// A module of `n` small functions of which `_start` calls the first.
+fn many_functions(n: usize) -> String {
+    let mut wat = String::from("(module\n");
+    for i in 0..n {
+        wat += &format!(
+            "  (func $f{i} (param i32) (result i32) (if (result i32) (local.get 0) (then (i32.const {i})) (else (i32.const 1))))\n"
+        );
+    }
+    wat += "  (func (export \"_start\") (drop (call $f0 (i32.const 1)))))\n";
+    wat
+}
+
+/// `run` suggests `--sparse` when at least 10,000 functions never ran, and
+/// not below that or with it.
+#[test]
+fn run_suggests_sparse_for_a_module_that_mostly_never_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tmp_file(&dir, "p.profile");
+    for (n, note) in [(10_001, true), (10_000, false)] {
+        let wat = dir.path().join(format!("many{n}.wat"));
+        std::fs::write(&wat, many_functions(n)).unwrap();
+        let wat = wat.display().to_string();
+        let o = pathprof(&["run", "-o", &out, &wat]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let expected = format!(
+            "pathprof: profile written to {out}\n{}",
+            if note {
+                format!("pathprof: note: {} of its {} functions never ran; --sparse leaves them out (a profile and a collection the size of what ran)\n", n - 1, n + 1)
+            } else {
+                String::new()
+            }
+        );
+        assert_eq!(stderr(&o), expected, "{n} functions");
+        let o = pathprof(&["run", "--sparse", "-o", &out, &wat]);
+        assert_eq!(stderr(&o), format!("pathprof: profile written to {out}\n"));
+        let p = Profile::read(dir.path().join("p.profile").as_path()).unwrap();
+        assert_eq!((p.functions.len(), p.unrun.len()), (2, n - 1));
+    }
 }

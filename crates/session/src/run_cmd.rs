@@ -131,6 +131,9 @@ fn compile_spinner(module_bytes: usize) -> Option<indicatif::ProgressBar> {
     Some(spinner)
 }
 
+/// Functions that never ran from which `run` suggests `--sparse`.
+pub const SPARSE_HINT: usize = 10_000;
+
 pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
     // Collected at once: the metadata planning made serves, undecoded.
     // A sparse profile instead builds only the templates of the functions
@@ -238,9 +241,24 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
             check(&meta)?;
             driver::collect_owned(meta, counters, frames)?
         };
+        let never_ran = if req.sparse || !profile.may_be_sparse() {
+            0
+        } else {
+            profile
+                .functions
+                .iter()
+                .filter(|f| f.data.is_zero())
+                .count()
+        };
         profile.write_to(file)?;
         // Said, as the default (pathprof.profile) lands in the current folder.
         eprintln!("pathprof: profile written to {}", req.output.display());
+        if never_ran >= SPARSE_HINT {
+            eprintln!(
+                "pathprof: note: {never_ran} of its {} functions never ran; --sparse leaves them out (a profile and a collection the size of what ran)",
+                profile.functions.len()
+            );
+        }
         if abrupt {
             eprintln!(
                 "pathprof: note: the run ended abruptly; paths in flight then are not counted"

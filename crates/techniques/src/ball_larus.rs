@@ -118,6 +118,7 @@ pub struct ArrayBudget {
     array_max: u64,
     left: u64,
     memory_left: u64,
+    memory_max: u64,
 }
 
 impl ArrayBudget {
@@ -126,6 +127,7 @@ impl ArrayBudget {
             array_max: opts.array_max,
             left: opts.array_budget,
             memory_left: opts.array_memory_max,
+            memory_max: opts.array_memory_max,
         }
     }
 
@@ -138,6 +140,11 @@ impl ArrayBudget {
             PathTable::Hash { capacity } if capacity <= SPILL_HASH_CAPACITY => return true,
             PathTable::Hash { .. } => {
                 let bytes = u64::try_from(table.bytes()).unwrap_or(u64::MAX);
+                if bytes > self.memory_max {
+                    // No budget holds it: the user's --hash-capacity, kept
+                    // (the layout names the setting if no memory can).
+                    return true;
+                }
                 if bytes > self.memory_left {
                     return false;
                 }
