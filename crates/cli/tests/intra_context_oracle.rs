@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use common::oracle::FuncGraph;
 use common::programs::{self, Invocation};
@@ -92,6 +92,7 @@ fn oracle(
 
 /// The instrumented build of a module, compiled, and its metadata.
 struct Built {
+    bytes: Vec<u8>,
     module: wasmtime::Module,
     meta: driver::Meta,
     traced: wasmtime::Module,
@@ -107,6 +108,7 @@ fn build_with(engine: &wasmtime::Engine, bytes: &[u8], opts: &driver::Options) -
     let traced = driver::instrument(bytes, Technique::Trace, &Default::default()).unwrap();
     Built {
         module: pathprof_runner::compile(engine, &inst.bytes).unwrap(),
+        bytes: inst.bytes.clone(),
         meta: inst.meta().unwrap(),
         traced: pathprof_runner::compile(engine, &traced.bytes).unwrap(),
         graphs: programs::graphs(bytes),
@@ -147,6 +149,48 @@ fn check(b: &Built, name: &str, inv: &Invocation) -> (usize, usize) {
             diff[..diff.len().min(5)].join("\n")
         );
     }
+    // The sparse profile (`run --sparse`): the functions with a path,
+    // with the same paths; every other instrumented one left out.
+    let sparse = driver::collect_sparse(&b.bytes, &[], counters, abrupt, |_| Ok(()))
+        .expect("collect sparse");
+    let ran: BTreeSet<u32> = want.keys().map(|k| k.0).collect();
+    let listed: BTreeSet<u32> = sparse.functions.iter().map(|f| f.func_index).collect();
+    assert_eq!(
+        listed, ran,
+        "{name} {inv:?}: the sparse profile's functions"
+    );
+    let icp = sparse
+        .intra_context
+        .as_deref()
+        .expect("intra-context paths");
+    let sparse_paths: BTreeMap<Key, u64> = icp
+        .functions
+        .iter()
+        .flat_map(|f| {
+            f.paths.iter().map(|p| {
+                (
+                    (f.func_index, p.path.steps.clone(), p.path.active_start),
+                    p.count,
+                )
+            })
+        })
+        .collect();
+    assert_eq!(
+        sparse_paths, want,
+        "{name} {inv:?}: the sparse profile's paths"
+    );
+    let instrumented: BTreeSet<u32> = b
+        .meta
+        .layout
+        .functions
+        .iter()
+        .map(|f| f.func_index)
+        .collect();
+    assert_eq!(
+        sparse.unrun.iter().copied().collect::<BTreeSet<u32>>(),
+        &instrumented - &ran,
+        "{name} {inv:?}"
+    );
     let in_context = got.keys().filter(|k| k.2 > 0).count();
     (got.len(), in_context)
 }

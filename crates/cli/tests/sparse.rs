@@ -211,6 +211,30 @@ fn the_command_line_writes_reads_and_merges_sparse_profiles() {
         std::fs::read(&m_dense).unwrap()
     );
 
+    // Intra-context profiles (paths within a function) are sparse too, and
+    // merge as the dense ones do: two runs of other inputs.
+    let mut merged = Vec::new();
+    for sparse_flag in [true, false] {
+        let mut outs = Vec::new();
+        for (i, input) in ["-b 4 2 8", "-i 9 8 7 6"].into_iter().enumerate() {
+            let out = tmp_file(&dir, &format!("ic{i}{sparse_flag}.profile"));
+            let mut cmd = vec!["run", "--mode", "intra-context", "-o", &out];
+            if sparse_flag {
+                cmd.push("--sparse");
+            }
+            cmd.extend([program.as_str(), "--"]);
+            cmd.extend(input.split(' '));
+            ok(&cmd);
+            outs.push(out);
+        }
+        let out = tmp_file(&dir, &format!("ic{sparse_flag}.profile"));
+        ok(&["merge", &outs[0], &outs[1], "--sparse", "-o", &out]);
+        merged.push(std::fs::read(&out).unwrap());
+    }
+    assert_eq!(merged[0], merged[1]);
+    let ic = Profile::from_bytes(std::path::Path::new("ic"), &merged[0]).unwrap();
+    assert!(ic.is_sparse() && !ic.functions.is_empty());
+
     let o = pathprof(&[
         "run", "--sparse", "--mode", "context", "-o", &sparse, &program,
     ]);

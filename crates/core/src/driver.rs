@@ -309,7 +309,7 @@ fn filled(
 /// `instrumented` (the others' numbering, most of a large module's
 /// collecting, is never rebuilt). `check` is given the metadata before any
 /// counter is read (for [`Meta::check_counters`], whose error names the
-/// files). Refused for the modes whose paths are the module's.
+/// files). Refused for the modes whose paths cross functions.
 pub fn collect_sparse(
     instrumented: &[u8],
     foreign: &[&'static dyn Profiler],
@@ -320,7 +320,7 @@ pub fn collect_sparse(
     let section = pathprof_wasm::custom_section(instrumented, META_SECTION)?
         .ok_or(crate::meta::MetaError::Missing)?;
     let (mut meta, records) = crate::meta::index_with(&section, foreign)?;
-    if meta.technique.planned_whole() {
+    if !meta.technique.mode().may_be_sparse() {
         crate::error::bail!(
             "a {} profile cannot be sparse: its paths are the module's, not a function's",
             meta.technique.mode()

@@ -38,26 +38,36 @@ impl IntraContextProfile {
         self.functions.iter().find(|f| f.func_index == func_index)
     }
 
-    /// Adds `other`'s counts (a profile of the same module).
+    /// Adds `other`'s counts (a profile of the same module), joined by
+    /// function index: a sparse profile lists only the functions with paths
+    /// (the profiles' `functions` and `unrun` say that both instrument the
+    /// same ones).
     pub fn add(&mut self, other: &IntraContextProfile) -> Result<(), String> {
-        if self.functions.len() != other.functions.len() {
-            return Err("the intra-context profiles instrument different functions".into());
-        }
-        for (mine, theirs) in self.functions.iter_mut().zip(&other.functions) {
-            if (mine.func_index, mine.potential) != (theirs.func_index, theirs.potential) {
+        let mut mine: std::collections::BTreeMap<u32, FunctionContextPaths> =
+            std::mem::take(&mut self.functions)
+                .into_iter()
+                .map(|f| (f.func_index, f))
+                .collect();
+        for theirs in &other.functions {
+            let Some(m) = mine.get_mut(&theirs.func_index) else {
+                mine.insert(theirs.func_index, theirs.clone());
+                continue;
+            };
+            if m.potential != theirs.potential {
                 return Err(format!(
                     "the intra-context numberings of function {} differ",
-                    mine.func_index
+                    m.func_index
                 ));
             }
             crate::merge::add_counted(
-                &mut mine.paths,
+                &mut m.paths,
                 &theirs.paths,
                 |p| p.number,
                 |p| &mut p.count,
                 "path",
             )?;
         }
+        self.functions = mine.into_values().collect();
         self.lost = self.lost.saturating_add(other.lost);
         Ok(())
     }

@@ -10,10 +10,25 @@
 //! function (a coverage export's never-run lines). This is what
 //! `llvm-profdata merge --sparse` does to records with zero counts.
 //!
-//! Only the per-function modes (path, edge, PPP) have sparse profiles: the
-//! interprocedural ones describe the run in module-level sections.
+//! Only the modes whose paths are each within a function (path, edge, PPP,
+//! intra-context) have sparse profiles: the interprocedural ones' paths
+//! cross functions. An intra-context profile's functions carry no counts of
+//! their own; one is left out when its section lists no path of it.
 
-use crate::{FunctionData, Profile};
+use std::collections::BTreeSet;
+
+use crate::{FunctionData, FunctionProfile, Mode, Profile};
+
+impl Mode {
+    /// Whether the mode's profiles may be sparse: its paths are each
+    /// within a function.
+    pub fn may_be_sparse(self) -> bool {
+        matches!(
+            self,
+            Mode::Path | Mode::Edge | Mode::Ppp | Mode::IntraContext
+        )
+    }
+}
 
 impl Profile {
     /// Whether some instrumented functions are left out
@@ -22,15 +37,37 @@ impl Profile {
         !self.unrun.is_empty()
     }
 
-    /// Whether the mode's profiles may be sparse: those whose counts are all
-    /// per function.
+    /// Whether the profile may be sparse: its mode's paths are each within
+    /// a function ([`Mode::may_be_sparse`]).
     pub fn may_be_sparse(&self) -> bool {
-        self.interproc.is_none() && self.segments.is_none() && self.intra_context.is_none()
+        self.mode.may_be_sparse() && self.interproc.is_none() && self.segments.is_none()
+    }
+
+    /// The functions with a count: a path, self loop, lost count, chord or
+    /// edge of their own, or (intra-context) a path in the section.
+    fn counted(&self) -> impl Fn(&FunctionProfile) -> bool {
+        let in_section: Option<BTreeSet<u32>> = self.intra_context.as_deref().map(|icp| {
+            icp.functions
+                .iter()
+                .filter(|f| !f.paths.is_empty())
+                .map(|f| f.func_index)
+                .collect()
+        });
+        move |f| match &in_section {
+            Some(ran) => ran.contains(&f.func_index),
+            None => !f.data.is_zero(),
+        }
+    }
+
+    /// How many listed functions counted nothing (what
+    /// [`Profile::make_sparse`] would leave out).
+    pub fn never_ran(&self) -> usize {
+        let counted = self.counted();
+        self.functions.iter().filter(|f| !counted(f)).count()
     }
 
     /// Leaves out the functions whose counts are all zero, listing them in
-    /// [`Profile::unrun`]. Refused for a mode whose counts are not all per
-    /// function.
+    /// [`Profile::unrun`]. Refused for a mode whose paths cross functions.
     pub fn make_sparse(&mut self) -> Result<(), String> {
         if !self.may_be_sparse() {
             return Err(format!(
@@ -38,9 +75,13 @@ impl Profile {
                 self.mode
             ));
         }
+        let counted = self.counted();
         let (ran, unrun): (Vec<_>, Vec<_>) = std::mem::take(&mut self.functions)
             .into_iter()
-            .partition(|f| !f.data.is_zero());
+            .partition(|f| counted(f));
+        if let Some(icp) = self.intra_context.as_deref_mut() {
+            icp.functions.retain(|f| !f.paths.is_empty());
+        }
         self.functions = ran;
         self.unrun.extend(unrun.iter().map(|f| f.func_index));
         self.unrun.sort_unstable();
@@ -89,15 +130,18 @@ impl Profile {
         if self.unrun.windows(2).any(|w| w[0] >= w[1]) {
             return Err("the functions left out (\"unrun\") are not ascending".into());
         }
+        let in_section = self
+            .intra_context
+            .iter()
+            .flat_map(|icp| icp.functions.iter().map(|f| f.func_index));
         if let Some(f) = self
             .functions
             .iter()
-            .find(|f| self.unrun.binary_search(&f.func_index).is_ok())
+            .map(|f| f.func_index)
+            .chain(in_section)
+            .find(|f| self.unrun.binary_search(f).is_ok())
         {
-            return Err(format!(
-                "function {} is both listed and left out as unrun",
-                f.func_index
-            ));
+            return Err(format!("function {f} is both listed and left out as unrun"));
         }
         Ok(())
     }

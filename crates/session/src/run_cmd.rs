@@ -244,11 +244,7 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
         let never_ran = if req.sparse || !profile.may_be_sparse() {
             0
         } else {
-            profile
-                .functions
-                .iter()
-                .filter(|f| f.data.is_zero())
-                .count()
+            profile.never_ran()
         };
         profile.write_to(file)?;
         // Said, as the default (pathprof.profile) lands in the current folder.
