@@ -115,6 +115,21 @@ fn build_with(engine: &wasmtime::Engine, bytes: &[u8], opts: &driver::Options) -
     }
 }
 
+/// The paths of a profile's section, with their counts.
+fn paths_of(icp: &pathprof_profile::intra_context::IntraContextProfile) -> BTreeMap<Key, u64> {
+    icp.functions
+        .iter()
+        .flat_map(|f| {
+            f.paths.iter().map(|p| {
+                (
+                    (f.func_index, p.path.steps.clone(), p.path.active_start),
+                    p.count,
+                )
+            })
+        })
+        .collect()
+}
+
 /// Runs `inv` both ways and compares; returns the number of distinct
 /// paths and how many of them have a context-prefix.
 fn check(b: &Built, name: &str, inv: &Invocation) -> (usize, usize) {
@@ -127,18 +142,7 @@ fn check(b: &Built, name: &str, inv: &Invocation) -> (usize, usize) {
     let profile = driver::collect(&b.meta, counters, abrupt).expect("collect");
     let icp = profile.intra_context.expect("intra-context paths");
     assert_eq!(icp.lost, 0, "{name} {inv:?}: counts lost");
-    let got: BTreeMap<Key, u64> = icp
-        .functions
-        .iter()
-        .flat_map(|f| {
-            f.paths.iter().map(|p| {
-                (
-                    (f.func_index, p.path.steps.clone(), p.path.active_start),
-                    p.count,
-                )
-            })
-        })
-        .collect();
+    let got = paths_of(&icp);
     let profiled: HashSet<u32> = icp.functions.iter().map(|f| f.func_index).collect();
     let trace = programs::run_compiled(&b.traced, inv, true).trace;
     let want = oracle(&trace, &b.graphs, &profiled);
@@ -163,18 +167,7 @@ fn check(b: &Built, name: &str, inv: &Invocation) -> (usize, usize) {
         .intra_context
         .as_deref()
         .expect("intra-context paths");
-    let sparse_paths: BTreeMap<Key, u64> = icp
-        .functions
-        .iter()
-        .flat_map(|f| {
-            f.paths.iter().map(|p| {
-                (
-                    (f.func_index, p.path.steps.clone(), p.path.active_start),
-                    p.count,
-                )
-            })
-        })
-        .collect();
+    let sparse_paths = paths_of(icp);
     assert_eq!(
         sparse_paths, want,
         "{name} {inv:?}: the sparse profile's paths"
