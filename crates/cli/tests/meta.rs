@@ -209,11 +209,11 @@ fn rebuilt_template_equals_the_planned_one() {
 /// instead of decoding the section it just wrote: the two must be equal,
 /// template, layout and code map, for every fixture and technique planned
 /// one function at a time, with the array memory spent early (small hash
-/// tables) and with weights. Techniques planned whole keep nothing and
-/// decode.
+/// tables) and with weights; and for the techniques planned whole
+/// (context and piecewise also keep their numbering).
 #[test]
 fn kept_metadata_equals_the_decoded_section() {
-    let mut checked = 0;
+    let (mut checked, mut whole) = (0, 0);
     for (name, bytes) in fixtures() {
         for technique in [
             Technique::Path,
@@ -244,18 +244,59 @@ fn kept_metadata_equals_the_decoded_section() {
             keep_meta: true,
             ..Default::default()
         };
-        // (Refused where context profiling does not apply yet.)
-        if let Ok(mut inst) = driver::instrument(&bytes, Technique::Context, &opts) {
+        for technique in [
+            Technique::Context,
+            Technique::Piecewise,
+            Technique::IntraContext,
+        ] {
+            // (Refused where the mode does not apply yet.)
+            let Ok(mut inst) = driver::instrument(&bytes, technique, &opts) else {
+                continue;
+            };
+            let kept = inst.take_kept_meta().expect("metadata kept");
             assert!(
-                inst.take_kept_meta().is_none(),
-                "{name}: context keeps nothing"
+                kept == inst.meta().unwrap(),
+                "{name} ({technique:?}): the kept metadata differs from the section's"
             );
+            let numbering = kept.interproc.as_ref().map(|m| format!("{:?}", m.numbered));
+            assert_eq!(
+                numbering.as_deref(),
+                (technique != Technique::IntraContext).then_some("kept")
+            );
+            whole += 1;
         }
         opts.keep_meta = false;
         let mut inst = driver::instrument(&bytes, Technique::Path, &opts).unwrap();
         assert!(inst.take_kept_meta().is_none(), "{name}: kept unasked");
     }
     assert!(checked >= 72, "{checked}");
+    assert!(whole >= 30, "{whole}");
+}
+
+/// A context profile collected with the numbering planning kept equals the
+/// one collected with the numbering rebuilt from the section.
+#[test]
+fn a_kept_interprocedural_numbering_collects_as_the_rebuilt_one() {
+    let bytes = std::fs::read(root().join("tests/fixtures/c/build/recurse.O2.wasm"))
+        .expect("run scripts/build-c-fixtures.sh");
+    let engine = pathprof_runner::engine().unwrap();
+    for technique in [Technique::Context, Technique::Piecewise] {
+        let opts = driver::Options {
+            keep_meta: true,
+            ..Default::default()
+        };
+        let mut inst = driver::instrument(&bytes, technique, &opts).unwrap();
+        let kept = inst.take_kept_meta().unwrap();
+        let opts = pathprof_runner::RunOptions::captured(["recurse", "6", "3"]);
+        let run = pathprof_runner::run_command(&engine, &inst.bytes, &opts).unwrap();
+        assert_eq!(run.exit, pathprof_runner::Exit::Returned);
+        let counters = run.counters.unwrap();
+        let rebuilt = driver::collect(&inst.meta().unwrap(), &counters, None).unwrap();
+        let with_kept = driver::collect(&kept, &counters, None).unwrap();
+        assert_eq!(with_kept, rebuilt, "{technique:?}");
+        let paths = rebuilt.interproc.as_ref().map_or(0, |i| i.paths.len());
+        assert!(paths > 3, "{technique:?}: {paths} paths");
+    }
 }
 
 /// Truncations, byte flips and other versions of a real section: errors

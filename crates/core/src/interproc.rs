@@ -126,14 +126,17 @@ fn instrument(module: &[u8], profiler: &Interprocedural, opts: &Options) -> Resu
         }
     }
     let section = serde_json::to_vec(&meta)?;
-    instrument_whole(
+    let mut inst = instrument_whole(
         module,
         &info,
         profiler,
         opts,
         (&technique::module_plan(), &plans),
         (INTERPROC_SECTION, &section),
-    )
+    )?;
+    // `run` collects with the numbering it planned with.
+    inst.keep_also(|kept| kept.interproc = Some(meta.with_numbering(ip)));
+    Ok(inst)
 }
 
 /// A module analysed and numbered.
@@ -172,6 +175,7 @@ fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> R
         supergraph: msg.supergraph,
         cuts,
         num_imported_funcs: msg.num_imported_funcs,
+        numbered: Default::default(),
     };
     Ok(Numbered {
         info,

@@ -74,6 +74,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     pathprof_wasm::Scanned::validated(module)?;
     let info = pathprof_wasm::analyze(module)?;
     let mut rec = Recorder::new(&info.module_hash, module, &INTRA_CONTEXT, opts)?;
+    rec.keep_if_asked(&INTRA_CONTEXT, opts);
     let mut plans: Vec<Option<FunctionPlan>> = Vec::new();
     let mut budget = ball_larus::ArrayBudget::new(&opts.ball_larus);
     for f in &info.functions {

@@ -276,14 +276,16 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         })
         .collect();
     let section = serde_json::to_vec(&meta)?;
-    instrument_whole(
+    let mut inst = instrument_whole(
         module,
         &info,
         &IPPP,
         opts,
         (&p.layout.module_plan(), &plans),
         (IPPP_SECTION, &section),
-    )
+    )?;
+    inst.keep_also(|kept| kept.ippp = Some(meta));
+    Ok(inst)
 }
 
 /// Per supergraph function, its indirect calls that a static table

@@ -41,6 +41,16 @@ impl Instrumented {
     }
 }
 
+impl Instrumented {
+    /// Adds to the kept metadata (if any) what a technique planned whole
+    /// keeps beside the function records.
+    pub(crate) fn keep_also(&mut self, add: impl FnOnce(&mut Meta)) {
+        if let Some(meta) = &mut self.kept {
+            add(meta);
+        }
+    }
+}
+
 /// An instrumented module, returned or written.
 pub(crate) enum Done {
     Memory(Instrumented),
@@ -183,7 +193,20 @@ impl Recorder {
     /// Records a function of a module every function of which has a plan
     /// of no technique-specific data (the interprocedural modes).
     pub(crate) fn record_cfg(&mut self, f: Result<&FunctionCfg, &Unsupported>) -> Result<()> {
+        if let Ok(cfg) = f {
+            self.keep(cfg, &[], None)?;
+        }
         self.record(f.map(|cfg| (cfg, &[][..])))
+    }
+
+    /// For a technique planned whole: keeps the template when
+    /// [`Options::keep_meta`] asks (its output is always in memory).
+    pub(crate) fn keep_if_asked(&mut self, technique: &dyn Profiler, opts: &Options) {
+        if let Some(t) = crate::technique::profiler_of(technique.code(), &[]) {
+            if opts.keep_meta {
+                self.keep_template(t);
+            }
+        }
     }
 
     /// What the header of the counter memory says, once every function is
@@ -263,6 +286,7 @@ pub(crate) fn instrument_whole(
     // Recorded first: the header of the counter memory covers the records
     // and the section.
     let mut rec = Recorder::new(&info.module_hash, module, technique, opts)?;
+    rec.keep_if_asked(technique, opts);
     for f in &info.functions {
         rec.record_cfg(f.as_ref())?;
     }

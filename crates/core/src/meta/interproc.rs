@@ -22,16 +22,47 @@ pub struct InterprocMeta {
     pub num_imported_funcs: u32,
     /// Per call site: where it is (for reports).
     pub sites: Vec<(u32, u32)>,
+    /// The numbering planning made, when the metadata was kept rather than
+    /// decoded ([`InterprocMeta::with_numbering`]).
+    #[serde(skip)]
+    pub numbered: Planned,
+}
+
+/// A numbering kept from planning. Not part of the section: two metadata
+/// are equal whether or not one kept it.
+#[derive(Clone, Default)]
+pub struct Planned(Option<std::sync::Arc<Interproc>>);
+
+impl PartialEq for Planned {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Planned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "kept" } else { "none" })
+    }
 }
 
 impl InterprocMeta {
-    /// Numbers the supergraph again, as the instrumenter did.
-    pub fn numbering(&self) -> Result<Interproc> {
-        Ok(Interproc::build_with_cuts(
+    /// The numbering the instrumenter made: kept, or built again.
+    pub fn numbering(&self) -> Result<std::sync::Arc<Interproc>> {
+        if let Some(ip) = &self.numbered.0 {
+            return Ok(ip.clone());
+        }
+        Ok(std::sync::Arc::new(Interproc::build_with_cuts(
             &self.supergraph,
             self.mode,
             &self.cuts,
-        )?)
+        )?))
+    }
+
+    /// This metadata with the numbering planning made, for `run` to
+    /// collect with.
+    pub fn with_numbering(mut self, ip: Interproc) -> Self {
+        self.numbered = Planned(Some(std::sync::Arc::new(ip)));
+        self
     }
 
     /// The profile's empty interprocedural part.
