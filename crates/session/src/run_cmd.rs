@@ -131,7 +131,8 @@ fn compile_spinner(module_bytes: usize) -> Option<indicatif::ProgressBar> {
     Some(spinner)
 }
 
-/// Functions that never ran from which `run` suggests `--sparse`.
+/// Functions that never ran from which `run` suggests `--sparse`, which is
+/// not the default (docs/decisions.md#sparse-opt-in).
 pub const SPARSE_HINT: usize = 10_000;
 
 pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {

@@ -78,7 +78,8 @@ pub(crate) use pathprof_techniques::plan::{HASH_ENTRY_BYTES, HASH_HEADER_BYTES};
 /// `--array-memory-max`) start all zero: no data segment writes their
 /// header, the hash helper does on their first count. A module may have at
 /// most 100,000 data segments (wasmparser's limit, which wasmtime keeps),
-/// and a large module has more functions than that.
+/// and a large module has more functions than that
+/// (docs/decisions.md#zero-header-tables).
 pub(crate) const ZERO_HEADER_CAPACITY: u32 = pathprof_techniques::ball_larus::SPILL_HASH_CAPACITY;
 /// Longest probe sequence of the hash helper: a key not found within this
 /// many entries (or the whole table, when smaller) is counted as lost.
