@@ -20,13 +20,15 @@
 //! each round, and the batch that makes the paths fit is shrunk by
 //! bisection to the shortest prefix that still does: a program needing
 //! thousands of cuts takes tens of rounds, and cuts at most the sites a
-//! round judged on stale sizes would have left.
+//! round judged on stale sizes would have left. The rounds share the
+//! functions' split CFGs, and the local graphs of the functions whose call
+//! sites they did not cut differently ([`Transformed`]).
 
 use crate::error::GraphError;
 use crate::interproc::callgraph::CallGraph;
 use crate::interproc::numbering::estimate_psi;
 use crate::interproc::supergraph::{CallSiteId, Callee, Supergraph};
-use crate::interproc::{transform, Interproc, Mode};
+use crate::interproc::{transform_with, Interproc, Mode, Transformed};
 
 /// Builds `sg` cutting, besides what must be cut, the fewest call sites
 /// (largest first) that bring the number of paths to at most `bound`.
@@ -46,12 +48,13 @@ pub fn build_within_from(
 ) -> Result<Interproc, GraphError> {
     let mut cuts: Vec<CallSiteId> = first.to_vec();
     let mut last_batch = 0;
+    let cache = &mut Transformed::default();
     for round in 0usize.. {
-        if let Some(ip) = within(sg, mode, &cuts, bound)? {
-            return shrink_last_batch(sg, mode, bound, cuts, last_batch, ip);
+        if let Some(ip) = within(sg, mode, &cuts, bound, cache)? {
+            return shrink_last_batch(sg, mode, bound, (cuts, last_batch), ip, cache);
         }
         let batch = 1usize << round.saturating_sub(SINGLE_ROUNDS).min(20);
-        let largest = largest_uncut_sites(sg, mode, &cuts, batch);
+        let largest = largest_uncut_sites_with(sg, mode, &cuts, batch, cache);
         if largest.is_empty() {
             return Err(GraphError::PathCountOverflow { function: None });
         }
@@ -67,8 +70,9 @@ fn within(
     mode: Mode,
     cuts: &[CallSiteId],
     bound: u64,
+    cache: &mut Transformed,
 ) -> Result<Option<Interproc>, GraphError> {
-    match Interproc::build_with_cuts(sg, mode, cuts) {
+    match Interproc::build_reusing(sg, mode, cuts, cache) {
         Ok(ip) if ip.total() <= bound => Ok(Some(ip)),
         Ok(_) | Err(GraphError::PathCountOverflow { .. }) => Ok(None),
         Err(e) => Err(e),
@@ -82,15 +86,15 @@ fn shrink_last_batch(
     sg: &Supergraph,
     mode: Mode,
     bound: u64,
-    cuts: Vec<CallSiteId>,
-    last: usize,
+    (cuts, last): (Vec<CallSiteId>, usize),
     fitting: Interproc,
+    cache: &mut Transformed,
 ) -> Result<Interproc, GraphError> {
     let base = cuts.len() - last;
     let (mut lo, mut hi, mut best) = (1, last, fitting);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        match within(sg, mode, &cuts[..base + mid], bound)? {
+        match within(sg, mode, &cuts[..base + mid], bound, cache)? {
             Some(ip) => (hi, best) = (mid, ip),
             None => lo = mid + 1,
         }
@@ -115,9 +119,20 @@ pub fn largest_uncut_sites(
     cuts: &[CallSiteId],
     k: usize,
 ) -> Vec<CallSiteId> {
+    largest_uncut_sites_with(sg, mode, cuts, k, &mut Transformed::default())
+}
+
+/// [`largest_uncut_sites`], reusing the local graphs `cache` holds.
+fn largest_uncut_sites_with(
+    sg: &Supergraph,
+    mode: Mode,
+    cuts: &[CallSiteId],
+    k: usize,
+    cache: &mut Transformed,
+) -> Vec<CallSiteId> {
     let cg = CallGraph::new(sg, cuts);
     let starts = sg.site_starts();
-    let (splits, locals) = transform(sg, &cg, mode);
+    let (splits, locals) = transform_with(sg, &cg, mode, cache);
     let psi = estimate_psi(sg, &cg, &splits, &locals);
     let mut sizes: Vec<(u64, CallSiteId)> = Vec::new();
     for (f, func) in sg.functions.iter().enumerate() {

@@ -118,20 +118,55 @@ pub use supergraph::{
 };
 pub use walk::Event;
 
+use std::sync::Arc;
+
 use crate::cfg::Cfg;
 use crate::error::GraphError;
 
+/// The split CFGs and local graphs of earlier [`transform_with`]s of one
+/// supergraph, so that a transform with other cuts (a round of the hybrid
+/// policy, [`hybrid`]) builds again only the local graphs of the functions
+/// whose own call sites were cut differently: on a module of 100,000
+/// functions, a round rebuilt every one of them.
+#[derive(Default)]
+pub(crate) struct Transformed {
+    mode: Option<Mode>,
+    splits: Option<Arc<Vec<Split>>>,
+    /// Per function: the cuts of its call sites and its local graph.
+    locals: Vec<Option<(Vec<bool>, Arc<Local>)>>,
+}
+
 /// Each function split at its calls, and its part of G*_fn (T0-T3) given
-/// the cuts of `cg`.
-pub(crate) fn transform(sg: &Supergraph, cg: &CallGraph, mode: Mode) -> (Vec<Split>, Vec<Local>) {
+/// the cuts of `cg`, reusing what `cache` holds of the same supergraph.
+pub(crate) fn transform_with(
+    sg: &Supergraph,
+    cg: &CallGraph,
+    mode: Mode,
+    cache: &mut Transformed,
+) -> (Arc<Vec<Split>>, Vec<Arc<Local>>) {
+    if cache.mode != Some(mode) {
+        *cache = Transformed {
+            mode: Some(mode),
+            ..Transformed::default()
+        };
+    }
     let starts = sg.site_starts();
-    let splits: Vec<Split> = sg.functions.iter().map(Split::new).collect();
+    let splits = cache
+        .splits
+        .get_or_insert_with(|| Arc::new(sg.functions.iter().map(Split::new).collect()))
+        .clone();
+    cache.locals.resize(sg.functions.len(), None);
     let locals = splits
         .iter()
         .enumerate()
         .map(|(f, split)| {
-            let func = &sg.functions[f];
             let cut = &cg.cut[starts[f]..starts[f + 1]];
+            if let Some((was, local)) = &cache.locals[f] {
+                if was == cut {
+                    return local.clone();
+                }
+            }
+            let func = &sg.functions[f];
             // A return site is restarted at when its callee may tail-call.
             let restart_after: Vec<bool> = func
                 .calls
@@ -142,7 +177,15 @@ pub(crate) fn transform(sg: &Supergraph, cg: &CallGraph, mode: Mode) -> (Vec<Spl
                     Callee::Indirect(_) => false,
                 })
                 .collect();
-            Local::new(func, split, cut, &restart_after, mode == Mode::Piecewise)
+            let local = Arc::new(Local::new(
+                func,
+                split,
+                cut,
+                &restart_after,
+                mode == Mode::Piecewise,
+            ));
+            cache.locals[f] = Some((cut.to_vec(), local.clone()));
+            local
         })
         .collect();
     (splits, locals)
@@ -171,8 +214,9 @@ pub struct Interproc {
     pub tail_calls: Vec<Vec<TailCall>>,
     /// Per function, the id of its first call site (and one past the last).
     pub site_start: Vec<usize>,
-    pub splits: Vec<Split>,
-    pub locals: Vec<Local>,
+    /// Shared with the other numberings of one hybrid policy's rounds.
+    pub splits: Arc<Vec<Split>>,
+    pub locals: Vec<Arc<Local>>,
     pub numbering: Numbering,
     /// maxEnters per function (3.2).
     pub max_enters: Vec<u64>,
@@ -196,10 +240,21 @@ impl Interproc {
         mode: Mode,
         cuts: &[CallSiteId],
     ) -> Result<Interproc, GraphError> {
+        Interproc::build_reusing(sg, mode, cuts, &mut Transformed::default())
+    }
+
+    /// [`Interproc::build_with_cuts`], reusing the local graphs `cache`
+    /// holds of the same supergraph.
+    pub(crate) fn build_reusing(
+        sg: &Supergraph,
+        mode: Mode,
+        cuts: &[CallSiteId],
+        cache: &mut Transformed,
+    ) -> Result<Interproc, GraphError> {
         sg.check()?;
         let call_graph = CallGraph::new(sg, cuts);
         let starts = sg.site_starts();
-        let (splits, locals) = transform(sg, &call_graph, mode);
+        let (splits, locals) = transform_with(sg, &call_graph, mode, cache);
         let numbering = numbering::number(sg, &call_graph, &splits, &locals)?;
         let max_enters = call_graph.max_enters(sg)?;
         let callees: Vec<Callee> = sg

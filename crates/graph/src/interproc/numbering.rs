@@ -189,7 +189,7 @@ pub fn number(
     sg: &Supergraph,
     cg: &CallGraph,
     splits: &[Split],
-    locals: &[Local],
+    locals: &[std::sync::Arc<Local>],
 ) -> Result<Numbering, GraphError> {
     let functions = psi_rho(sg, cg, splits, locals, Arith::Checked)?;
     let piecewise = locals
@@ -212,7 +212,7 @@ pub(crate) fn estimate_psi(
     sg: &Supergraph,
     cg: &CallGraph,
     splits: &[Split],
-    locals: &[Local],
+    locals: &[std::sync::Arc<Local>],
 ) -> Vec<FunctionNumbering> {
     psi_rho(sg, cg, splits, locals, Arith::Saturating).unwrap_or_default()
 }
@@ -222,7 +222,7 @@ fn psi_rho(
     sg: &Supergraph,
     cg: &CallGraph,
     splits: &[Split],
-    locals: &[Local],
+    locals: &[std::sync::Arc<Local>],
     arith: Arith,
 ) -> Result<Vec<FunctionNumbering>, GraphError> {
     let mut functions: Vec<Option<FunctionNumbering>> = vec![None; sg.functions.len()];
@@ -362,7 +362,7 @@ fn piecewise_values(
 /// The `Entry_global` edges with their values (eq. 27), and the total.
 fn global_entries(
     cg: &CallGraph,
-    locals: &[Local],
+    locals: &[std::sync::Arc<Local>],
     functions: &[FunctionNumbering],
     piecewise: Option<&PiecewiseValues>,
 ) -> Result<(Vec<GlobalEntry>, u64), GraphError> {

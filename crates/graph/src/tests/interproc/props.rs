@@ -180,3 +180,29 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The hybrid rounds' cache of local graphs (`Transformed`) gives,
+    /// cut set after cut set, the numbering a fresh transform gives.
+    #[test]
+    fn reused_local_graphs_number_as_fresh_ones(
+        sg in arb_supergraph(5, 6),
+        piecewise in any::<bool>(),
+        rounds in vec(vec(0usize..64, 0..4), 1..5),
+    ) {
+        let mode = mode(piecewise);
+        let sites = sg.sites().len();
+        let cache = &mut crate::interproc::Transformed::default();
+        for extra in rounds {
+            let cuts: Vec<CallSiteId> = match sites {
+                0 => Vec::new(),
+                n => extra.iter().map(|&x| CallSiteId::new(x % n)).collect(),
+            };
+            let fresh = Interproc::build_with_cuts(&sg, mode, &cuts);
+            let reused = Interproc::build_reusing(&sg, mode, &cuts, cache);
+            prop_assert_eq!(format!("{fresh:?}"), format!("{reused:?}"));
+        }
+    }
+}
