@@ -164,23 +164,35 @@ fn check(engine: &wasmtime::Engine, m: &Module, invs: &[Invocation], covered: &m
                 interesting,
                 policy: Policy::Record,
             },
+            keep_meta: true,
             ..Default::default()
         };
-        let inst = driver::instrument(&m.bytes, Technique::Ippp, &opts)
+        let mut inst = driver::instrument(&m.bytes, Technique::Ippp, &opts)
             .unwrap_or_else(|e| panic!("{} k={k}: {e:#}", m.name));
+        // `run` collects with the graphs planning made: the same profile.
+        let kept = inst.take_kept_meta().expect("metadata kept");
         let meta = inst.meta().expect("metadata decodes");
+        assert!(kept == meta, "{} k={k}: kept metadata", m.name);
         let compiled = pathprof_runner::compile(engine, &inst.bytes).unwrap();
         for o in &oracles {
             let out = programs::run_compiled(&compiled, &o.inv, false);
-            let profile = driver::collect(
-                &meta,
-                out.counters.as_ref().expect("counters"),
-                out.exit
-                    .is_abrupt()
-                    .then_some(out.exit.unfinished_frames(&out.abrupt_stack)),
-            )
-            .expect("collect");
+            let collect = |meta| {
+                driver::collect(
+                    meta,
+                    out.counters.as_ref().expect("counters"),
+                    out.exit
+                        .is_abrupt()
+                        .then_some(out.exit.unfinished_frames(&out.abrupt_stack)),
+                )
+                .expect("collect")
+            };
+            let profile = collect(&meta);
             let at = format!("{} {:?} k={k}", m.name, o.inv);
+            assert_eq!(
+                collect(&kept),
+                profile,
+                "{at}: collected with the kept graphs"
+            );
             assert_eq!(out.stdout, o.run.stdout, "{at}: output changed");
             assert_eq!(out.exit, o.run.exit, "{at}: exit changed");
             check_run(m, &profile, o, k, (&indirect, &direct), &at, covered);

@@ -96,7 +96,7 @@ fn policy_name(p: pathprof_techniques::ppp::Policy) -> &'static str {
 }
 
 /// The expanded graphs and layout of a module for its interesting segments.
-struct Planned {
+pub(crate) struct Planned {
     num: SubpathNumbering,
     expanded: Vec<Expanded>,
     layout: Layout,
@@ -255,6 +255,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         truncated_starts: truncated_starts(&p.expanded, msg.num_imported_funcs),
         supergraph: msg.supergraph.clone(),
         num_imported_funcs: msg.num_imported_funcs,
+        planned: Default::default(),
     };
     let policy = meta.technique_policy()?;
     let plans: Vec<Option<FunctionPlan>> = info
@@ -284,7 +285,13 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         (&p.layout.module_plan(), &plans),
         (IPPP_SECTION, &section),
     )?;
-    inst.keep_also(|kept| kept.ippp = Some(meta));
+    // `run` collects with the graphs it planned with.
+    inst.keep_also(|kept| {
+        kept.ippp = Some(IpppMeta {
+            planned: crate::meta::Kept::new(p),
+            ..meta
+        })
+    });
     Ok(inst)
 }
 
@@ -338,9 +345,14 @@ fn truncated_starts(x: &[Expanded], num_imported_funcs: u32) -> Vec<u32> {
 /// Decodes the counters of every function (`(module function index, raw
 /// counters)`) into `profile`'s segments.
 pub fn collect(meta: &IpppMeta, raw: &[(u32, RawCounters)], profile: &mut Profile) -> Result<()> {
-    let num = SubpathNumbering::new(&meta.supergraph)
-        .map_err(|e| invalid!("corrupt {IPPP_SECTION} section: {e}"))?;
-    let p = planned(num, meta)?;
+    let p = match &meta.planned.0 {
+        Some(p) => p.clone(),
+        None => {
+            let num = SubpathNumbering::new(&meta.supergraph)
+                .map_err(|e| invalid!("corrupt {IPPP_SECTION} section: {e}"))?;
+            std::sync::Arc::new(planned(num, meta)?)
+        }
+    };
     let ip = Ippp {
         subpaths: &p.num,
         k: meta.k,

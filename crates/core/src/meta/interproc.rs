@@ -25,24 +25,7 @@ pub struct InterprocMeta {
     /// The numbering planning made, when the metadata was kept rather than
     /// decoded ([`InterprocMeta::with_numbering`]).
     #[serde(skip)]
-    pub numbered: Planned,
-}
-
-/// A numbering kept from planning. Not part of the section: two metadata
-/// are equal whether or not one kept it.
-#[derive(Clone, Default)]
-pub struct Planned(Option<std::sync::Arc<Interproc>>);
-
-impl PartialEq for Planned {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl std::fmt::Debug for Planned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "kept" } else { "none" })
-    }
+    pub numbered: super::Kept<Interproc>,
 }
 
 impl InterprocMeta {
@@ -61,7 +44,7 @@ impl InterprocMeta {
     /// This metadata with the numbering planning made, for `run` to
     /// collect with.
     pub fn with_numbering(mut self, ip: Interproc) -> Self {
-        self.numbered = Planned(Some(std::sync::Arc::new(ip)));
+        self.numbered = super::Kept::new(ip);
         self
     }
 

@@ -35,6 +35,10 @@ pub struct IpppMeta {
     /// The supergraph, truncated where the subpaths needed it.
     pub supergraph: Supergraph,
     pub num_imported_funcs: u32,
+    /// The subpath numbering, expanded graphs and layout planning made,
+    /// when the metadata was kept rather than decoded.
+    #[serde(skip)]
+    pub(crate) planned: super::Kept<crate::ippp::Planned>,
 }
 
 impl IpppMeta {

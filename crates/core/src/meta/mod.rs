@@ -62,6 +62,41 @@ pub struct Meta {
     pub ippp: Option<ippp::IpppMeta>,
 }
 
+/// What planning computed that decoding would compute again (a numbering,
+/// expanded graphs), kept beside metadata that `run` did not decode. Not
+/// part of any section: two metadata are equal whether or not one kept it.
+pub struct Kept<T>(pub Option<std::sync::Arc<T>>);
+
+impl<T> Kept<T> {
+    pub fn new(value: T) -> Self {
+        Kept(Some(std::sync::Arc::new(value)))
+    }
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept(None)
+    }
+}
+
+impl<T> Clone for Kept<T> {
+    fn clone(&self) -> Self {
+        Kept(self.0.clone())
+    }
+}
+
+impl<T> PartialEq for Kept<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> std::fmt::Debug for Kept<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "kept" } else { "none" })
+    }
+}
+
 /// Why a metadata section cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum MetaError {
