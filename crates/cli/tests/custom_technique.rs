@@ -13,7 +13,11 @@
 //!   rather than on an edge (the placement interprocedural techniques use);
 //! - a count of the entries made from within the module, which keeps the
 //!   depth of activations in a module-level register (a global) across
-//!   calls.
+//!   calls;
+//! - a count of the entries of the recursive functions alone, which its
+//!   per-function plans read from the module plan: the call graph and its
+//!   strongly connected components (`Profiler::needs_call_graph`). The
+//!   oracle finds the recursive functions by brute-force reachability.
 
 mod common;
 
@@ -168,14 +172,18 @@ fn entry_edge_data(r: &Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, Met
     })
 }
 
-/// The one slot of each function as its entry edge's count.
+/// The one slot of each function as its entry edge's count (none for a
+/// function without it).
 fn decode_entry_edge(cx: &Counters<'_>, profile: &mut Profile) -> pathprof_core::Result<()> {
     cx.each_function(profile, |f, raw| {
-        if let FunctionData::Edge {
-            chords,
-            chord_counts,
-            edge_counts,
-        } = &mut f.data
+        if let (
+            FunctionData::Edge {
+                chords,
+                chord_counts,
+                edge_counts,
+            },
+            false,
+        ) = (&mut f.data, raw.slots.is_empty())
         {
             edge_counts[chords.chords[0].index()] = raw.slots[0];
             *chord_counts = raw.slots;
@@ -192,6 +200,83 @@ fn decode_entry_edge(cx: &Counters<'_>, profile: &mut Profile) -> pathprof_core:
 /// throw.
 struct NestedEntries;
 static NESTED_ENTRIES: NestedEntries = NestedEntries;
+
+/// Entries of the functions in a cycle of the call graph; the others get
+/// no counter. The plan of each function reads the call graph the driver
+/// built for the technique; its record says whether it counts.
+struct RecursiveEntries;
+static RECURSIVE_ENTRIES: RecursiveEntries = RecursiveEntries;
+
+impl Profiler for RecursiveEntries {
+    fn name(&self) -> &'static str {
+        "recursive-entries"
+    }
+
+    fn about(&self) -> &'static str {
+        "Entries of recursive functions"
+    }
+
+    fn code(&self) -> u8 {
+        FIRST_FOREIGN_CODE + 3
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Edge
+    }
+
+    fn needs_call_graph(&self) -> bool {
+        true
+    }
+
+    fn plan(&self, f: &FunctionCfg, cx: &PlanCx<'_>) -> pathprof_core::Result<Planned> {
+        let graph = cx
+            .facts
+            .call_graph
+            .as_ref()
+            .expect("the call graph asked for");
+        if !graph.is_recursive(f.func_index) {
+            let mut planned = Planned::new(FunctionPlan::empty(f.cfg.num_edges()));
+            planned.record.u8(0);
+            return Ok(planned);
+        }
+        let mut planned = ENTRIES.plan(f, cx)?;
+        planned.record.u8(1);
+        Ok(planned)
+    }
+
+    fn read_record(&self, r: &mut Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
+        match r.u8()? {
+            1 => entry_edge_data(r, f),
+            _ => Ok(pathprof_core::technique::zero_edges(f.edges.len())),
+        }
+    }
+
+    fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> pathprof_core::Result<()> {
+        decode_entry_edge(cx, profile)
+    }
+}
+
+/// The functions that can reach themselves through calls, by a search
+/// from each function over the call graph's edges (not its components).
+fn recursive_functions(module: &[u8]) -> std::collections::BTreeSet<u32> {
+    let info = pathprof_wasm::analyze(module).expect("analyze");
+    let graph = pathprof_wasm::callgraph::CallGraph::new(module, &info).expect("call graph");
+    (0..graph.num_funcs())
+        .filter(|&f| {
+            let mut seen = std::collections::BTreeSet::new();
+            let mut todo: Vec<u32> = graph.callees(f).to_vec();
+            while let Some(g) = todo.pop() {
+                if g == f {
+                    return true;
+                }
+                if seen.insert(g) {
+                    todo.extend_from_slice(graph.callees(g));
+                }
+            }
+            false
+        })
+        .collect()
+}
 
 /// The depth register (a global) and its local copy.
 const DEPTH: u32 = 0;
@@ -339,10 +424,9 @@ impl TraceSink for Oracles {
 }
 
 /// Runs `inv` with the toy techniques and traced: every count must be the
-/// trace's, and the program must behave as uninstrumented. Returns the
-/// edges crossed and whether nested entries were checked (the module does
-/// not throw) and found.
-fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> (u64, bool) {
+/// trace's, and the program must behave as uninstrumented. Says what it
+/// checked.
+fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> Checked {
     let plain = programs::run(engine, module, inv, false);
     let opts = driver::Options::default();
     let traced = driver::instrument(module, Technique::Trace, &opts).expect("trace instrument");
@@ -354,14 +438,23 @@ fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation)
     let sink = sink.lock().unwrap();
     let trace = &sink.counting.counter.counts.edges;
     let entry_edges = entry_edges(module);
-    let entered = trace
+    let entered: BTreeMap<(u32, u32), u64> = trace
         .iter()
         .filter(|(k, _)| entry_edges.contains(k))
         .map(|(&k, &n)| (k, n))
         .collect();
     let nested = sink.depth.as_ref().map(|d| &d.nested);
-    let mut toys: Vec<(&'static dyn Profiler, &BTreeMap<(u32, u32), u64>)> =
-        vec![(&EVERY_EDGE, trace), (&ENTRIES, &entered)];
+    let recursive = recursive_functions(module);
+    let recursive_entered: BTreeMap<(u32, u32), u64> = entered
+        .iter()
+        .filter(|(k, _)| recursive.contains(&k.0))
+        .map(|(&k, &n)| (k, n))
+        .collect();
+    let mut toys: Vec<(&'static dyn Profiler, &BTreeMap<(u32, u32), u64>)> = vec![
+        (&EVERY_EDGE, trace),
+        (&ENTRIES, &entered),
+        (&RECURSIVE_ENTRIES, &recursive_entered),
+    ];
     if let Some(nested) = nested {
         toys.push((&NESTED_ENTRIES, nested));
     }
@@ -381,7 +474,20 @@ fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation)
             diff.join("\n")
         );
     }
-    (sink.counting.events, nested.is_some_and(|n| !n.is_empty()))
+    Checked {
+        edges: sink.counting.events,
+        nested: nested.is_some_and(|n| !n.is_empty()),
+        recursive: !recursive_entered.is_empty(),
+    }
+}
+
+/// What one run checked: the edges it crossed, whether nested entries were
+/// checked (the module does not throw) and found, whether a recursive
+/// function was entered.
+struct Checked {
+    edges: u64,
+    nested: bool,
+    recursive: bool,
 }
 
 /// Every function's entry edge, `(function index, edge)`.
@@ -403,13 +509,18 @@ fn entry_edges(module: &[u8]) -> std::collections::BTreeSet<(u32, u32)> {
 #[test]
 fn a_technique_defined_outside_pathprof_counts_what_the_trace_counts() {
     let engine = pathprof_runner::engine().unwrap();
-    let (mut runs, mut edges, mut nested) = (0, 0, 0);
+    let (mut runs, mut edges, mut nested, mut recursive) = (0, 0, 0, 0);
     for (name, module, inv) in programs::oracle_runs() {
-        let (crossed, checked) = check(&engine, &name, &module, &inv);
-        edges += crossed;
-        nested += usize::from(checked);
+        let checked = check(&engine, &name, &module, &inv);
+        edges += checked.edges;
+        nested += usize::from(checked.nested);
+        recursive += usize::from(checked.recursive);
         runs += 1;
     }
+    assert!(
+        recursive >= 10,
+        "only {recursive} runs entered a recursive function"
+    );
     assert!(runs >= 100, "only {runs} runs were checked");
     assert!(edges > 100_000, "the runs crossed only {edges} edges");
     assert!(

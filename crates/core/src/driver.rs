@@ -160,7 +160,12 @@ fn instrument_to(
     opts: &Options,
     to: Option<FileOutput>,
 ) -> Result<Done> {
-    let facts = technique.facts(scanned, opts);
+    let mut facts = technique.facts(scanned, opts);
+    if technique.needs_call_graph() {
+        let info = pathprof_wasm::analyze(scanned.bytes())?;
+        let graph = pathprof_wasm::callgraph::CallGraph::new(scanned.bytes(), &info)?;
+        facts.call_graph = Some(std::sync::Arc::new(graph));
+    }
     // Kept only for a module returned in memory, whose caller collects.
     let keep = opts.keep_meta && to.is_none();
     if keep {

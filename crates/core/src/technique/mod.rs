@@ -70,6 +70,14 @@ pub trait Profiler: Sync {
         ModuleFacts::default()
     }
 
+    /// Whether its plans read the module's call graph and its strongly
+    /// connected components ([`ModuleFacts::call_graph`]), which are then
+    /// built before the first function is planned (from every function's
+    /// CFG at once, which a large module's planning otherwise avoids).
+    fn needs_call_graph(&self) -> bool {
+        false
+    }
+
     /// The module-level registers its plans may use
     /// ([`Action::GlobalToLocal`], [`Action::LocalToGlobal`]): state that
     /// crosses calls without changing any function's signature. None by
@@ -124,8 +132,9 @@ impl PartialEq for dyn Profiler {
     }
 }
 
-/// What a technique learns of the module before planning its functions.
-#[derive(Clone, Copy, Debug, Default)]
+/// What a technique learns of the module before planning its functions:
+/// the module plan its per-function plans read.
+#[derive(Clone, Debug, Default)]
 pub struct ModuleFacts {
     /// The module may throw or catch (edge profiling then gives the blocks
     /// an activation may be unwound from a virtual edge to EXIT).
@@ -133,6 +142,10 @@ pub struct ModuleFacts {
     /// The plans report edges to the host, this way (an import is added
     /// before the defined functions).
     pub trace: Option<pathprof_wasm::TraceMode>,
+    /// The call graph (direct, indirect by type, tail calls, imports as
+    /// leaves) and its strongly connected components, when the technique
+    /// asks ([`Profiler::needs_call_graph`]).
+    pub call_graph: Option<std::sync::Arc<pathprof_wasm::callgraph::CallGraph>>,
 }
 
 /// What planning one function is given.

@@ -46,6 +46,11 @@ pub struct Scanned<'a> {
 }
 
 impl<'a> Scanned<'a> {
+    /// The module's bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
     /// Scans the module `bytes`, which must be valid.
     pub fn new(bytes: &'a [u8]) -> Result<Self> {
         Ok(Scanned {
