@@ -322,7 +322,7 @@ struct RunArgs {
     /// Record the run's interprocedural path segments of depth K (Vaswani's IPS: from a subpath ending in a call, across calls nested at most K deep, to a backedge or a return out of the function it began in) from a trace of the run, exactly; with --mode path only.
     #[arg(long, value_name = "K", conflicts_with_all = ["timings", "interesting"])]
     segments: Option<usize>,
-    /// Write a sparse profile: the functions that ran (counts not all zero), the others listed by index, their blocks and paths left in the instrumented module's metadata (as `llvm-profdata merge --sparse`). For large modules; path, edge, PPP and intra-context modes.
+    /// Write a sparse profile: the functions that ran (counts not all zero), the others listed by index, their blocks and paths left in the instrumented module's metadata (as `llvm-profdata merge --sparse`). For large modules; every mode but ippp.
     #[arg(long, conflicts_with = "segments")]
     sparse: bool,
     /// Arguments passed to the program (after `--`); with --invoke, the export's parameters.
@@ -815,7 +815,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     }
     if let Some(t) = a.mode.0.filter(|t| a.sparse && !t.mode().may_be_sparse()) {
         bail!(
-            "--sparse: a {} profile cannot be sparse: its paths are the module's, not a function's",
+            "--sparse: a {} profile cannot be sparse: its segments are the module's",
             t.mode()
         );
     }

@@ -235,12 +235,31 @@ fn the_command_line_writes_reads_and_merges_sparse_profiles() {
     let ic = Profile::from_bytes(std::path::Path::new("ic"), &merged[0]).unwrap();
     assert!(ic.is_sparse() && !ic.functions.is_empty());
 
-    let o = pathprof(&[
-        "run", "--sparse", "--mode", "context", "-o", &sparse, &program,
-    ]);
+    // Context and piecewise profiles keep the functions their paths run
+    // in: the report of the sparse profile is the dense one's, block for
+    // block and line for line.
+    for mode in ["context", "piecewise"] {
+        let (s_out, d_out) = (tmp_file(&dir, "cs.profile"), tmp_file(&dir, "cd.profile"));
+        run(&["--mode", mode, "--sparse", "-o", &s_out]);
+        run(&["--mode", mode, "-o", &d_out]);
+        let (cs, cd) = (
+            Profile::read(std::path::Path::new(&s_out)).unwrap(),
+            Profile::read(std::path::Path::new(&d_out)).unwrap(),
+        );
+        assert!(cs.is_sparse() && cs.functions.len() > 3, "{mode}");
+        assert_eq!(cs.interproc, cd.interproc, "{mode}");
+        assert_eq!(cs.instrumented(), cd.instrumented(), "{mode}");
+        let report = |p: &str| ok(&["report", p, "--top", "1000"]);
+        assert_eq!(
+            String::from_utf8_lossy(&report(&s_out)),
+            String::from_utf8_lossy(&report(&d_out)),
+            "{mode}"
+        );
+    }
+    let o = pathprof(&["run", "--sparse", "--mode", "ippp", "-o", &sparse, &program]);
     assert_eq!(
         stderr(&o),
-        "pathprof: error: --sparse: a context profile cannot be sparse: its paths are the module's, not a function's\n"
+        "pathprof: error: --sparse: a segments profile cannot be sparse: its segments are the module's\n"
     );
     assert!(!o.status.success());
 }

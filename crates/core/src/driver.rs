@@ -314,7 +314,7 @@ fn filled(
 /// `instrumented` (the others' numbering, most of a large module's
 /// collecting, is never rebuilt). `check` is given the metadata before any
 /// counter is read (for [`Meta::check_counters`], whose error names the
-/// files). Refused for the modes whose paths cross functions.
+/// files). Refused for segment profiles.
 pub fn collect_sparse(
     instrumented: &[u8],
     foreign: &[&'static dyn Profiler],
@@ -325,11 +325,15 @@ pub fn collect_sparse(
     let section = pathprof_wasm::custom_section(instrumented, META_SECTION)?
         .ok_or(crate::meta::MetaError::Missing)?;
     let (mut meta, records) = crate::meta::index_with(&section, foreign)?;
-    if !meta.technique.mode().may_be_sparse() {
-        crate::error::bail!(
-            "a {} profile cannot be sparse: its paths are the module's, not a function's",
-            meta.technique.mode()
-        );
+    let mode = meta.technique.mode();
+    if !mode.may_be_sparse() {
+        crate::error::bail!("a {mode} profile cannot be sparse: its segments are the module's");
+    }
+    if !builds_lazily(mode) {
+        // Which functions a path runs in is known once it is decoded.
+        let meta = read_meta_with(instrumented, foreign)?;
+        check(&meta)?;
+        return sparse(collect_owned(meta, counters, abrupt)?);
     }
     check(&meta)?;
     let in_abrupt: std::collections::HashSet<u32> =
@@ -344,8 +348,21 @@ pub fn collect_sparse(
         })
         .collect::<Result<Vec<bool>>>()?;
     records.build_into(&mut meta, |i| ran[i])?;
-    let mut profile = collect_owned(meta, counters, abrupt)?;
     // A function entered by an abrupt run may still have counted nothing.
+    sparse(collect_owned(meta, counters, abrupt)?)
+}
+
+/// Whether [`collect_sparse`] builds only the templates of the functions
+/// whose counters are not all zero: where each function's counts are its
+/// own (an interprocedural path counted in one function's table runs in
+/// others).
+pub fn builds_lazily(mode: pathprof_profile::Mode) -> bool {
+    use pathprof_profile::Mode as M;
+    matches!(mode, M::Path | M::Edge | M::Ppp | M::IntraContext)
+}
+
+/// `profile` without the functions that counted nothing.
+pub fn sparse(mut profile: Profile) -> Result<Profile> {
     profile
         .make_sparse()
         .map_err(|e| crate::error::invalid!("{e}"))?;

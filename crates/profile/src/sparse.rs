@@ -10,23 +10,20 @@
 //! function (a coverage export's never-run lines). This is what
 //! `llvm-profdata merge --sparse` does to records with zero counts.
 //!
-//! Only the modes whose paths are each within a function (path, edge, PPP,
-//! intra-context) have sparse profiles: the interprocedural ones' paths
-//! cross functions. An intra-context profile's functions carry no counts of
-//! their own; one is left out when its section lists no path of it.
+//! An intra-context profile's functions carry no counts of their own: one
+//! is left out when its section lists no path of it. A context or
+//! piecewise profile's paths cross functions: one is left out when no
+//! counted path runs in it. Segment profiles are never sparse (their
+//! segments name subpaths, not a function's blocks).
 
 use std::collections::BTreeSet;
 
 use crate::{FunctionData, FunctionProfile, Mode, Profile};
 
 impl Mode {
-    /// Whether the mode's profiles may be sparse: its paths are each
-    /// within a function.
+    /// Whether the mode's profiles may be sparse (all but segments).
     pub fn may_be_sparse(self) -> bool {
-        matches!(
-            self,
-            Mode::Path | Mode::Edge | Mode::Ppp | Mode::IntraContext
-        )
+        !matches!(self, Mode::Segments)
     }
 }
 
@@ -37,22 +34,26 @@ impl Profile {
         !self.unrun.is_empty()
     }
 
-    /// Whether the profile may be sparse: its mode's paths are each within
-    /// a function ([`Mode::may_be_sparse`]).
+    /// Whether the profile may be sparse ([`Mode::may_be_sparse`]).
     pub fn may_be_sparse(&self) -> bool {
-        self.mode.may_be_sparse() && self.interproc.is_none() && self.segments.is_none()
+        self.mode.may_be_sparse() && self.segments.is_none()
     }
 
     /// The functions with a count: a path, self loop, lost count, chord or
-    /// edge of their own, or (intra-context) a path in the section.
+    /// edge of their own, or one that a path of the module-level section
+    /// runs in.
     fn counted(&self) -> impl Fn(&FunctionProfile) -> bool {
-        let in_section: Option<BTreeSet<u32>> = self.intra_context.as_deref().map(|icp| {
-            icp.functions
-                .iter()
-                .filter(|f| !f.paths.is_empty())
-                .map(|f| f.func_index)
-                .collect()
-        });
+        let in_section: Option<BTreeSet<u32>> = self
+            .intra_context
+            .as_deref()
+            .map(|icp| {
+                icp.functions
+                    .iter()
+                    .filter(|f| !f.paths.is_empty())
+                    .map(|f| f.func_index)
+                    .collect()
+            })
+            .or_else(|| self.interproc.as_deref().map(on_paths));
         move |f| match &in_section {
             Some(ran) => ran.contains(&f.func_index),
             None => !f.data.is_zero(),
@@ -145,6 +146,27 @@ impl Profile {
         }
         Ok(())
     }
+}
+
+/// The functions the counted interprocedural paths run in.
+fn on_paths(ip: &crate::interproc::InterprocProfile) -> BTreeSet<u32> {
+    use pathprof_graph::interproc::PathStep as S;
+    let site = |s| {
+        ip.site(s)
+            .map(|i: &crate::interproc::SiteInfo| i.func_index)
+    };
+    ip.paths
+        .iter()
+        .flat_map(|p| &p.path.steps)
+        .filter_map(|step| match *step {
+            S::Begin(f) | S::Exit(f) => Some(ip.func_index(f)),
+            S::Resume { func, .. } | S::Edge { func, .. } | S::End { func, .. } => {
+                Some(ip.func_index(func))
+            }
+            S::Call { callee, .. } => Some(ip.func_index(callee)),
+            S::ResumeAfterCall(s) | S::Return(s) | S::Summary(s) => site(s),
+        })
+        .collect()
 }
 
 impl FunctionData {

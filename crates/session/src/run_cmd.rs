@@ -140,7 +140,11 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
     // A sparse profile instead builds only the templates of the functions
     // that ran, from the section: keeping every function's would cost the
     // memory sparseness saves.
-    req.options.keep_meta = !req.sparse;
+    let lazily = req.sparse
+        && req
+            .technique
+            .is_some_and(|t| driver::builds_lazily(t.mode()));
+    req.options.keep_meta = !lazily;
     let name = program.display().to_string();
     // Created before any work, so that a path that cannot be written is
     // reported before the program runs, and removed if it fails.
@@ -232,7 +236,7 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
             meta.check_counters(counters, "the counter memory of this run", &name)
                 .map_err(Into::into)
         };
-        let profile = if req.sparse {
+        let profile = if lazily {
             driver::collect_sparse(&inst.bytes, &[], counters, frames, check)?
         } else {
             let meta = match kept_meta {
@@ -240,7 +244,11 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
                 None => inst.meta()?,
             };
             check(&meta)?;
-            driver::collect_owned(meta, counters, frames)?
+            let profile = driver::collect_owned(meta, counters, frames)?;
+            match req.sparse {
+                true => driver::sparse(profile)?,
+                false => profile,
+            }
         };
         let never_ran = if req.sparse || !profile.may_be_sparse() {
             0
