@@ -72,7 +72,7 @@ impl Profile {
     pub fn make_sparse(&mut self) -> Result<(), String> {
         if !self.may_be_sparse() {
             return Err(format!(
-                "a {} profile cannot be sparse: its paths are the module's, not a function's",
+                "a {} profile cannot be sparse: its segments are the module's",
                 self.mode
             ));
         }

@@ -336,13 +336,19 @@ fn a_sparse_profile_lists_the_functions_that_ran_and_reads_back() {
     let mut filled = p.clone();
     filled.fill_unrun(three_diamonds([&[], &[], &[]])).unwrap();
     assert_eq!(filled, dense);
-    // Other modes' module-level paths are not per function.
-    let mut ctx = three_diamonds([&[], &[], &[]]);
+    // A context profile keeps the functions its paths run in: with no
+    // path, none.
+    let mut ctx = three_diamonds([&[], &[(1, 4)], &[]]);
     ctx.mode = Mode::Context;
     ctx.interproc = Some(Box::default());
+    ctx.make_sparse().unwrap();
+    assert_eq!((indices(&ctx), ctx.unrun.clone()), (vec![], vec![3, 5, 8]));
+    // Segment profiles' segments are the module's.
+    let mut seg = three_diamonds([&[], &[], &[]]);
+    seg.mode = Mode::Segments;
     assert_eq!(
-        ctx.make_sparse().unwrap_err(),
-        "a context profile cannot be sparse: its paths are the module's, not a function's"
+        seg.make_sparse().unwrap_err(),
+        "a segments profile cannot be sparse: its segments are the module's"
     );
 }
 
