@@ -322,8 +322,7 @@ pub fn collect_sparse(
     abrupt: Option<&[(u32, u32)]>,
     check: impl FnOnce(&Meta) -> Result<()>,
 ) -> Result<Profile> {
-    let section = pathprof_wasm::custom_section(instrumented, META_SECTION)?
-        .ok_or(crate::meta::MetaError::Missing)?;
+    let section = crate::recorder::meta_section(instrumented)?;
     let (mut meta, records) = crate::meta::index_with(&section, foreign)?;
     let mode = meta.technique.mode();
     if !mode.may_be_sparse() {
@@ -331,7 +330,8 @@ pub fn collect_sparse(
     }
     if !builds_lazily(mode) {
         // Which functions a path runs in is known once it is decoded.
-        let meta = read_meta_with(instrumented, foreign)?;
+        records.build_into(&mut meta, |_| true)?;
+        crate::recorder::read_module_sections(&mut meta, instrumented)?;
         check(&meta)?;
         return sparse(collect_owned(meta, counters, abrupt)?);
     }
@@ -377,8 +377,7 @@ pub fn fill_unrun(profile: &mut Profile, instrumented: &[u8]) -> Result<()> {
     if !profile.is_sparse() {
         return Ok(());
     }
-    let section = pathprof_wasm::custom_section(instrumented, META_SECTION)?
-        .ok_or(crate::meta::MetaError::Missing)?;
+    let section = crate::recorder::meta_section(instrumented)?;
     let (mut meta, records) = crate::meta::index_with(&section, &[])?;
     if meta.template.module_hash != profile.module_hash {
         crate::error::bail!(

@@ -384,10 +384,21 @@ pub fn read_meta(instrumented: &[u8]) -> Result<Meta> {
 /// [`read_meta`] of a module that may have been instrumented for one of
 /// the `foreign` techniques (defined outside pathprof).
 pub fn read_meta_with(instrumented: &[u8], foreign: &[&'static dyn Profiler]) -> Result<Meta> {
-    let bytes = pathprof_wasm::custom_section(instrumented, META_SECTION)?
-        .ok_or(crate::meta::MetaError::Missing)?;
-    let mut meta = crate::meta::decode_with(&bytes, foreign)?;
+    let mut meta = crate::meta::decode_with(&meta_section(instrumented)?, foreign)?;
+    read_module_sections(&mut meta, instrumented)?;
+    Ok(meta)
+}
+
+/// The bytes of the metadata section of an instrumented module.
+pub(crate) fn meta_section(instrumented: &[u8]) -> Result<Vec<u8>> {
+    Ok(pathprof_wasm::custom_section(instrumented, META_SECTION)?
+        .ok_or(crate::meta::MetaError::Missing)?)
+}
+
+/// Adds to `meta` the sections of the techniques planned whole, if the
+/// module has them.
+pub(crate) fn read_module_sections(meta: &mut Meta, instrumented: &[u8]) -> Result<()> {
     meta.interproc = crate::meta::interproc::read_meta(instrumented)?;
     meta.ippp = crate::meta::ippp::read_meta(instrumented)?;
-    Ok(meta)
+    Ok(())
 }
