@@ -277,6 +277,9 @@ struct Tuning {
     /// Context and piecewise modes: which call sites are profiled across (Melski & Reps, section 8): all (cutting the largest when the paths would not fit in 64 bits), leaf (only calls to functions that call no other), budget:N (cut the largest until at most N paths), cut:SITE|CALLEE,... (cut the calls at these byte offsets, e.g. 0x1a2, and to these functions).
     #[arg(long, value_name = "POLICY", default_value = "all")]
     hybrid: pathprof::interproc::Hybrid,
+    /// Context and piecewise modes: profile across a call_indirect whose table only the module's own element segments fill, when it may reach at most N profiled functions, as a direct call to the one its table index names (Melski & Reps 9.2.3); 0: cut every indirect call, like a recursive one.
+    #[arg(long, value_name = "N", default_value_t = pathprof_core::options::DEFAULT_MAX_CASES)]
+    dispatch_max: usize,
     /// Entries of each function's hash table (a power of two).
     #[arg(long, value_name = "N", default_value_t = ball_larus::Options::default().hash_capacity)]
     hash_capacity: u32,
@@ -709,6 +712,7 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
         ppp: Default::default(),
         peel_max_bytes: t.peel_max_bytes,
         hybrid: t.hybrid.clone(),
+        max_cases: t.dispatch_max,
         progress: progress_bar(),
         ..driver::Options::default()
     })

@@ -19,7 +19,7 @@ use common::bin::{pathprof, stderr};
 use common::{callgen, programs};
 use pathprof::driver::{self, Technique};
 use pathprof::interproc::{number, Hybrid};
-use pathprof_graph::interproc::{Event, Interproc, Mode, ProfiledPath};
+use pathprof_graph::interproc::{CallSiteId, Event, Interproc, Mode, ProfiledPath};
 use pathprof_graph::testing::interproc::observable_paths;
 use pathprof_wasm::supergraph::{EventStream, ModuleSupergraph};
 
@@ -38,8 +38,10 @@ struct Prepared {
 
 fn prepare(engine: &wasmtime::Engine, name: &str, module: &[u8]) -> Prepared {
     let info = pathprof_wasm::analyze(module).unwrap();
-    let mut msg = ModuleSupergraph::new(module, &info).unwrap();
     let opts = driver::Options::default();
+    // With the cases the instrumentation makes of indirect calls (the
+    // trace tells which case a call took by the function it entered).
+    let mut msg = ModuleSupergraph::with_cases(module, &info, opts.max_cases).unwrap();
     let mut numbered = Vec::new();
     for mode in [Mode::Context, Mode::Piecewise] {
         let truncate_above = opts.ball_larus.truncate_above;
@@ -79,6 +81,16 @@ struct Checked {
     instrumented: bool,
     /// Whether a profiled function caught an exception.
     caught: bool,
+    /// Whether a call went through a case of a `call_indirect` (one told
+    /// apart by its table slot).
+    cased: bool,
+}
+
+/// Whether call site `s` is a case of a `call_indirect` whose callee the
+/// instrumentation tells by the table slot.
+fn is_dispatched(msg: &ModuleSupergraph, s: CallSiteId) -> bool {
+    let f = msg.site_start.partition_point(|&start| start <= s.index()) - 1;
+    !msg.case_slots[f][s.index() - msg.site_start[f]].is_empty()
 }
 
 /// Checks one run in both modes; adds the number of distinct observable
@@ -132,10 +144,14 @@ fn check(
         }
     }
     let caught = exec.iter().any(|e| matches!(e, Event::Throw { .. }));
+    let cased = exec
+        .iter()
+        .any(|e| matches!(e, Event::Call { site: Some(s), .. } if is_dispatched(&p.msg, *s)));
     Checked {
         totals,
         instrumented,
         caught,
+        cased,
     }
 }
 
@@ -179,7 +195,7 @@ fn c_programs_decoded_walk_equals_observable_paths() {
     let build = programs::root().join("tests/fixtures/c/build");
     let mut figures = Figures::new();
     let mut prepared: BTreeMap<String, Prepared> = BTreeMap::new();
-    let mut runs = 0;
+    let (mut runs, mut cased) = (0, 0);
     for (name, inv) in programs::c_cases() {
         for opt in ["O0", "O2"] {
             let build_name = format!("{name}.{opt}");
@@ -193,9 +209,11 @@ fn c_programs_decoded_walk_equals_observable_paths() {
             let Checked {
                 totals: t,
                 instrumented,
+                cased: c,
                 ..
             } = check(p, &build, &inv, executed);
             *totals = t;
+            cased += usize::from(c);
             assert!(
                 instrumented,
                 "{build}: the C programs have no tail call nor exception"
@@ -204,6 +222,9 @@ fn c_programs_decoded_walk_equals_observable_paths() {
         }
     }
     assert!(runs >= 60, "only {runs} C runs were checked");
+    // fnptr.c and interp.c call through function-pointer tables in every
+    // run (40 runs when written).
+    assert!(cased >= 30, "only {cased} C runs called through a case");
     for (build, (totals, executed)) in &figures {
         assert!(executed.iter().all(|&n| n > 0), "{build}: no path");
         eprintln!(
@@ -264,7 +285,7 @@ fn generated_modules_with_calls_count_the_observable_paths() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(400);
     let (mut tails, mut across, mut runs, mut counted) = (0, 0, 0, 0);
-    let (mut catching, mut throwing, mut caught) = (0, 0, 0);
+    let (mut catching, mut throwing, mut caught, mut cased) = (0, 0, 0, 0);
     for seed in 0..seeds {
         let text = callgen::module(seed);
         let module = wat::parse_str(&text).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
@@ -284,6 +305,7 @@ fn generated_modules_with_calls_count_the_observable_paths() {
             let c = check(&p, &name, &inv, &mut executed);
             counted += usize::from(c.instrumented);
             caught += usize::from(c.caught);
+            cased += usize::from(c.cased && c.instrumented);
             runs += 1;
             across += executed[0];
         }
@@ -300,7 +322,11 @@ fn generated_modules_with_calls_count_the_observable_paths() {
         caught * 20 >= runs,
         "only {caught} of {runs} runs caught an exception"
     );
-    eprintln!("{seeds} modules ({tails} with tail calls, {throwing} throwing, {catching} catching), {runs} runs ({counted} compared instrumented, {caught} caught an exception), {across} distinct context paths");
+    assert!(
+        cased * 10 >= runs,
+        "only {cased} of {runs} runs called through a case, compared instrumented"
+    );
+    eprintln!("{seeds} modules ({tails} with tail calls, {throwing} throwing, {catching} catching), {runs} runs ({counted} compared instrumented, {caught} caught an exception, {cased} through a case), {across} distinct context paths");
 }
 
 /// A tail call that may reach an import as well as a profiled function is

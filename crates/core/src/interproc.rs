@@ -91,6 +91,7 @@ fn instrument(module: &[u8], profiler: &Interprocedural, opts: &Options) -> Resu
         info,
         call_index,
         tail_index,
+        case_slots,
         exceptions,
         ip,
         meta,
@@ -109,6 +110,7 @@ fn instrument(module: &[u8], profiler: &Interprocedural, opts: &Options) -> Resu
                     tails: &tail_index[i],
                     throws: &exceptions[i].0,
                     catches: &exceptions[i].1,
+                    case_slots: &case_slots[i],
                 };
                 technique::plan(&ip, FuncId::new(i), &sites, array)
                     .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))
@@ -147,6 +149,9 @@ struct Numbered {
     /// Per defined function, per supergraph tail call: its wasm call-site
     /// index.
     tail_index: Vec<Vec<u32>>,
+    /// Per defined function, per supergraph call: the table slots that
+    /// select it, if it is a case of a `call_indirect`.
+    case_slots: Vec<Vec<Vec<u32>>>,
     /// Per defined function: its throw edges and its catch edges.
     exceptions: Vec<(Vec<EdgeId>, Vec<EdgeId>)>,
     ip: Interproc,
@@ -157,7 +162,7 @@ struct Numbered {
 /// `instrumenting`, refuses what the instrumentation cannot do yet.
 fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> Result<Numbered> {
     let info = pathprof_wasm::analyze(module)?;
-    let mut msg = ModuleSupergraph::new(module, &info)?;
+    let mut msg = ModuleSupergraph::with_cases(module, &info, opts.max_cases)?;
     if instrumenting {
         refuse_unsupported(&msg, &info)?;
     }
@@ -181,6 +186,7 @@ fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> R
         info,
         call_index: msg.call_index,
         tail_index: msg.tail_index,
+        case_slots: msg.case_slots,
         exceptions,
         ip,
         meta,
@@ -435,6 +441,48 @@ pub struct Stats {
     pub truncated_functions: usize,
     pub functions: Vec<FunctionStats>,
     pub sites: Vec<SiteInfo>,
+    /// The indirect calls profiled across as direct calls to the function
+    /// their table slot holds (section 9.2.3, `--dispatch-max`).
+    pub dispatched: Vec<Dispatched>,
+}
+
+/// A `call_indirect` split into cases by its table slot.
+#[derive(Clone, Debug, Serialize)]
+pub struct Dispatched {
+    pub func_index: u32,
+    /// Module byte offset of the call instruction.
+    pub offset: u32,
+    /// The module indices of the functions its cases call.
+    pub callees: Vec<u32>,
+    /// Whether a last, cut case stands for imports in the table.
+    pub opaque: bool,
+}
+
+/// The dispatched indirect calls of the numbered supergraph `meta`.
+fn dispatched(meta: &InterprocMeta) -> Vec<Dispatched> {
+    let sg = &meta.supergraph;
+    let starts = sg.site_starts();
+    let mut out = Vec::new();
+    for (f, func) in sg.functions.iter().enumerate() {
+        for k in (0..func.calls.len()).filter(|&k| !func.is_case(k) && func.is_case(k + 1)) {
+            let cases = (k..func.calls.len()).take_while(|&i| i == k || func.is_case(i));
+            let (mut callees, mut opaque) = (Vec::new(), false);
+            for i in cases {
+                match func.calls[i].callee {
+                    Callee::Direct(q) => callees.push(meta.num_imported_funcs + q.index() as u32),
+                    Callee::Indirect(_) => opaque = true,
+                }
+            }
+            let (func_index, offset) = meta.sites[starts[f] + k];
+            out.push(Dispatched {
+                func_index,
+                offset,
+                callees,
+                opaque,
+            });
+        }
+    }
+    out
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -479,6 +527,7 @@ pub fn stats(module: &[u8], mode: Mode, opts: &Options) -> Result<Stats> {
             .count(),
         functions,
         sites: template.sites,
+        dispatched: dispatched(&meta),
     })
 }
 
@@ -513,6 +562,30 @@ pub fn render_stats(s: &Stats) -> String {
             "{:>8} {:>12} {:>6} {:>6}  {name}",
             f.func_index, f.max_enters, entry, f.call_sites
         );
+    }
+    if !s.dispatched.is_empty() {
+        let _ = writeln!(
+            out,
+            "indirect calls profiled across by table slot (9.2.3): {}",
+            s.dispatched.len()
+        );
+        let name = |f: u32| -> String {
+            let named = s.functions.iter().find(|x| x.func_index == f);
+            named
+                .and_then(|x| x.name.clone())
+                .unwrap_or_else(|| format!("func[{f}]"))
+        };
+        for d in &s.dispatched {
+            let callees: Vec<String> = d.callees.iter().map(|&f| name(f)).collect();
+            let opaque = if d.opaque { ", imports (cut)" } else { "" };
+            let _ = writeln!(
+                out,
+                "  call_indirect@{:#x} in {}: {}{opaque}",
+                d.offset,
+                name(d.func_index),
+                callees.join(", ")
+            );
+        }
     }
     if !cut.is_empty() {
         let _ = writeln!(out, "cut call sites (T3):");

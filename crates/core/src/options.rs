@@ -25,6 +25,11 @@ pub struct Options {
     pub trace_mode: pathprof_wasm::TraceMode,
     /// Which call sites the interprocedural modes profile across.
     pub hybrid: Hybrid,
+    /// The interprocedural modes profile across a `call_indirect` on a
+    /// static table that may reach at most this many profiled functions, as
+    /// direct calls to each (Melski & Reps 9.2.3's dispatch; 0: cut every
+    /// indirect call): [`pathprof_wasm::supergraph::ModuleSupergraph::with_cases`].
+    pub max_cases: usize,
     /// The depth and interesting segments of the `ippp` mode.
     pub ippp: IpppOptions,
     /// Told how many functions are rewritten, as they are (for a progress
@@ -37,6 +42,11 @@ pub struct Options {
     /// function at a time keep it; the others decode.
     pub keep_meta: bool,
 }
+
+/// The default of [`Options::max_cases`]: a few callees, as a function
+/// pointer in C usually has; past that each call pays a chain of
+/// comparisons before and after (docs/decisions.md#indirect-cases).
+pub const DEFAULT_MAX_CASES: usize = 4;
 
 /// A callback told `(functions done, functions in all)` as a module is
 /// instrumented one function at a time.
@@ -75,6 +85,7 @@ impl Default for Options {
             validate_output: false,
             trace_mode: pathprof_wasm::TraceMode::Buffered,
             hybrid: Default::default(),
+            max_cases: DEFAULT_MAX_CASES,
             ippp: Default::default(),
             progress: Progress::default(),
             keep_meta: false,

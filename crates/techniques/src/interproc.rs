@@ -36,6 +36,11 @@
 //!   return edge's value and the caller's nvc `numUnbalRLPaths[Exit_S]`);
 //! - a cut call: nothing before (the callee starts afresh and keeps its own
 //!   registers), the summary edge's rho after;
+//! - the cases of a `call_indirect` ([`pathprof_graph::interproc::Function::cases`]):
+//!   the table index the call uses is captured in [`INDEX`]; before the
+//!   call and again after it, the case whose slots hold it runs the link
+//!   into its call vertex and its own call's actions (the case of opaque
+//!   callees when none does);
 //! - exit: through an uncut site, `pathNum` back to the caller; afresh,
 //!   count the path (piecewise: plus `Exit_P -> Exit_global`'s value with no
 //!   parenthesis open) and restore the caller's parenthesis count;
@@ -84,8 +89,8 @@ use pathprof_graph::interproc::{
 use pathprof_graph::EdgeId;
 
 use crate::plan::{
-    Action, CallActions, EdgeActions, FunctionPlan, GlobalReg, IfNonZero, Interproc as Actions,
-    ModulePlan, MulAdd, PathTable, Reg, Width,
+    if_slot, Action, CallActions, EdgeActions, FunctionPlan, GlobalReg, IfNonZero,
+    Interproc as Actions, ModulePlan, MulAdd, PathTable, Reg, Width,
 };
 
 /// Registers of every plan (all i64).
@@ -98,6 +103,10 @@ pub const UNCUT: Reg = 5;
 pub const TAILED: Reg = 6;
 pub const TAILED_AT_ENTRY: Reg = 7;
 const REGISTERS: usize = 8;
+/// The i32 registers of a function that tells a call's cases apart: the
+/// table index the `call_indirect` uses, and a scratch.
+pub const INDEX: Reg = 8;
+pub const INDEX_SCRATCH: Reg = 9;
 
 /// Module registers.
 pub const G_PATH: GlobalReg = 0;
@@ -140,6 +149,11 @@ pub struct WasmSites<'a> {
     pub throws: &'a [EdgeId],
     /// Original edges ENTRY -> handler of catch clauses (not into EXIT).
     pub catches: &'a [EdgeId],
+    /// Per supergraph call: the slots of the table that select it, for a
+    /// case of a `call_indirect` ([`pathprof_graph::interproc::Function::cases`]);
+    /// empty for other calls (and for a case of opaque callees, taken when
+    /// no other case's slot matches). Empty if the function has no cases.
+    pub case_slots: &'a [Vec<u32>],
 }
 
 /// How a function may be entered.
@@ -183,18 +197,37 @@ pub fn plan(
     let edges = EdgeActions::from_fn(split.original_edges, |e, out| {
         counts |= p.edge(EdgeId::new(e), out);
     });
-    let mut calls: Vec<CallActions> = (0..split.call_vertex.len())
-        .map(|k| p.call(k, sites.calls[k]))
-        .chain(
-            tails
-                .iter()
-                .zip(sites.tails)
-                .map(|(t, &i)| p.tail_call(t, i)),
-        )
-        .collect();
+    let num_calls = split.call_vertex.len();
+    let mut calls: Vec<CallActions> = Vec::with_capacity(num_calls + tails.len());
+    let mut k = 0;
+    while k < num_calls {
+        let end = (k + 1..num_calls)
+            .find(|&j| split.first_case[j] != k)
+            .unwrap_or(num_calls);
+        calls.push(match end - k {
+            1 => p.call(k, sites.calls[k]),
+            _ => p.cases(k..end, sites.calls[k]),
+        });
+        k = end;
+    }
+    calls.extend(
+        tails
+            .iter()
+            .zip(sites.tails)
+            .map(|(t, &i)| p.tail_call(t, i)),
+    );
     calls.sort_by_key(|c| c.site);
+    let mut registers = vec![Width::I64; REGISTERS];
+    if split
+        .first_case
+        .iter()
+        .enumerate()
+        .any(|(k, &first)| first != k)
+    {
+        registers.extend([Width::I32; 2]);
+    }
     Some(FunctionPlan {
-        registers: vec![Width::I64; REGISTERS],
+        registers,
         paths: if counts { table } else { PathTable::None },
         slots: 0,
         ppp: None,
@@ -530,12 +563,33 @@ impl Planner<'_> {
         out
     }
 
+    /// The actions of the local calls `cases`, the cases of the
+    /// `call_indirect` at wasm call site `site`: each case's actions (the
+    /// link into its call vertex first), chosen by the table index the
+    /// call uses, before the call and again after it.
+    fn cases(&self, cases: std::ops::Range<usize>, site: u32) -> CallActions {
+        let arms: Vec<(&[u32], CallActions)> = cases
+            .map(|k| (&self.sites.case_slots[k][..], self.call(k, site)))
+            .collect();
+        let mut before = vec![Action::CaptureIndex { reg: INDEX }];
+        before.extend(on_slot(&arms, |c| c.before.clone()));
+        CallActions {
+            site,
+            before,
+            after: on_slot(&arms, |c| c.after.clone()),
+            instead_of_exit: false,
+        }
+    }
+
     /// The actions of local call `k`, wasm call site `site`.
     fn call(&self, k: usize, site: u32) -> CallActions {
         let ip = self.ip;
         let s = ip.site_id(self.f, k);
         let split = &ip.splits[self.f.index()];
         let (mut before, mut after) = (vec![], vec![]);
+        if let Some(link) = split.link_before[k] {
+            self.kept(link, &mut before);
+        }
         if ip.is_cut(s) {
             self.kept(split.call_edge[k], &mut after);
         } else {
@@ -660,4 +714,22 @@ impl Planner<'_> {
             apply(out, PATH, self.rho(d), NVC);
         }
     }
+}
+
+/// `arm(actions)` of the case whose slots hold the captured table index
+/// ([`INDEX`]); of the case with no slots (opaque callees) when none does.
+fn on_slot(
+    arms: &[(&[u32], CallActions)],
+    arm: impl Fn(&CallActions) -> Vec<Action>,
+) -> Vec<Action> {
+    let mut out = arms
+        .iter()
+        .find(|(slots, _)| slots.is_empty())
+        .map_or_else(Vec::new, |(_, c)| arm(c));
+    for (slots, c) in arms.iter().rev().filter(|(slots, _)| !slots.is_empty()) {
+        for &slot in slots.iter().rev() {
+            out = if_slot((INDEX, INDEX_SCRATCH), slot, arm(c), out);
+        }
+    }
+    out
 }

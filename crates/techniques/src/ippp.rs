@@ -74,8 +74,8 @@ use pathprof_graph::ippp::{Expanded, Ips, SubpathEnd, SubpathNumbering};
 use pathprof_graph::{EdgeId, GraphError};
 
 use crate::plan::{
-    Action, CallActions, EdgeActions, ForEachMember, FunctionPlan, GlobalReg, IfNonZero, In,
-    Interproc, ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, Push, Reg, Width,
+    if_slot, Action, CallActions, EdgeActions, ForEachMember, FunctionPlan, GlobalReg, IfNonZero,
+    In, Interproc, ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, Push, Reg, Width,
     PPP_HOLE,
 };
 
@@ -656,25 +656,7 @@ impl Planner<'_> {
                 return then(c);
             };
             for &slot in slots.iter().rev() {
-                // scratch = index - slot; zero selects `c`.
-                let (index, scratch) = self.index;
-                out = vec![
-                    Action::Set {
-                        reg: scratch,
-                        value: -i64::from(slot),
-                    },
-                    Action::MulAdd(Box::new(MulAdd {
-                        reg: scratch,
-                        a: 1,
-                        src: index,
-                        b: 0,
-                    })),
-                    Action::IfNonZero(Box::new(IfNonZero {
-                        reg: scratch,
-                        then: out,
-                        otherwise: then(c),
-                    })),
-                ];
+                out = if_slot(self.index, slot, then(c), out);
             }
         }
         out

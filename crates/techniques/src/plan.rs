@@ -100,6 +100,34 @@ pub enum Action {
     In(Box<In>),
 }
 
+/// `then` if i32 register `index` holds `slot`, else `otherwise` (with
+/// `scratch`, an i32 register, as `index - slot`): how a technique
+/// dispatches on the table index an [`Action::CaptureIndex`] took.
+pub fn if_slot(
+    (index, scratch): (Reg, Reg),
+    slot: u32,
+    then: Vec<Action>,
+    otherwise: Vec<Action>,
+) -> Vec<Action> {
+    vec![
+        Action::Set {
+            reg: scratch,
+            value: -i64::from(slot),
+        },
+        Action::MulAdd(Box::new(MulAdd {
+            reg: scratch,
+            a: 1,
+            src: index,
+            b: 0,
+        })),
+        Action::IfNonZero(Box::new(IfNonZero {
+            reg: scratch,
+            then: otherwise,
+            otherwise: then,
+        })),
+    ]
+}
+
 /// The operands of [`Action::In`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct In {

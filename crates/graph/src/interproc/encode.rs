@@ -199,12 +199,20 @@ impl Encoder<'_> {
             let (f, v) = (top.func, top.node);
             let split = &self.ip.splits[f.index()];
             let local = &self.ip.locals[f.index()];
-            let link = match local.succs(v) {
-                [d] => match local.edge(*d).kind {
-                    LocalEdgeKind::Intra(e) if !split.is_original(e) => *d,
-                    _ => return Err(self.bad("the step does not follow where control is")),
-                },
-                _ => return Err(self.bad("the step does not follow where control is")),
+            // The links out of `v`: one, or one per case of the call it
+            // branches to.
+            let links: Vec<_> = local
+                .succs(v)
+                .iter()
+                .copied()
+                .filter(|&d| matches!(local.edge(d).kind, LocalEdgeKind::Intra(e) if !split.is_original(e)))
+                .collect();
+            let link = match links[..] {
+                [d] => d,
+                _ => *links
+                    .iter()
+                    .find(|&&d| local.edge(d).dst == target)
+                    .ok_or(self.bad("the step does not follow where control is"))?,
             };
             self.take(link)?;
         }

@@ -17,7 +17,8 @@ struct Activation {
 
 /// An execution of `sg` from the host entering its first entry function:
 /// at each step, choice `c` picks the next call of the block (its callee
-/// `c % n` among an indirect call's), or the `c % n`-th successor edge, or
+/// `c % n` among an indirect call's, or among the callees of a call's
+/// cases), or the `c % n`-th successor edge, or
 /// the return at EXIT; now and then (`c % 16 == 15`) the host enters an
 /// entry function (a callback), and (`c % 4 == 2`) a throwing block
 /// throws to a handler of some activation, and (`c % 2 == 1`) a block
@@ -43,11 +44,12 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
         let thrown = catch(sg, &stack, c);
         let Some(top) = stack.last_mut() else { break };
         let func = &sg.functions[top.func.index()];
+        // The block's next call not made yet (its first case).
         let pending = func
             .calls
             .iter()
             .enumerate()
-            .filter(|(_, call)| call.block == top.block)
+            .filter(|&(i, call)| call.block == top.block && !func.is_case(i))
             .nth(top.calls_made);
         let enter = |callee: FuncId| Activation {
             func: callee,
@@ -78,13 +80,17 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
             let callee = targets[(c / 4) as usize % targets.len()];
             events.push(Event::TailCall { callee });
             *top = enter(callee);
-        } else if let Some((i, call)) = pending {
-            let targets = call.callee.targets();
+        } else if let Some((i, _)) = pending {
+            // (case, callee) over the call's cases.
+            let cases = (i..func.calls.len()).take_while(|&k| k == i || func.is_case(k));
+            let targets: Vec<(usize, FuncId)> = cases
+                .flat_map(|k| func.calls[k].callee.targets().iter().map(move |&g| (k, g)))
+                .collect();
             if depth >= max_depth || targets.is_empty() {
                 break;
             }
-            let callee = targets[c as usize % targets.len()];
-            let site = CallSiteId::new(starts[top.func.index()] + i);
+            let (case, callee) = targets[c as usize % targets.len()];
+            let site = CallSiteId::new(starts[top.func.index()] + case);
             top.calls_made += 1;
             events.push(Event::Call {
                 site: Some(site),

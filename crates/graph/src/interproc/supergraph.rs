@@ -30,7 +30,12 @@
 //!   a callback from the host into a function is an entry of that function
 //!   from outside ([`crate::interproc::Event::Call`] without a site).
 //! - An indirect call lists its possible callees; it is always cut (treated
-//!   as recursive, section 9.2.3), so its callees are entry functions.
+//!   as recursive, section 9.2.3), so its callees are entry functions;
+//!   unless the producer can tell its callee before the call, and lists it
+//!   as direct calls, one per callee, that are *cases* of one call
+//!   ([`Function::cases`]): the report's expansion into direct-call
+//!   dispatch (9.2.3). A case that may enter a function outside the other
+//!   cases is an indirect call, cut as usual.
 
 use serde::{Deserialize, Serialize};
 
@@ -123,6 +128,15 @@ pub struct Function {
     /// and Reps do not consider. Neither from ENTRY nor into EXIT.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub truncated: Vec<crate::EdgeId>,
+    /// Local calls that are further *cases* of the call listed before them
+    /// (ascending): one indirect call whose callee the instrumentation
+    /// tells before the call (a `call_indirect` on a table whose slots are
+    /// known), expanded into direct calls as section 9.2.3 suggests. Each
+    /// case is a call site of its own, with its own call vertex and return
+    /// site; the split branches to the cases' call vertices and joins after
+    /// their return sites ([`Split`]). A case may be cut like any site.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cases: Vec<u32>,
 }
 
 /// A tail call a block ends with.
@@ -140,6 +154,11 @@ impl Function {
             calls,
             ..Function::default()
         }
+    }
+
+    /// Whether local call `i` is a further case of call `i - 1`.
+    pub fn is_case(&self, i: usize) -> bool {
+        self.cases.binary_search(&(i as u32)).is_ok()
     }
 }
 
@@ -201,6 +220,17 @@ impl Supergraph {
                     return bad(f, "a callee is out of range");
                 }
             }
+            let cases_ok = func.cases.windows(2).all(|w| w[0] < w[1])
+                && func.cases.iter().all(|&i| {
+                    let i = i as usize;
+                    i > 0 && i < func.calls.len() && func.calls[i].block == func.calls[i - 1].block
+                });
+            if !cases_ok {
+                return bad(
+                    f,
+                    "a case is not a later call of the same block as the call before it",
+                );
+            }
             let n = func.cfg.num_nodes();
             if func.truncated.iter().any(|&e| {
                 e.index() >= func.cfg.num_edges()
@@ -230,11 +260,17 @@ impl Supergraph {
 
 /// A function's CFG with its blocks split at their calls (see the module
 /// comment): the paper's vertices, before any transformation.
+///
+/// The cases of one call ([`Function::cases`]) share the segment before
+/// them, `p`: it branches along links `p -> c_i` to each case's call vertex
+/// (taken when the call is made: [`Split::link_before`]), and each case's
+/// return site links to a join vertex `j` (taken on return:
+/// [`Split::link_after`]), the block's segment after the call.
 #[derive(Clone, Debug)]
 pub struct Split {
     /// Original nodes and edges first, with the same ids; then per call
     /// site its return site (and the next call vertex of the block), and
-    /// the edges `c -> r` (one per call, in call order) and `r -> c'`.
+    /// the edges `c -> r` (one per call, in call order), then the links.
     pub cfg: Cfg,
     /// Per local call: its call vertex.
     pub call_vertex: Vec<NodeId>,
@@ -242,9 +278,18 @@ pub struct Split {
     pub return_site: Vec<NodeId>,
     /// Per local call: the edge `c -> r`.
     pub call_edge: Vec<EdgeId>,
-    /// Per local call: the link `r -> c'` to the block's next call vertex,
-    /// if the block makes another call.
+    /// Per local call: the link out of its return site, taken when the
+    /// call returns: `r -> c'` to the block's next call vertex, if the
+    /// block makes another call, or `r -> j` to the join of its cases.
     pub link_after: Vec<Option<EdgeId>>,
+    /// Per local call: the link into its call vertex taken when the call is
+    /// made (from the segment before a case, or from the join of the cases
+    /// of the call before it); `None` when control is at the call vertex
+    /// already.
+    pub link_before: Vec<Option<EdgeId>>,
+    /// Per local call: the first case of its call (itself for a call with
+    /// no cases).
+    pub first_case: Vec<usize>,
     /// Per split node: the original block it is a segment of.
     pub block_of: Vec<NodeId>,
     /// Per original node: its last segment (the node itself if it makes no
@@ -258,12 +303,20 @@ pub struct Split {
     pub original_edges: usize,
 }
 
-/// The local call whose return site is `r`.
-fn call_at_return(return_site: &[NodeId], r: NodeId) -> usize {
-    return_site
-        .iter()
-        .rposition(|&x| x == r)
-        .expect("a block's last segment after a call is that call's return site")
+/// The nodes [`Split::new`] adds, as it adds them.
+struct Segments {
+    block_of: Vec<NodeId>,
+    call_at: Vec<Option<usize>>,
+    return_of: Vec<Option<usize>>,
+}
+
+impl Segments {
+    fn fresh(&mut self, block: NodeId) -> NodeId {
+        self.block_of.push(block);
+        self.call_at.push(None);
+        self.return_of.push(None);
+        NodeId::new(self.block_of.len() - 1)
+    }
 }
 
 impl Split {
@@ -271,67 +324,88 @@ impl Split {
     pub fn new(func: &Function) -> Split {
         let orig = &func.cfg;
         let n = orig.num_nodes();
+        let num_calls = func.calls.len();
         let mut last: Vec<NodeId> = orig.nodes().collect();
-        let mut block_of: Vec<NodeId> = orig.nodes().collect();
-        let mut call_at: Vec<Option<usize>> = vec![None; n];
-        let (mut call_vertex, mut return_site) = (Vec::new(), Vec::new());
-        // (the earlier call, its return site, the next call vertex)
-        let mut links: Vec<(usize, NodeId, NodeId)> = Vec::new();
-        let mut next = n;
-        let mut fresh = |block: NodeId, block_of: &mut Vec<NodeId>, call_at: &mut Vec<_>| {
-            block_of.push(block);
-            call_at.push(None);
-            next += 1;
-            NodeId::new(next - 1)
+        let mut seg = Segments {
+            block_of: orig.nodes().collect(),
+            call_at: vec![None; n],
+            return_of: vec![None; n],
         };
-        for (i, call) in func.calls.iter().enumerate() {
-            let b = call.block;
-            // The block's first call is made by the block itself; a later
-            // one by a new vertex after the previous call's return site.
-            let c = if last[b.index()] == b && call_at[b.index()].is_none() {
-                b
-            } else {
-                let c = fresh(b, &mut block_of, &mut call_at);
-                let before = call_at_return(&return_site, last[b.index()]);
-                links.push((before, last[b.index()], c));
-                c
-            };
-            call_at[c.index()] = Some(i);
-            let r = fresh(b, &mut block_of, &mut call_at);
-            call_vertex.push(c);
-            return_site.push(r);
-            last[b.index()] = r;
+        let (mut call_vertex, mut return_site) = (Vec::new(), Vec::new());
+        let mut first_case = Vec::with_capacity(num_calls);
+        // (the call whose link it is, from, to, taken after that call returns)
+        let mut links: Vec<(usize, NodeId, NodeId, bool)> = Vec::new();
+        let mut i = 0;
+        while i < num_calls {
+            let b = func.calls[i].block;
+            let end = (i + 1..num_calls)
+                .find(|&k| !func.is_case(k))
+                .unwrap_or(num_calls);
+            let p = last[b.index()];
+            let fresh_block = p == b && seg.call_at[b.index()].is_none();
+            for k in i..end {
+                // A lone call is made by the segment control is at if that
+                // is the block itself; anything else gets a vertex of its own.
+                let c = if end - i == 1 && fresh_block {
+                    b
+                } else {
+                    let c = seg.fresh(b);
+                    match seg.return_of[p.index()] {
+                        Some(before) if end - i == 1 => links.push((before, p, c, true)),
+                        _ => links.push((k, p, c, false)),
+                    }
+                    c
+                };
+                seg.call_at[c.index()] = Some(k);
+                let r = seg.fresh(b);
+                seg.return_of[r.index()] = Some(k);
+                call_vertex.push(c);
+                return_site.push(r);
+                first_case.push(i);
+                last[b.index()] = r;
+            }
+            if end - i > 1 {
+                let j = seg.fresh(b);
+                for (k, &r) in return_site.iter().enumerate().skip(i) {
+                    links.push((k, r, j, true));
+                }
+                last[b.index()] = j;
+            }
+            i = end;
         }
         let mut edges: Vec<(NodeId, NodeId)> = orig
             .edge_list()
             .iter()
             .map(|&(s, d)| (last[s.index()], d))
             .collect();
-        let call_edge = (0..func.calls.len())
+        let call_edge = (0..num_calls)
             .map(|i| {
                 edges.push((call_vertex[i], return_site[i]));
                 EdgeId::new(edges.len() - 1)
             })
             .collect();
-        let mut link_after = vec![None; func.calls.len()];
-        for (before, r, c) in links {
-            edges.push((r, c));
-            link_after[before] = Some(EdgeId::new(edges.len() - 1));
-        }
-        let mut return_of = vec![None; next];
-        for (i, r) in return_site.iter().enumerate() {
-            return_of[r.index()] = Some(i);
+        let (mut link_after, mut link_before) = (vec![None; num_calls], vec![None; num_calls]);
+        for (k, from, to, after) in links {
+            edges.push((from, to));
+            let slot = if after {
+                &mut link_after
+            } else {
+                &mut link_before
+            };
+            slot[k] = Some(EdgeId::new(edges.len() - 1));
         }
         Split {
-            return_of,
-            cfg: Cfg::from_edges(next, &edges),
+            cfg: Cfg::from_edges(seg.block_of.len(), &edges),
+            return_of: seg.return_of,
             call_vertex,
             return_site,
             call_edge,
             link_after,
-            block_of,
+            link_before,
+            first_case,
+            block_of: seg.block_of,
             last,
-            call_at,
+            call_at: seg.call_at,
             original_edges: orig.num_edges(),
         }
     }

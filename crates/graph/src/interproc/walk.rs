@@ -164,6 +164,7 @@ impl Walker<'_> {
             return Err(self.bad("callee out of range"));
         }
         if let Some(s) = site {
+            self.enter_case(s)?;
             self.check_site(s, callee)?;
         }
         match site {
@@ -190,6 +191,25 @@ impl Walker<'_> {
                 self.enter_afresh(callee, entered)?;
             }
         }
+        Ok(())
+    }
+
+    /// Along the link into `s`'s call vertex, if the call is a case (or
+    /// follows cases) and control is where the link leaves.
+    fn enter_case(&mut self, s: CallSiteId) -> Result<(), GraphError> {
+        let ip = self.ip;
+        let (Some(top), Some(at)) = (self.frames.last(), ip.sites.get(s.index())) else {
+            return Ok(()); // check_site says what is wrong
+        };
+        let split = &ip.splits[at.func.index()];
+        let Some(link) = split.link_before[at.index] else {
+            return Ok(());
+        };
+        if at.func != top.func || split.cfg.src(link) != top.node {
+            return Ok(());
+        }
+        self.take_kept(at.func, link)?;
+        self.frames.last_mut().expect("checked above").node = split.cfg.dst(link);
         Ok(())
     }
 

@@ -5,7 +5,8 @@
 //! calls are inferred:
 //! - the ENTRY edge of `g` while `f`'s activation is in block `b`: `b`'s
 //!   next supergraph call (in code order, after those already started) is
-//!   the one that entered `g`; if `b` has no call left that may call `g`,
+//!   the one that entered `g` (of a call's cases, the one whose callee is
+//!   `g`); if `b` has no call left that may call `g`,
 //!   `g` was entered from outside the profiled code (an import, an
 //!   unmodelled function, the host): `Call { site: None }`;
 //! - an edge into EXIT is taken before the instruction runs, so the return
@@ -289,11 +290,16 @@ impl Converter<'_> {
         let Some(k) = (top.next_call..calls.end).find(|&k| func.calls[k].callee.may_call(f)) else {
             return Ok(None);
         };
-        if k != top.next_call {
+        // The call's cases: one of them entered `f`.
+        let first_case = (0..=k).rev().find(|&i| !func.is_case(i)).unwrap_or(0);
+        if first_case != top.next_call {
             return Err(self.skipped(top));
         }
+        let after = (k + 1..calls.end)
+            .find(|&i| !func.is_case(i))
+            .unwrap_or(calls.end);
         let first = self.sg.site_start[top.func.index()];
-        self.frames.last_mut().expect("checked above").next_call = k + 1;
+        self.frames.last_mut().expect("checked above").next_call = after;
         Ok(Some(CallSiteId::new(first + k)))
     }
 

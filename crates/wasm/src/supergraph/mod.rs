@@ -29,6 +29,18 @@
 //!   site. One that has profiled targets but reaches an opaque function at
 //!   run time cannot be told apart in a trace: [`events`] reports it
 //!   ([`TraceError::SkippedSite`]).
+//!
+//! # Cases ([`ModuleSupergraph::with_cases`])
+//! A `call_indirect` on a static table ([`crate::tables`]: its slots are
+//! known before the run) can only reach the functions its slots hold, and
+//! which one the table index names. When at most `max_cases` profiled
+//! functions of the call's type are in the table, the call becomes one
+//! case per function (`Callee::Direct`, with the slots that select it in
+//! [`ModuleSupergraph::case_slots`]), and, if the table also holds opaque
+//! functions of the type, a last case `Callee::Indirect(vec![])` for them
+//! (cut, as any indirect call): the report's expansion of an indirect call
+//! into direct-call dispatch (section 9.2.3). The instrumentation tells the
+//! case from the index before the call.
 
 pub mod events;
 
@@ -71,12 +83,35 @@ pub struct ModuleSupergraph {
     /// Per supergraph function: the id of its first call site (and one past
     /// the last), as [`Supergraph::site_starts`].
     pub site_start: Vec<usize>,
+    /// Per supergraph function, per supergraph call: the slots of the table
+    /// that select it, for a case of a `call_indirect` that tells a direct
+    /// callee (empty for every other call).
+    pub case_slots: Vec<Vec<Vec<u32>>>,
 }
+
+/// The cases of one indirect call: per profiled callee its slots, and
+/// whether the table holds opaque functions of the call's type as well.
+type Cases = (Vec<(FuncId, Vec<u32>)>, bool);
 
 impl ModuleSupergraph {
     /// The supergraph of the module `bytes` that `info` describes.
     pub fn new(bytes: &[u8], info: &ModuleInfo) -> Result<ModuleSupergraph> {
+        ModuleSupergraph::with_cases(bytes, info, 0)
+    }
+
+    /// As [`ModuleSupergraph::new`], with the `call_indirect`s on static
+    /// tables that may reach at most `max_cases` profiled functions
+    /// expanded into cases (module comment; 0: none).
+    pub fn with_cases(
+        bytes: &[u8],
+        info: &ModuleInfo,
+        max_cases: usize,
+    ) -> Result<ModuleSupergraph> {
         let cg = CallGraph::new(bytes, info)?;
+        let tables = match max_cases {
+            0 => crate::tables::StaticTables::default(),
+            _ => crate::tables::static_tables(bytes)?,
+        };
         let imported = info.num_imported_funcs;
         let profiled = |f: u32| {
             f.checked_sub(imported)
@@ -94,6 +129,21 @@ impl ModuleSupergraph {
             let opaque = to.len() < all.len();
             (to, opaque)
         };
+        let cases = |callee: &crate::Callee| -> Option<Cases> {
+            let &crate::Callee::Indirect { table, .. } = callee else {
+                return None;
+            };
+            let (mut by_func, mut opaque) = (Vec::new(), false);
+            for &f in cg.targets(callee) {
+                let slots = tables.slots_of(table, f)?;
+                match (slots.is_empty(), profiled(f)) {
+                    (true, _) => {}
+                    (false, true) => by_func.push((FuncId::new((f - imported) as usize), slots)),
+                    (false, false) => opaque = true,
+                }
+            }
+            (!by_func.is_empty() && by_func.len() <= max_cases).then_some((by_func, opaque))
+        };
         let mut sg = ModuleSupergraph {
             supergraph: Supergraph::default(),
             num_imported_funcs: imported,
@@ -104,11 +154,12 @@ impl ModuleSupergraph {
             edge_kinds: Vec::new(),
             modelled: Vec::new(),
             site_start: Vec::new(),
+            case_slots: Vec::new(),
         };
         let mut entries = entry_points(bytes, imported)?;
         for (i, func) in info.functions.iter().enumerate() {
             match func {
-                Ok(fcfg) => sg.add_modelled(fcfg, &targets),
+                Ok(fcfg) => sg.add_modelled(fcfg, &targets, &cases),
                 Err(_) => {
                     sg.add_placeholder();
                     let module_index = imported + i as u32;
@@ -138,10 +189,12 @@ impl ModuleSupergraph {
         &mut self,
         fcfg: &FunctionCfg,
         targets: &dyn Fn(&crate::Callee) -> (Vec<FuncId>, bool),
+        cases: &dyn Fn(&crate::Callee) -> Option<Cases>,
     ) {
         let f = FuncId::new(self.supergraph.functions.len());
         let mut func = Function::new(fcfg.cfg.clone(), Vec::new());
         let (mut call_index, mut tail_index) = (Vec::new(), Vec::new());
+        let mut case_slots = Vec::new();
         let mut block_calls = vec![(0, 0); fcfg.cfg.num_nodes()];
         for (k, call) in fcfg.calls.iter().enumerate() {
             let (to, opaque) = targets(&call.callee);
@@ -163,16 +216,31 @@ impl ModuleSupergraph {
                 }
                 continue;
             }
+            // One call, or its cases (the first is the call itself).
+            let listed: Vec<(SgCallee, Vec<u32>)> = match cases(&call.callee) {
+                Some((by_func, opaque)) => by_func
+                    .into_iter()
+                    .map(|(q, slots)| (SgCallee::Direct(q), slots))
+                    .chain(opaque.then(|| (SgCallee::Indirect(Vec::new()), Vec::new())))
+                    .collect(),
+                None => vec![(callee, Vec::new())],
+            };
             let range = &mut block_calls[call.block.index()];
             if range.1 == 0 {
                 range.0 = func.calls.len() as u32;
             }
-            range.1 += 1;
-            func.calls.push(SgCallSite {
-                block: call.block,
-                callee,
-            });
-            call_index.push(k as u32);
+            range.1 += listed.len() as u32;
+            for (i, (callee, slots)) in listed.into_iter().enumerate() {
+                if i > 0 {
+                    func.cases.push(func.calls.len() as u32);
+                }
+                func.calls.push(SgCallSite {
+                    block: call.block,
+                    callee,
+                });
+                call_index.push(k as u32);
+                case_slots.push(slots);
+            }
         }
         for e in fcfg.cfg.edge_ids() {
             let (src, dst) = fcfg.cfg.edge(e);
@@ -187,6 +255,7 @@ impl ModuleSupergraph {
         func.handlers.sort_unstable();
         func.handlers.dedup();
         self.supergraph.functions.push(func);
+        self.case_slots.push(case_slots);
         self.call_index.push(call_index);
         self.tail_index.push(tail_index);
         self.block_calls.push(block_calls);
@@ -202,6 +271,7 @@ impl ModuleSupergraph {
             .functions
             .push(Function::new(cfg, Vec::new()));
         self.call_index.push(Vec::new());
+        self.case_slots.push(Vec::new());
         self.tail_index.push(Vec::new());
         self.block_calls.push(vec![(0, 0); 2]);
         self.edge_kinds.push(Vec::new());

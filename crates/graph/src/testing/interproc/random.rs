@@ -12,7 +12,9 @@ use crate::testing::arb_cfg;
 /// per block at times: mostly direct calls to any function (so there is
 /// recursion, direct and mutual), some indirect calls to one or two
 /// functions; sometimes a throwing block and a handler (with an edge from
-/// ENTRY), and a block that tail-calls. Function 0 is an entry function, and sometimes another.
+/// ENTRY), and a block that tail-calls; now and then a call with further
+/// cases ([`Function::cases`]). Function 0 is an entry function, and
+/// sometimes another.
 pub fn arb_supergraph(max_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Supergraph> {
     (1..=max_funcs.max(1))
         .prop_flat_map(move |n| {
@@ -44,8 +46,13 @@ fn arb_function(num_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Fu
             callee: Callee::Direct(FuncId::new(f)),
         });
         let lists = (blocks_list(), blocks_list(), vec(tail, 0..=2));
-        (Just(cfg), vec(call, 0..=4), lists).prop_map(
-            |(mut cfg, calls, (throws, handlers, tail_calls))| {
+        // Per call: further cases after it (direct calls to these
+        // functions, and sometimes an indirect one).
+        let case = (vec(0..num_funcs, 1..=2), any::<bool>());
+        let cases = vec(prop::option::weighted(0.25, case), 4);
+        (Just(cfg), vec(call, 0..=4), lists, cases).prop_map(
+            |(mut cfg, calls, (throws, handlers, tail_calls), more)| {
+                let (calls, cases) = with_cases(calls, &more);
                 let handlers: Vec<NodeId> = handlers.into_iter().map(NodeId::new).collect();
                 // Handlers are entered from ENTRY, as the wasm CFG builder does.
                 for &h in &handlers {
@@ -66,8 +73,36 @@ fn arb_function(num_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Fu
                     handlers,
                     tail_calls,
                     truncated,
+                    cases,
                 }
             },
         )
     })
+}
+
+/// `calls` with the cases `more[i]` says call `i` has: a direct call to
+/// each function listed, then, if asked, an indirect call to the first.
+fn with_cases(
+    calls: Vec<CallSite>,
+    more: &[Option<(Vec<usize>, bool)>],
+) -> (Vec<CallSite>, Vec<u32>) {
+    let (mut out, mut cases) = (Vec::new(), Vec::new());
+    for (i, call) in calls.into_iter().enumerate() {
+        let block = call.block;
+        out.push(call);
+        let Some(Some((funcs, indirect))) = more.get(i) else {
+            continue;
+        };
+        let mut add = |callee| {
+            cases.push(out.len() as u32);
+            out.push(CallSite { block, callee });
+        };
+        for &f in funcs {
+            add(Callee::Direct(FuncId::new(f)));
+        }
+        if *indirect {
+            add(Callee::Indirect(vec![FuncId::new(funcs[0])]));
+        }
+    }
+    (out, cases)
 }

@@ -1,6 +1,6 @@
 //! Section 9's language features on small programs worked by hand: a
-//! throw caught up the stack and a tail call whose callee returns to the
-//! tail caller's caller.
+//! throw caught up the stack, a tail call whose callee returns to the
+//! tail caller's caller, and an indirect call expanded into cases.
 //!
 //! Both use `main: ENTRY -> A -> B -> EXIT` where block A calls `f`.
 
@@ -61,6 +61,21 @@ fn into_f() -> [Event; 4] {
             callee: F,
         },
         Event::Edge(e(0)),
+    ]
+}
+
+/// main's steps from A's last segment: A -> B -> EXIT, and its exit.
+fn from_a_to_exit() -> [PathStep; 3] {
+    [
+        PathStep::Edge {
+            func: MAIN,
+            edge: e(1),
+        },
+        PathStep::Edge {
+            func: MAIN,
+            edge: e(2),
+        },
+        PathStep::Exit(MAIN),
     ]
 }
 
@@ -190,18 +205,13 @@ fn tail_call_context() {
     assert_eq!(
         resumed.steps,
         [
-            PathStep::Begin(MAIN),
-            PathStep::ResumeAfterCall(CallSiteId::new(0)),
-            PathStep::Edge {
-                func: MAIN,
-                edge: e(1)
-            },
-            PathStep::Edge {
-                func: MAIN,
-                edge: e(2)
-            },
-            PathStep::Exit(MAIN),
+            &[
+                PathStep::Begin(MAIN),
+                PathStep::ResumeAfterCall(CallSiteId::new(0)),
+            ][..],
+            &from_a_to_exit(),
         ]
+        .concat()
     );
     assert_eq!(ip.decode(3).unwrap().steps[0], PathStep::Begin(G));
     // Cut short before main returns: main's restarted path is not counted.
@@ -223,5 +233,130 @@ fn tail_call_piecewise() {
     assert_eq!(
         ip.decode(3).unwrap().steps[0],
         PathStep::ResumeAfterCall(CallSiteId::new(0))
+    );
+}
+
+/// An indirect call at A whose callee is told before the call (9.2.3's
+/// dispatch): its cases call f (two paths: X -> EXIT twice), g (one) and
+/// opaque code (a cut case, `Indirect` with no profiled target).
+fn main_with_cases() -> Supergraph {
+    let mut main = main_calling_f(&[]);
+    let a = main.calls[0].block;
+    main.calls.extend([
+        CallSite {
+            block: a,
+            callee: Callee::Direct(G),
+        },
+        CallSite {
+            block: a,
+            callee: Callee::Indirect(Vec::new()),
+        },
+    ]);
+    main.cases = vec![1, 2];
+    let mut f = straight();
+    f.add_edge(NodeId::new(2), Cfg::EXIT);
+    Supergraph {
+        functions: vec![
+            main,
+            Function::new(f, Vec::new()),
+            Function::new(straight(), Vec::new()),
+        ],
+        entries: vec![MAIN],
+    }
+}
+
+/// main's run through case `site` into `callee`, taking `edges` there.
+fn through_case(site: usize, callee: FuncId, edges: &[usize]) -> Vec<Event> {
+    let mut run = vec![
+        Event::Call {
+            site: None,
+            callee: MAIN,
+        },
+        Event::Edge(e(0)),
+        Event::Call {
+            site: Some(CallSiteId::new(site)),
+            callee,
+        },
+    ];
+    run.extend(edges.iter().map(|&i| Event::Edge(e(i))));
+    run.extend([
+        Event::Return,
+        Event::Edge(e(1)),
+        Event::Edge(e(2)),
+        Event::Return,
+    ]);
+    run
+}
+
+#[test]
+fn cases_of_an_indirect_call() {
+    let sg = main_with_cases();
+    let ip = Interproc::build(&sg, Mode::Context).unwrap();
+    // A branches along links to the three cases' call vertices, which
+    // return to one join, B's predecessor.
+    let split = &ip.splits[MAIN.index()];
+    let a = NodeId::new(2);
+    let join = split.last[a.index()];
+    for k in 0..3 {
+        let link = split.link_before[k].expect("a case is entered along a link");
+        assert_eq!(split.cfg.edge(link), (a, split.call_vertex[k]));
+        let back = split.link_after[k].expect("a case returns to the join");
+        assert_eq!(split.cfg.edge(back), (split.return_site[k], join));
+        assert_eq!(split.first_case[k], 0);
+    }
+    // By hand, with x completions after main: psi(c_f) = 2x, psi(c_g) =
+    // psi(c_opaque) = x, so psi(A) = psi(Entry_main) = <4,0>; the links'
+    // rho are 0, 2x and 3x; f's second edge to EXIT adds x.
+    assert_eq!(ip.entry_psi(MAIN), Linear::new(4, 0));
+    assert_eq!(ip.total(), 4);
+    assert!(!ip.is_cut(CallSiteId::new(0)) && !ip.is_cut(CallSiteId::new(1)));
+    assert!(ip.is_cut(CallSiteId::new(2)));
+    assert_eq!(counts(&ip, &through_case(0, F, &[0, 1])), [(0, 1)]);
+    assert_eq!(counts(&ip, &through_case(0, F, &[0, 2])), [(1, 1)]);
+    assert_eq!(counts(&ip, &through_case(1, G, &[0, 1])), [(2, 1)]);
+    // A case is a direct call: no other callee, and no skipping to a later
+    // case's callee.
+    assert!(ip.walk(&through_case(1, F, &[0, 1])).is_err());
+    assert!(ip.walk(&through_case(2, G, &[0, 1])).is_err());
+    let opaque = ip.decode(3).unwrap();
+    assert_eq!(
+        opaque.steps,
+        [
+            &[
+                PathStep::Begin(MAIN),
+                PathStep::Edge {
+                    func: MAIN,
+                    edge: e(0)
+                },
+                PathStep::Summary(CallSiteId::new(2)),
+            ][..],
+            &from_a_to_exit(),
+        ]
+        .concat()
+    );
+    for n in 0..4 {
+        assert_eq!(ip.path_number(&ip.decode(n).unwrap()).unwrap(), n);
+    }
+}
+
+#[test]
+fn cases_that_break_the_rules_are_refused() {
+    let mut sg = main_with_cases();
+    sg.functions[0].cases = vec![0];
+    assert!(
+        Interproc::build(&sg, Mode::Context).is_err(),
+        "the first call"
+    );
+    let mut sg = main_with_cases();
+    sg.functions[0].calls[2].block = NodeId::new(3);
+    assert!(
+        Interproc::build(&sg, Mode::Context).is_err(),
+        "another block"
+    );
+    let mut sg = main_with_cases();
+    sg.functions[0].cases = vec![2, 1];
+    assert!(
+        Interproc::build(&sg, Mode::Context).is_err(),
+        "not ascending"
     );
 }
