@@ -245,9 +245,7 @@ impl Summary {
             let n: usize = self.scripts.iter().map(|s| s.modes[i].unsupported).sum();
             let why = match technique {
                 Technique::Ippp => "a tail call, a throw or a catch",
-                _ => {
-                    "a catch into the function's own label, or a tail call that may reach an import"
-                }
+                _ => "a tail call that may reach an import through a table the host may write",
             };
             if n > 0 {
                 let _ = writeln!(

@@ -92,6 +92,7 @@ fn instrument(module: &[u8], profiler: &Interprocedural, opts: &Options) -> Resu
         call_index,
         tail_index,
         case_slots,
+        tail_slots,
         exceptions,
         ip,
         meta,
@@ -111,6 +112,7 @@ fn instrument(module: &[u8], profiler: &Interprocedural, opts: &Options) -> Resu
                     throws: &exceptions[i].0,
                     catches: &exceptions[i].1,
                     case_slots: &case_slots[i],
+                    tail_slots: &tail_slots[i],
                 };
                 technique::plan(&ip, FuncId::new(i), &sites, array)
                     .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))
@@ -152,6 +154,9 @@ struct Numbered {
     /// Per defined function, per supergraph call: the table slots that
     /// select it, if it is a case of a `call_indirect`.
     case_slots: Vec<Vec<Vec<u32>>>,
+    /// Per defined function, per supergraph tail call: the slots of its
+    /// profiled callees, if its table holds opaque ones too.
+    tail_slots: Vec<Vec<Option<Vec<u32>>>>,
     /// Per defined function: its throw edges and its catch edges.
     exceptions: Vec<(Vec<EdgeId>, Vec<EdgeId>)>,
     ip: Interproc,
@@ -187,6 +192,7 @@ fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> R
         call_index: msg.call_index,
         tail_index: msg.tail_index,
         case_slots: msg.case_slots,
+        tail_slots: msg.tail_slots,
         exceptions,
         ip,
         meta,
@@ -211,8 +217,8 @@ fn exception_edges(kinds: &[EdgeKind]) -> (Vec<EdgeId>, Vec<EdgeId>) {
 /// Refuses what the instrumentation does not handle
 /// ([`technique::Unsupported`]): a tail call that may enter a profiled
 /// function or an opaque one (a profiled callee starts a path afresh, an
-/// opaque one returns for the caller: the call must know which), and a
-/// catch clause into the function's own label.
+/// opaque one returns for the caller: the call must know which) where no
+/// static table tells them apart.
 fn refuse_unsupported(msg: &ModuleSupergraph, info: &pathprof_wasm::ModuleInfo) -> Result<()> {
     let described = |f: usize| {
         let fcfg = info.functions[f].as_ref().expect("a modelled function");
@@ -228,17 +234,6 @@ fn refuse_unsupported(msg: &ModuleSupergraph, info: &pathprof_wasm::ModuleInfo) 
             offset,
         }
         .into());
-    }
-    for (f, fcfg) in info.functions.iter().enumerate() {
-        let Ok(fcfg) = fcfg else { continue };
-        let into_exit = fcfg.cfg.edge_ids().any(|e| {
-            fcfg.edge_kinds[e.index()] == EdgeKind::Catch
-                && fcfg.cfg.dst(e) == pathprof_graph::Cfg::EXIT
-        });
-        if into_exit {
-            let (_, function, name) = described(f);
-            return Err(technique::Unsupported::CatchIntoExit { function, name }.into());
-        }
     }
     Ok(())
 }

@@ -76,11 +76,18 @@
 //!   paper's Fig. 8 place): the walk counts it only when a profiled
 //!   function catches it, and an exception that ends the run is like a
 //!   trap, whose path in flight is not counted.
+//! - A tail call through a static table that holds opaque functions as
+//!   well as profiled ones of its type: the table index is captured, and
+//!   the tail-call actions run only for a profiled function's slot; for
+//!   another, the callee returns for this function, so the edge to EXIT's
+//!   and the exit actions run instead.
+//! - A catch clause into the function's own label: the handler is EXIT,
+//!   where the new path starts along the surrogate `Entry_P -> EXIT`; the
+//!   exit actions follow the catch edge's, as on any edge into EXIT.
 //! - Not instrumented ([`Unsupported`], refused by the caller of this
 //!   module, which sees the wasm): a tail call that may enter an opaque
-//!   function as well as a profiled one (which one, only the run knows),
-//!   and a catch clause into the function's own label (the walk gives no
-//!   path that starts at EXIT).
+//!   function as well as a profiled one through a table that may be
+//!   written, or by `return_call_ref` (which one, only the run knows).
 
 use pathprof_graph::interproc::numbering::PiecewiseValues;
 use pathprof_graph::interproc::{
@@ -127,14 +134,12 @@ pub fn module_plan() -> ModulePlan {
 /// What a module has that the instrumentation does not handle.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Unsupported {
-    #[error("function {function} ({name}): the tail call at 0x{offset:x} may enter a profiled function or an imported or unmodelled one, which interprocedural modes cannot tell apart before the call")]
+    #[error("function {function} ({name}): the tail call at 0x{offset:x} may enter a profiled function or an imported or unmodelled one, which interprocedural modes cannot tell apart before the call (its table may be written at run time, or it is a return_call_ref)")]
     MixedTailCall {
         function: u32,
         name: String,
         offset: u32,
     },
-    #[error("function {function} ({name}): a catch clause branches to the function's own label; interprocedural modes do not handle that yet")]
-    CatchIntoExit { function: u32, name: String },
 }
 
 /// Where a function's calls and exception edges are in the wasm function
@@ -154,6 +159,10 @@ pub struct WasmSites<'a> {
     /// empty for other calls (and for a case of opaque callees, taken when
     /// no other case's slot matches). Empty if the function has no cases.
     pub case_slots: &'a [Vec<u32>],
+    /// Per supergraph tail call: for one whose table holds both profiled
+    /// and opaque functions, the slots of the profiled ones (an opaque
+    /// callee returns for the caller); `None` for the others.
+    pub tail_slots: &'a [Option<Vec<u32>>],
 }
 
 /// How a function may be entered.
@@ -210,20 +219,19 @@ pub fn plan(
         });
         k = end;
     }
+    let tail_slots = |i: usize| sites.tail_slots.get(i).and_then(Option::as_deref);
     calls.extend(
-        tails
-            .iter()
-            .zip(sites.tails)
-            .map(|(t, &i)| p.tail_call(t, i)),
+        (tails.iter().zip(sites.tails).enumerate())
+            .map(|(i, (t, &site))| p.tail_call(t, site, tail_slots(i))),
     );
     calls.sort_by_key(|c| c.site);
     let mut registers = vec![Width::I64; REGISTERS];
-    if split
+    let cased = split
         .first_case
         .iter()
         .enumerate()
-        .any(|(k, &first)| first != k)
-    {
+        .any(|(k, &first)| first != k);
+    if cased || (0..tails.len()).any(|i| tail_slots(i).is_some_and(|s| !s.is_empty())) {
         registers.extend([Width::I32; 2]);
     }
     Some(FunctionPlan {
@@ -382,8 +390,45 @@ impl Planner<'_> {
     }
 
     /// The actions of tail call `t`, wasm call site `site`: they replace
-    /// the exit actions there.
-    fn tail_call(&self, t: &TailCall, site: u32) -> CallActions {
+    /// the exit actions there. With `slots` (a table that holds opaque
+    /// functions too), they run only if the captured table index is one of
+    /// them; else the callee returns for this function: the edge to EXIT
+    /// and the exit actions run instead.
+    fn tail_call(&self, t: &TailCall, site: u32, slots: Option<&[u32]>) -> CallActions {
+        let into_profiled = self.tail_into_profiled(t);
+        let before = match slots {
+            None => into_profiled,
+            Some(slots) => {
+                let split = &self.ip.splits[self.f.index()];
+                let u = split.last[t.block.index()];
+                let mut returns = vec![];
+                let to_exit = split.cfg.succs(u).iter().copied().find(|&e| {
+                    split.is_original(e) && split.cfg.dst(e) == pathprof_graph::Cfg::EXIT
+                });
+                if let Some(e) = to_exit {
+                    self.kept(e, &mut returns);
+                }
+                returns.extend(self.exit());
+                match slots {
+                    [] => returns,
+                    _ => [
+                        vec![Action::CaptureIndex { reg: INDEX }],
+                        on_slot(&[(slots, into_profiled), (&[], returns)]),
+                    ]
+                    .concat(),
+                }
+            }
+        };
+        CallActions {
+            site,
+            before,
+            after: vec![],
+            instead_of_exit: true,
+        }
+    }
+
+    /// What a tail call into a profiled function does before it.
+    fn tail_into_profiled(&self, t: &TailCall) -> Vec<Action> {
         let u = self.ip.splits[self.f.index()].last[t.block.index()];
         let mut before = vec![];
         // No surrogate exit: ENTRY does not reach the block.
@@ -409,12 +454,7 @@ impl Planner<'_> {
             Entry::Fresh => before.extend(fresh),
             Entry::Both => before.push(if_nonzero(UNCUT, uncut, fresh)),
         }
-        CallActions {
-            site,
-            before,
-            after: vec![],
-            instead_of_exit: true,
-        }
+        before
     }
 
     /// A new path along surrogate entry edge `entry`.
@@ -568,15 +608,17 @@ impl Planner<'_> {
     /// link into its call vertex first), chosen by the table index the
     /// call uses, before the call and again after it.
     fn cases(&self, cases: std::ops::Range<usize>, site: u32) -> CallActions {
-        let arms: Vec<(&[u32], CallActions)> = cases
-            .map(|k| (&self.sites.case_slots[k][..], self.call(k, site)))
-            .collect();
-        let mut before = vec![Action::CaptureIndex { reg: INDEX }];
-        before.extend(on_slot(&arms, |c| c.before.clone()));
+        let (mut before, mut after) = (vec![], vec![]);
+        for k in cases {
+            let c = self.call(k, site);
+            let slots = &self.sites.case_slots[k][..];
+            before.push((slots, c.before));
+            after.push((slots, c.after));
+        }
         CallActions {
             site,
-            before,
-            after: on_slot(&arms, |c| c.after.clone()),
+            before: [vec![Action::CaptureIndex { reg: INDEX }], on_slot(&before)].concat(),
+            after: on_slot(&after),
             instead_of_exit: false,
         }
     }
@@ -716,19 +758,16 @@ impl Planner<'_> {
     }
 }
 
-/// `arm(actions)` of the case whose slots hold the captured table index
-/// ([`INDEX`]); of the case with no slots (opaque callees) when none does.
-fn on_slot(
-    arms: &[(&[u32], CallActions)],
-    arm: impl Fn(&CallActions) -> Vec<Action>,
-) -> Vec<Action> {
+/// The actions of the arm whose slots hold the captured table index
+/// ([`INDEX`]); of the arm with no slots (opaque callees) when none does.
+fn on_slot(arms: &[(&[u32], Vec<Action>)]) -> Vec<Action> {
     let mut out = arms
         .iter()
         .find(|(slots, _)| slots.is_empty())
-        .map_or_else(Vec::new, |(_, c)| arm(c));
-    for (slots, c) in arms.iter().rev().filter(|(slots, _)| !slots.is_empty()) {
+        .map_or_else(Vec::new, |(_, arm)| arm.clone());
+    for (slots, arm) in arms.iter().rev().filter(|(slots, _)| !slots.is_empty()) {
         for &slot in slots.iter().rev() {
-            out = if_slot((INDEX, INDEX_SCRATCH), slot, arm(c), out);
+            out = if_slot((INDEX, INDEX_SCRATCH), slot, arm.clone(), out);
         }
     }
     out

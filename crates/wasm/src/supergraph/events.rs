@@ -134,8 +134,7 @@ impl<'a> EventStream<'a> {
         Ok(going)
     }
 
-    /// Whether an exception left the profiled code (or was caught where
-    /// no path can start): the events stop there.
+    /// Whether an exception left the profiled code: the events stop there.
     pub fn is_over(&self) -> bool {
         self.over
     }
@@ -163,6 +162,16 @@ impl<'a> EventStream<'a> {
             c.out.push(Event::Return);
             c.frames.pop();
         }
+    }
+
+    /// [`EventStream::finish`] for a run known to have returned (no trap,
+    /// no `proc_exit`): a tail call left pending then entered an opaque
+    /// function (an import), which returned for the tail caller.
+    pub fn finish_returned(&mut self) {
+        if !self.over {
+            self.c.finish_leaving(None);
+        }
+        self.finish();
     }
 }
 
@@ -312,7 +321,7 @@ impl Converter<'_> {
             .last()
             .is_some_and(|t| t.leaving == Leaving::Throw);
         let catcher = self.frames.iter().rposition(|a| a.func == f);
-        let (true, Some(at), false) = (thrown, catcher, handler == Cfg::EXIT) else {
+        let (true, Some(at)) = (thrown, catcher) else {
             return false;
         };
         let unwind = self.frames.len() - 1 - at;
@@ -321,7 +330,11 @@ impl Converter<'_> {
         let top = self.frames.last_mut().expect("the catcher");
         top.block = handler;
         top.next_call = self.sg.calls_of(f, handler).start;
-        top.leaving = Leaving::No;
+        // Caught into the function's own label: it returns at once.
+        top.leaving = match handler == Cfg::EXIT {
+            true => Leaving::Return,
+            false => Leaving::No,
+        };
         true
     }
 }

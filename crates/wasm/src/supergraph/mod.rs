@@ -14,7 +14,9 @@
 //! - A tail call (`return_call*`) that may enter a profiled function is a
 //!   [`TailCall`] of its block (section 9).
 //! - Throwing blocks: those with a `throw`/`throw_ref` edge to EXIT; handlers:
-//!   the targets of `Catch` edges out of ENTRY (9.2.2).
+//!   the targets of `Catch` edges out of ENTRY (9.2.2), EXIT among them for
+//!   a catch clause into the function's own label (the caught values are
+//!   the function's results: a path starts at EXIT and returns).
 //! - Entry functions: `_start` first, then the start function, every
 //!   exported function, and every profiled function an unmodelled one may
 //!   call (control arrives there with no call site the supergraph knows).
@@ -70,8 +72,9 @@ pub struct ModuleSupergraph {
     pub tail_index: Vec<Vec<u32>>,
     /// Tail calls that may enter a profiled function or an opaque one
     /// (an import, an unmodelled function), as (supergraph function, index
-    /// in its [`FunctionCfg::calls`]): which one a run takes is only known
-    /// at run time.
+    /// in its [`FunctionCfg::calls`]), that no static table tells apart
+    /// ([`ModuleSupergraph::tail_slots`]): which one a run takes is only
+    /// known at run time.
     pub mixed_tail_calls: Vec<(FuncId, u32)>,
     /// Per supergraph function, per block: the range of its supergraph calls
     /// (a block's calls are contiguous in code order).
@@ -87,6 +90,11 @@ pub struct ModuleSupergraph {
     /// that select it, for a case of a `call_indirect` that tells a direct
     /// callee (empty for every other call).
     pub case_slots: Vec<Vec<Vec<u32>>>,
+    /// Per supergraph function, per supergraph tail call: for one through
+    /// a static table that holds both profiled and opaque functions of its
+    /// type, the slots of the profiled ones (the others return for the
+    /// caller); `None` for every other tail call.
+    pub tail_slots: Vec<Vec<Option<Vec<u32>>>>,
 }
 
 /// The cases of one indirect call: per profiled callee its slots, and
@@ -108,9 +116,16 @@ impl ModuleSupergraph {
         max_cases: usize,
     ) -> Result<ModuleSupergraph> {
         let cg = CallGraph::new(bytes, info)?;
-        let tables = match max_cases {
-            0 => crate::tables::StaticTables::default(),
-            _ => crate::tables::static_tables(bytes)?,
+        // Static tables matter to cases and to tail calls through a table
+        // (finding them reads the whole code section).
+        let tail_through_table = info.functions.iter().flatten().any(|f| {
+            f.calls
+                .iter()
+                .any(|c| c.tail && matches!(c.callee, crate::Callee::Indirect { .. }))
+        });
+        let tables = match max_cases > 0 || tail_through_table {
+            false => crate::tables::StaticTables::default(),
+            true => crate::tables::static_tables(bytes)?,
         };
         let imported = info.num_imported_funcs;
         let profiled = |f: u32| {
@@ -129,7 +144,8 @@ impl ModuleSupergraph {
             let opaque = to.len() < all.len();
             (to, opaque)
         };
-        let cases = |callee: &crate::Callee| -> Option<Cases> {
+        // Per profiled function a static table's call may reach, its slots.
+        let by_slot = |callee: &crate::Callee| -> Option<Cases> {
             let &crate::Callee::Indirect { table, .. } = callee else {
                 return None;
             };
@@ -142,7 +158,7 @@ impl ModuleSupergraph {
                     (false, false) => opaque = true,
                 }
             }
-            (!by_func.is_empty() && by_func.len() <= max_cases).then_some((by_func, opaque))
+            Some((by_func, opaque))
         };
         let mut sg = ModuleSupergraph {
             supergraph: Supergraph::default(),
@@ -155,11 +171,12 @@ impl ModuleSupergraph {
             modelled: Vec::new(),
             site_start: Vec::new(),
             case_slots: Vec::new(),
+            tail_slots: Vec::new(),
         };
         let mut entries = entry_points(bytes, imported)?;
         for (i, func) in info.functions.iter().enumerate() {
             match func {
-                Ok(fcfg) => sg.add_modelled(fcfg, &targets, &cases),
+                Ok(fcfg) => sg.add_modelled(fcfg, (&targets, &by_slot), max_cases),
                 Err(_) => {
                     sg.add_placeholder();
                     let module_index = imported + i as u32;
@@ -188,13 +205,16 @@ impl ModuleSupergraph {
     fn add_modelled(
         &mut self,
         fcfg: &FunctionCfg,
-        targets: &dyn Fn(&crate::Callee) -> (Vec<FuncId>, bool),
-        cases: &dyn Fn(&crate::Callee) -> Option<Cases>,
+        (targets, by_slot): (
+            &dyn Fn(&crate::Callee) -> (Vec<FuncId>, bool),
+            &dyn Fn(&crate::Callee) -> Option<Cases>,
+        ),
+        max_cases: usize,
     ) {
         let f = FuncId::new(self.supergraph.functions.len());
         let mut func = Function::new(fcfg.cfg.clone(), Vec::new());
         let (mut call_index, mut tail_index) = (Vec::new(), Vec::new());
-        let mut case_slots = Vec::new();
+        let (mut case_slots, mut tail_slots) = (Vec::new(), Vec::new());
         let mut block_calls = vec![(0, 0); fcfg.cfg.num_nodes()];
         for (k, call) in fcfg.calls.iter().enumerate() {
             let (to, opaque) = targets(&call.callee);
@@ -211,13 +231,28 @@ impl ModuleSupergraph {
                     callee,
                 });
                 tail_index.push(k as u32);
-                if opaque {
-                    self.mixed_tail_calls.push((f, k as u32));
-                }
+                // Through a static table, the slot tells a profiled callee
+                // from an opaque one, if the table holds both.
+                let slots = match (opaque, by_slot(&call.callee)) {
+                    (false, _) | (true, Some((_, false))) => None,
+                    (true, Some((by_func, true))) => {
+                        let mut slots: Vec<u32> =
+                            by_func.into_iter().flat_map(|(_, slots)| slots).collect();
+                        slots.sort_unstable();
+                        Some(slots)
+                    }
+                    (true, None) => {
+                        self.mixed_tail_calls.push((f, k as u32));
+                        None
+                    }
+                };
+                tail_slots.push(slots);
                 continue;
             }
             // One call, or its cases (the first is the call itself).
-            let listed: Vec<(SgCallee, Vec<u32>)> = match cases(&call.callee) {
+            let cases = by_slot(&call.callee)
+                .filter(|(by_func, _)| !by_func.is_empty() && by_func.len() <= max_cases);
+            let listed: Vec<(SgCallee, Vec<u32>)> = match cases {
                 Some((by_func, opaque)) => by_func
                     .into_iter()
                     .map(|(q, slots)| (SgCallee::Direct(q), slots))
@@ -246,7 +281,7 @@ impl ModuleSupergraph {
             let (src, dst) = fcfg.cfg.edge(e);
             match fcfg.edge_kinds[e.index()] {
                 EdgeKind::Throw | EdgeKind::ThrowRef => func.throws.push(src),
-                EdgeKind::Catch if dst != Cfg::EXIT => func.handlers.push(dst),
+                EdgeKind::Catch => func.handlers.push(dst),
                 _ => {}
             }
         }
@@ -256,6 +291,7 @@ impl ModuleSupergraph {
         func.handlers.dedup();
         self.supergraph.functions.push(func);
         self.case_slots.push(case_slots);
+        self.tail_slots.push(tail_slots);
         self.call_index.push(call_index);
         self.tail_index.push(tail_index);
         self.block_calls.push(block_calls);
@@ -272,6 +308,7 @@ impl ModuleSupergraph {
             .push(Function::new(cfg, Vec::new()));
         self.call_index.push(Vec::new());
         self.case_slots.push(Vec::new());
+        self.tail_slots.push(Vec::new());
         self.tail_index.push(Vec::new());
         self.block_calls.push(vec![(0, 0); 2]);
         self.edge_kinds.push(Vec::new());

@@ -51,9 +51,18 @@ fn arb_function(num_funcs: usize, max_blocks: usize) -> impl Strategy<Value = Fu
         let case = (vec(0..num_funcs, 1..=2), any::<bool>());
         let cases = vec(prop::option::weighted(0.25, case), 4);
         (Just(cfg), vec(call, 0..=4), lists, cases).prop_map(
-            |(mut cfg, calls, (throws, handlers, tail_calls), more)| {
+            move |(mut cfg, calls, (throws, handlers, tail_calls), more)| {
                 let (calls, cases) = with_cases(calls, &more);
-                let handlers: Vec<NodeId> = handlers.into_iter().map(NodeId::new).collect();
+                // A handler "block" 2 stands for EXIT at times (a catch
+                // clause into the function's own label) when there is a
+                // block 3 too.
+                let handlers: Vec<NodeId> = handlers
+                    .into_iter()
+                    .map(|h| match (h, blocks > 3) {
+                        (2, true) => Cfg::EXIT,
+                        _ => NodeId::new(h),
+                    })
+                    .collect();
                 // Handlers are entered from ENTRY, as the wasm CFG builder does.
                 for &h in &handlers {
                     cfg.add_edge(Cfg::ENTRY, h);
