@@ -259,7 +259,7 @@ struct ResidualReportArgs {
 
 #[derive(Args, Clone)]
 struct Tuning {
-    /// Prior edge or path profile of the same module: weights the spanning trees, and in path mode puts truncation's cuts on blocks that did not run in it where that fits, so the paths that ran stay whole.
+    /// Prior edge or path profile of the same module: weights the spanning trees, and in path mode puts truncation's cuts on blocks that did not run in it where that fits, so the paths that ran stay whole. In context and piecewise modes (any profile), only the functions that ran in it count towards an indirect call's --dispatch-max.
     #[arg(long, value_name = "PROFILE")]
     weights: Option<PathBuf>,
     /// Truncate paths at a block whose path count passes N (Ball-Larus 5.3) [default: the --array-max value, so that every function counts in an array]. Up to 2^40 keeps longer paths; functions with more than --array-max paths then count in a hash table, at a run-time cost.

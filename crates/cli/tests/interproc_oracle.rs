@@ -19,7 +19,7 @@ use common::bin::{pathprof, stderr};
 use common::{callgen, programs};
 use pathprof::driver::{self, Technique};
 use pathprof::interproc::{number, Hybrid};
-use pathprof_graph::interproc::{CallSiteId, Event, Interproc, Mode, ProfiledPath};
+use pathprof_graph::interproc::{CallSiteId, Callee, Event, Interproc, Mode, ProfiledPath};
 use pathprof_graph::testing::interproc::observable_paths;
 use pathprof_wasm::supergraph::{EventStream, ModuleSupergraph};
 
@@ -37,11 +37,23 @@ struct Prepared {
 }
 
 fn prepare(engine: &wasmtime::Engine, name: &str, module: &[u8]) -> Prepared {
+    prepare_with(engine, name, module, &driver::Options::default())
+}
+
+/// [`prepare`] with these options (the oracle's supergraph has the cases
+/// they make).
+fn prepare_with(
+    engine: &wasmtime::Engine,
+    name: &str,
+    module: &[u8],
+    opts: &driver::Options,
+) -> Prepared {
     let info = pathprof_wasm::analyze(module).unwrap();
-    let opts = driver::Options::default();
     // With the cases the instrumentation makes of indirect calls (the
     // trace tells which case a call took by the function it entered).
-    let mut msg = ModuleSupergraph::with_cases(module, &info, opts.max_cases).unwrap();
+    let live = opts.weights.as_ref().map(|w| w.ran());
+    let mut msg =
+        ModuleSupergraph::with_live_cases(module, &info, opts.max_cases, live.as_ref()).unwrap();
     let mut numbered = Vec::new();
     for mode in [Mode::Context, Mode::Piecewise] {
         let truncate_above = opts.ball_larus.truncate_above;
@@ -50,7 +62,7 @@ fn prepare(engine: &wasmtime::Engine, name: &str, module: &[u8]) -> Prepared {
             Mode::Context => Technique::Context,
             Mode::Piecewise => Technique::Piecewise,
         };
-        let built = match driver::instrument(module, technique, &opts) {
+        let built = match driver::instrument(module, technique, opts) {
             Ok(inst) => Some((
                 pathprof_runner::compile(engine, &inst.bytes).unwrap(),
                 inst.meta().unwrap(),
@@ -82,6 +94,9 @@ struct Checked {
     /// Whether a call went through a case of a `call_indirect` (one told
     /// apart by its table slot).
     cased: bool,
+    /// Whether one went through the cut case of a `call_indirect` into a
+    /// profiled function (one no case of its own calls).
+    past_cases: bool,
 }
 
 /// Whether call site `s` is a case of a `call_indirect` whose callee the
@@ -152,12 +167,26 @@ fn check(
     let cased = exec
         .iter()
         .any(|e| matches!(e, Event::Call { site: Some(s), .. } if is_dispatched(&p.msg, *s)));
+    let past_cases = exec.iter().any(|e| {
+        let Event::Call { site: Some(s), .. } = e else {
+            return false;
+        };
+        let f = p
+            .msg
+            .site_start
+            .partition_point(|&start| start <= s.index())
+            - 1;
+        let func = &p.msg.supergraph.functions[f];
+        let k = s.index() - p.msg.site_start[f];
+        func.is_case(k) && matches!(&func.calls[k].callee, Callee::Indirect(v) if !v.is_empty())
+    });
     Checked {
         totals,
         instrumented,
         caught,
         caught_at_exit,
         cased,
+        past_cases,
     }
 }
 
@@ -340,6 +369,78 @@ fn generated_modules_with_calls_count_the_observable_paths() {
         "only {cased} of {runs} runs called through a case, compared instrumented"
     );
     eprintln!("{seeds} modules ({tails} with tail calls, {throwing} throwing, {catching} catching), {runs} runs ({counted} compared instrumented, {caught} caught an exception, {cased} through a case), {across} distinct context paths");
+}
+
+/// With a prior profile (`--weights`), only the functions that ran in it
+/// count towards an indirect call's cases: fnptr's operation table and
+/// qsort's comparator (nine functions of one type, too many) become cases
+/// for those that ran in "a down", the others sharing a cut case. Every
+/// fnptr run, those that reach the others too, counts exactly the
+/// observable paths.
+#[test]
+fn a_prior_profile_narrows_the_cases_to_the_functions_that_ran() {
+    let engine = pathprof_runner::engine().unwrap();
+    let module = std::fs::read(programs::root().join("tests/fixtures/c/build/fnptr.O2.wasm"))
+        .expect("run scripts/build-c-fixtures.sh first");
+    let runs: Vec<programs::Invocation> = programs::c_cases()
+        .into_iter()
+        .filter(|(name, _)| name == "fnptr")
+        .map(|(_, inv)| inv)
+        .collect();
+    let train = runs
+        .iter()
+        .find(|inv| matches!(inv, programs::Invocation::Command { args, .. } if args[1..] == ["a", "down"]))
+        .expect("fnptr's `a down` run");
+    let inst = driver::instrument(&module, Technique::Path, &Default::default()).unwrap();
+    let out = programs::run(&engine, &inst.bytes, train, false);
+    let prior =
+        driver::collect(&inst.meta().unwrap(), out.counters.as_ref().unwrap(), None).unwrap();
+    let ran = prior.ran();
+    let opts = driver::Options {
+        weights: Some(prior),
+        ..Default::default()
+    };
+    let p = prepare_with(&engine, "fnptr.O2 --weights", &module, &opts);
+    // The wasm calls split into cases, and the functions their cases call.
+    let cases = |msg: &ModuleSupergraph| -> BTreeMap<(usize, u32), Vec<u32>> {
+        let mut out: BTreeMap<(usize, u32), Vec<u32>> = BTreeMap::new();
+        for (f, func) in msg.supergraph.functions.iter().enumerate() {
+            for (k, call) in func.calls.iter().enumerate() {
+                if let (false, Callee::Direct(q)) = (msg.case_slots[f][k].is_empty(), &call.callee)
+                {
+                    let q = msg.num_imported_funcs + q.index() as u32;
+                    out.entry((f, msg.call_index[f][k])).or_default().push(q);
+                }
+            }
+        }
+        out
+    };
+    let info = pathprof_wasm::analyze(&module).unwrap();
+    let plain = cases(&ModuleSupergraph::with_cases(&module, &info, opts.max_cases).unwrap());
+    let live = cases(&p.msg);
+    // Cases call only functions that ran (a call none of whose callees ran
+    // has none); calls with too many candidates of their type (main's)
+    // have cases now.
+    assert!(live.values().flatten().all(|q| ran.contains(q)), "{live:?}");
+    assert!(live.keys().any(|c| !plain.contains_key(c)));
+    assert!(
+        live.len() > plain.len(),
+        "{} calls with cases, {} without the profile",
+        live.len(),
+        plain.len()
+    );
+    let (mut cased, mut past) = (0, 0);
+    for inv in &runs {
+        let c = check(&p, "fnptr.O2 --weights", inv, &mut [0; 2]);
+        assert!(c.instrumented);
+        cased += usize::from(c.cased);
+        past += usize::from(c.past_cases);
+    }
+    assert_eq!(cased, runs.len(), "every run calls through a case");
+    assert!(
+        past >= 3,
+        "only {past} runs reached a function past the cases"
+    );
 }
 
 /// A tail call through a table that holds an import as well as a profiled

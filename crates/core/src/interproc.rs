@@ -167,7 +167,16 @@ struct Numbered {
 /// `instrumenting`, refuses what the instrumentation cannot do yet.
 fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> Result<Numbered> {
     let info = pathprof_wasm::analyze(module)?;
-    let mut msg = ModuleSupergraph::with_cases(module, &info, opts.max_cases)?;
+    // A prior profile says which functions run: only they count towards
+    // an indirect call's cases (the report's "a profile shows few targets").
+    let live = match &opts.weights {
+        Some(w) if w.module_hash != pathprof_wasm::module_hash(module) => {
+            bail!("the weights profile is of another module")
+        }
+        Some(w) => Some(w.ran()),
+        None => None,
+    };
+    let mut msg = ModuleSupergraph::with_live_cases(module, &info, opts.max_cases, live.as_ref())?;
     if instrumenting {
         refuse_unsupported(&msg, &info)?;
     }
@@ -449,8 +458,10 @@ pub struct Dispatched {
     pub offset: u32,
     /// The module indices of the functions its cases call.
     pub callees: Vec<u32>,
-    /// Whether a last, cut case stands for imports in the table.
-    pub opaque: bool,
+    /// The profiled functions of its last, cut case (those that did not
+    /// run in the `--weights` profile), if it has one; empty when the cut
+    /// case stands only for imports in the table.
+    pub cut: Option<Vec<u32>>,
 }
 
 /// The dispatched indirect calls of the numbered supergraph `meta`.
@@ -461,11 +472,12 @@ fn dispatched(meta: &InterprocMeta) -> Vec<Dispatched> {
     for (f, func) in sg.functions.iter().enumerate() {
         for k in (0..func.calls.len()).filter(|&k| !func.is_case(k) && func.is_case(k + 1)) {
             let cases = (k..func.calls.len()).take_while(|&i| i == k || func.is_case(i));
-            let (mut callees, mut opaque) = (Vec::new(), false);
+            let (mut callees, mut cut) = (Vec::new(), None);
+            let index = |q: FuncId| meta.num_imported_funcs + q.index() as u32;
             for i in cases {
-                match func.calls[i].callee {
-                    Callee::Direct(q) => callees.push(meta.num_imported_funcs + q.index() as u32),
-                    Callee::Indirect(_) => opaque = true,
+                match &func.calls[i].callee {
+                    Callee::Direct(q) => callees.push(index(*q)),
+                    Callee::Indirect(rest) => cut = Some(rest.iter().map(|&q| index(q)).collect()),
                 }
             }
             let (func_index, offset) = meta.sites[starts[f] + k];
@@ -473,7 +485,7 @@ fn dispatched(meta: &InterprocMeta) -> Vec<Dispatched> {
                 func_index,
                 offset,
                 callees,
-                opaque,
+                cut,
             });
         }
     }
@@ -572,10 +584,14 @@ pub fn render_stats(s: &Stats) -> String {
         };
         for d in &s.dispatched {
             let callees: Vec<String> = d.callees.iter().map(|&f| name(f)).collect();
-            let opaque = if d.opaque { ", imports (cut)" } else { "" };
+            let cut = match d.cut.as_deref() {
+                None => String::new(),
+                Some([]) => ", imports (cut)".into(),
+                Some(rest) => format!(", {} more that did not run (cut)", rest.len()),
+            };
             let _ = writeln!(
                 out,
-                "  call_indirect@{:#x} in {}: {}{opaque}",
+                "  call_indirect@{:#x} in {}: {}{cut}",
                 d.offset,
                 name(d.func_index),
                 callees.join(", ")

@@ -47,13 +47,14 @@ fn a_mode_that_does_not_apply_is_its_own_variant() {
         ),
         "{e:?}"
     );
-    // A tail call that may enter an import or a function of the module:
-    // the context modes cannot tell which before the call.
+    // A tail call that may enter an import or a function of the module
+    // through a table the host may write: the context modes cannot tell
+    // which before the call.
     let mixed = wat(r#"(module
           (type $t (func (result i32)))
           (import "env" "h" (func $h (result i32)))
           (func $g (result i32) (i32.const 1))
-          (table funcref (elem $h $g))
+          (table (export "t") funcref (elem $h $g))
           (func (export "f") (param i32) (result i32)
             (return_call_indirect (type $t) (local.get 0))))"#);
     let e = refused(&mixed, Technique::Context);

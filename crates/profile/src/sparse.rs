@@ -60,6 +60,17 @@ impl Profile {
         }
     }
 
+    /// The module indices of the listed functions that counted something:
+    /// the ones that ran (a function left out of a sparse profile did not).
+    pub fn ran(&self) -> BTreeSet<u32> {
+        let counted = self.counted();
+        self.functions
+            .iter()
+            .filter(|f| counted(f))
+            .map(|f| f.func_index)
+            .collect()
+    }
+
     /// How many listed functions counted nothing (what
     /// [`Profile::make_sparse`] would leave out).
     pub fn never_ran(&self) -> usize {

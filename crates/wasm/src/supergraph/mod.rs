@@ -97,9 +97,24 @@ pub struct ModuleSupergraph {
     pub tail_slots: Vec<Vec<Option<Vec<u32>>>>,
 }
 
-/// The cases of one indirect call: per profiled callee its slots, and
-/// whether the table holds opaque functions of the call's type as well.
-type Cases = (Vec<(FuncId, Vec<u32>)>, bool);
+/// The cases of one indirect call.
+#[derive(Default)]
+struct Cases {
+    /// Per profiled callee told apart: its slots.
+    by_func: Vec<(FuncId, Vec<u32>)>,
+    /// Profiled callees in the table not told apart (they did not run),
+    /// with their slots.
+    rest: Vec<(FuncId, Vec<u32>)>,
+    /// Whether the table holds opaque functions of the call's type too.
+    opaque: bool,
+}
+
+impl Cases {
+    /// Whether a slot may hold a callee no case of its own calls.
+    fn others(&self) -> bool {
+        self.opaque || !self.rest.is_empty()
+    }
+}
 
 impl ModuleSupergraph {
     /// The supergraph of the module `bytes` that `info` describes.
@@ -114,6 +129,19 @@ impl ModuleSupergraph {
         bytes: &[u8],
         info: &ModuleInfo,
         max_cases: usize,
+    ) -> Result<ModuleSupergraph> {
+        ModuleSupergraph::with_live_cases(bytes, info, max_cases, None)
+    }
+
+    /// As [`ModuleSupergraph::with_cases`], counting only the profiled
+    /// callees in `live` (module indices: the functions a prior run of the
+    /// program ran) towards `max_cases`: the others share the call's last
+    /// case, cut (`Callee::Indirect` of them), with any opaque callee.
+    pub fn with_live_cases(
+        bytes: &[u8],
+        info: &ModuleInfo,
+        max_cases: usize,
+        live: Option<&std::collections::BTreeSet<u32>>,
     ) -> Result<ModuleSupergraph> {
         let cg = CallGraph::new(bytes, info)?;
         // Static tables matter to cases and to tail calls through a table
@@ -149,16 +177,20 @@ impl ModuleSupergraph {
             let &crate::Callee::Indirect { table, .. } = callee else {
                 return None;
             };
-            let (mut by_func, mut opaque) = (Vec::new(), false);
+            let mut cases = Cases::default();
             for &f in cg.targets(callee) {
                 let slots = tables.slots_of(table, f)?;
+                let id = || FuncId::new((f - imported) as usize);
                 match (slots.is_empty(), profiled(f)) {
                     (true, _) => {}
-                    (false, true) => by_func.push((FuncId::new((f - imported) as usize), slots)),
-                    (false, false) => opaque = true,
+                    (false, true) if live.is_none_or(|l| l.contains(&f)) => {
+                        cases.by_func.push((id(), slots))
+                    }
+                    (false, true) => cases.rest.push((id(), slots)),
+                    (false, false) => cases.opaque = true,
                 }
             }
-            Some((by_func, opaque))
+            Some(cases)
         };
         let mut sg = ModuleSupergraph {
             supergraph: Supergraph::default(),
@@ -234,10 +266,11 @@ impl ModuleSupergraph {
                 // Through a static table, the slot tells a profiled callee
                 // from an opaque one, if the table holds both.
                 let slots = match (opaque, by_slot(&call.callee)) {
-                    (false, _) | (true, Some((_, false))) => None,
-                    (true, Some((by_func, true))) => {
-                        let mut slots: Vec<u32> =
-                            by_func.into_iter().flat_map(|(_, slots)| slots).collect();
+                    (false, _) => None,
+                    (true, Some(c)) if !c.opaque => None,
+                    (true, Some(c)) => {
+                        let profiled = c.by_func.into_iter().chain(c.rest);
+                        let mut slots: Vec<u32> = profiled.flat_map(|(_, slots)| slots).collect();
                         slots.sort_unstable();
                         Some(slots)
                     }
@@ -251,13 +284,17 @@ impl ModuleSupergraph {
             }
             // One call, or its cases (the first is the call itself).
             let cases = by_slot(&call.callee)
-                .filter(|(by_func, _)| !by_func.is_empty() && by_func.len() <= max_cases);
+                .filter(|c| !c.by_func.is_empty() && c.by_func.len() <= max_cases);
             let listed: Vec<(SgCallee, Vec<u32>)> = match cases {
-                Some((by_func, opaque)) => by_func
-                    .into_iter()
-                    .map(|(q, slots)| (SgCallee::Direct(q), slots))
-                    .chain(opaque.then(|| (SgCallee::Indirect(Vec::new()), Vec::new())))
-                    .collect(),
+                Some(c) => {
+                    let rest = c.rest.iter().map(|&(q, _)| q).collect();
+                    let last = c.others().then(|| SgCallee::Indirect(rest));
+                    c.by_func
+                        .into_iter()
+                        .map(|(q, slots)| (SgCallee::Direct(q), slots))
+                        .chain(last.map(|callee| (callee, Vec::new())))
+                        .collect()
+                }
                 None => vec![(callee, Vec::new())],
             };
             let range = &mut block_calls[call.block.index()];
