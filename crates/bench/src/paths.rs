@@ -115,14 +115,18 @@ pub struct PathStats {
 /// with self-loop slots numbered from `u64::MAX` down.
 type PathKey = (u32, u64);
 
-/// Reads a version 1 path profile.
+/// Reads a dense path profile (format version 1 or 2: they differ only in
+/// how a block's source is spelt, which is not read here).
 fn load(path: &Path) -> Result<Profile> {
     let text =
         fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let p: Profile = serde_json::from_str(&text)
         .with_context(|| format!("{}: not a pathprof profile", path.display()))?;
-    if p.format != "pathprof-profile" || p.version != 1 || p.mode != "path" {
-        bail!("{}: not a version 1 path profile", path.display());
+    if p.format != "pathprof-profile" || !(1..=2).contains(&p.version) || p.mode != "path" {
+        bail!(
+            "{}: not a dense (version 1 or 2) path profile",
+            path.display()
+        );
     }
     Ok(p)
 }

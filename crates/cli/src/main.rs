@@ -277,7 +277,7 @@ struct Tuning {
     /// Context and piecewise modes: which call sites are profiled across (Melski & Reps, section 8): all (cutting the largest when the paths would not fit in 64 bits), leaf (only calls to functions that call no other), budget:N (cut the largest until at most N paths), cut:SITE|CALLEE,... (cut the calls at these byte offsets, e.g. 0x1a2, and to these functions).
     #[arg(long, value_name = "POLICY", default_value = "all")]
     hybrid: pathprof::interproc::Hybrid,
-    /// Context and piecewise modes: profile across a call_indirect whose table only the module's own element segments fill, when it may reach at most N profiled functions, as a direct call to the one its table index names (Melski & Reps 9.2.3); 0: cut every indirect call, like a recursive one.
+    /// Context and piecewise modes: profile across a call_indirect whose table only the module's own element segments fill, when it may reach at most N profiled functions (with --weights: N that ran in it), as a direct call to the one its table index names (Melski & Reps 9.2.3); 0: cut every indirect call, like a recursive one. Try 4.
     #[arg(long, value_name = "N", default_value_t = pathprof_core::options::DEFAULT_MAX_CASES)]
     dispatch_max: usize,
     /// Entries of each function's hash table (a power of two).

@@ -36,8 +36,16 @@ struct Prepared {
     traced: wasmtime::Module,
 }
 
+/// Indirect calls split into cases up to this many callees (the default
+/// is none), so that every run checks them too.
+const MAX_CASES: usize = 4;
+
 fn prepare(engine: &wasmtime::Engine, name: &str, module: &[u8]) -> Prepared {
-    prepare_with(engine, name, module, &driver::Options::default())
+    let opts = driver::Options {
+        max_cases: MAX_CASES,
+        ..Default::default()
+    };
+    prepare_with(engine, name, module, &opts)
 }
 
 /// [`prepare`] with these options (the oracle's supergraph has the cases
@@ -398,6 +406,7 @@ fn a_prior_profile_narrows_the_cases_to_the_functions_that_ran() {
     let ran = prior.ran();
     let opts = driver::Options {
         weights: Some(prior),
+        max_cases: MAX_CASES,
         ..Default::default()
     };
     let p = prepare_with(&engine, "fnptr.O2 --weights", &module, &opts);
