@@ -9,7 +9,11 @@
 //! largest first, until the number of paths fits a bound (2^64 - 1, or the
 //! counters the runtime can hold).
 //!
-//! Departures from the paper: the budget policy is ours. A site's size is
+//! Departures from the paper: the budget policy is ours. The cases of an
+//! indirect call ([`crate::interproc::Function::cases`]) are cut before
+//! any other site: the report would have cut the call anyway, and cutting
+//! the largest sites first let the cases cost other calls their context
+//! (docs/lab/2026-11-27-indirect-cases.md). A site's size is
 //! psi_c(1) = psi_Entry_Q(psi_r(1)), the paths from its call vertex when
 //! one completion leaves the caller, estimated with saturating arithmetic
 //! so that a graph whose exact numbering overflows can still be ranked.
@@ -134,7 +138,7 @@ fn largest_uncut_sites_with(
     let starts = sg.site_starts();
     let (splits, locals) = transform_with(sg, &cg, mode, cache);
     let psi = estimate_psi(sg, &cg, &splits, &locals);
-    let mut sizes: Vec<(u64, CallSiteId)> = Vec::new();
+    let mut sizes: Vec<(bool, u64, CallSiteId)> = Vec::new();
     for (f, func) in sg.functions.iter().enumerate() {
         for (i, call) in func.calls.iter().enumerate() {
             let site = starts[f] + i;
@@ -145,12 +149,14 @@ fn largest_uncut_sites_with(
             let size = psi
                 .get(f)
                 .map_or(0, |n| n.psi[c.index()].apply(1).unwrap_or(u64::MAX));
-            sizes.push((size, CallSiteId::new(site)));
+            let case = func.is_case(i) || func.is_case(i + 1);
+            sizes.push((case, size, CallSiteId::new(site)));
         }
     }
-    // Largest first; on ties, the first site.
-    sizes.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    sizes.into_iter().take(k).map(|(_, s)| s).collect()
+    // Cases first (cutting one gives back no more than the report's cut
+    // indirect call), then the largest; on ties, the first site.
+    sizes.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+    sizes.into_iter().take(k).map(|(_, _, s)| s).collect()
 }
 
 /// The edges that truncate a function's own paths to at most `bound`

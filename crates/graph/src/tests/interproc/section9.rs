@@ -360,3 +360,33 @@ fn cases_that_break_the_rules_are_refused() {
         "not ascending"
     );
 }
+
+/// The hybrid budget cuts a case before a larger site: what the report
+/// cuts anyway goes first. main's A makes a call with cases f (two paths)
+/// and g (one), its B calls h (three paths).
+#[test]
+fn the_budget_cuts_cases_first() {
+    let mut sg = main_with_cases();
+    let main = &mut sg.functions[0];
+    main.calls.truncate(2);
+    main.cases = vec![1];
+    main.calls.push(CallSite {
+        block: NodeId::new(3),
+        callee: Callee::Direct(FuncId::from_u32(3)),
+    });
+    let mut h = straight();
+    h.add_edge(NodeId::new(2), Cfg::EXIT);
+    h.add_edge(NodeId::new(2), Cfg::EXIT);
+    sg.functions.push(Function::new(h, Vec::new()));
+    // Uncut: (2 + 1) * 3 = 9 paths. Cutting f's case: main (1 + 1) * 3 and
+    // f's own 2, 8; cutting h's site (the larger, psi_c(1) = 3 against 2):
+    // main 3 * 1 and h's own 3, 6.
+    assert_eq!(Interproc::build(&sg, Mode::Context).unwrap().total(), 9);
+    let ip = crate::interproc::hybrid::build_within(&sg, Mode::Context, 8).unwrap();
+    assert_eq!(
+        (ip.total(), ip.call_graph.cut.clone()),
+        (8, vec![true, false, false])
+    );
+    let h_cut = Interproc::build_with_cuts(&sg, Mode::Context, &[CallSiteId::new(2)]).unwrap();
+    assert_eq!(h_cut.total(), 6);
+}
