@@ -168,3 +168,39 @@ fn cutting_the_calls_to_pow() {
         .unwrap_err();
     assert!(format!("{err:#}").contains("no call site at or of \"nosuch\""));
 }
+
+/// `--hybrid cut:F` cuts the case of an indirect call that enters F too
+/// (`--dispatch-max`). main calls through a static table of f (two paths)
+/// and g (one): 3 paths with both cases profiled across; with f's case cut,
+/// main has 2 (g's case, f's summary) and f its own 2.
+#[test]
+fn cutting_a_case_by_its_callee() {
+    let module = wat::parse_str(
+        r#"(module
+          (type $t (func (param i32) (result i32)))
+          (table 2 funcref)
+          (elem (i32.const 0) func $f $g)
+          (func $f (type $t)
+            (if (result i32) (local.get 0) (then (i32.const 1)) (else (i32.const 2))))
+          (func $g (type $t) (local.get 0))
+          (func (export "main") (param i32) (result i32)
+            (call_indirect (type $t) (local.get 0) (local.get 0))))"#,
+    )
+    .unwrap();
+    let stats = |hybrid: &str| {
+        let opts = driver::Options {
+            hybrid: hybrid.parse().unwrap(),
+            max_cases: 4,
+            ..driver::Options::default()
+        };
+        pathprof::interproc::stats(&module, pathprof_graph::interproc::Mode::Context, &opts)
+            .unwrap()
+    };
+    let all = stats("all");
+    assert_eq!(all.potential, 3);
+    assert_eq!(all.dispatched.len(), 1);
+    let cut = stats("cut:f");
+    assert_eq!(cut.potential, 4);
+    let reasons: Vec<Option<&str>> = cut.sites.iter().map(|x| x.cut.as_deref()).collect();
+    assert_eq!(reasons, [Some("hybrid"), None]);
+}

@@ -319,13 +319,13 @@ fn resolve_cuts(
     msg: &ModuleSupergraph,
     info: &pathprof_wasm::ModuleInfo,
 ) -> Result<Vec<CallSiteId>> {
+    // A direct call's callee, or a case's (so that `cut:F` cuts the calls
+    // to F through an indirect call split into cases too).
     let callee_of = |s: usize| -> Option<u32> {
         let f = msg.site_start.partition_point(|&start| start <= s) - 1;
-        let k = msg.call_index[f][s - msg.site_start[f]] as usize;
-        let fcfg = info.functions[f].as_ref().ok()?;
-        match fcfg.calls[k].callee {
-            pathprof_wasm::Callee::Direct(q) => Some(q),
-            _ => None,
+        match msg.supergraph.functions[f].calls[s - msg.site_start[f]].callee {
+            Callee::Direct(q) => Some(msg.num_imported_funcs + q.index() as u32),
+            Callee::Indirect(_) => None,
         }
     };
     let name_of = |func: u32| -> Option<&str> {
