@@ -39,8 +39,8 @@
 //! - the cases of a `call_indirect` ([`pathprof_graph::interproc::Function::cases`]):
 //!   the table index the call uses is captured in [`INDEX`]; before the
 //!   call and again after it, the case whose slots hold it runs the link
-//!   into its call vertex and its own call's actions (the case of opaque
-//!   callees when none does);
+//!   into its call vertex and its own call's actions (the last, cut case,
+//!   of imports or of functions a prior run did not run, when none does);
 //! - exit: through an uncut site, `pathNum` back to the caller; afresh,
 //!   count the path (piecewise: plus `Exit_P -> Exit_global`'s value with no
 //!   parenthesis open) and restore the caller's parenthesis count;
@@ -79,8 +79,8 @@
 //! - A tail call through a static table that holds opaque functions as
 //!   well as profiled ones of its type: the table index is captured, and
 //!   the tail-call actions run only for a profiled function's slot; for
-//!   another, the callee returns for this function, so the edge to EXIT's
-//!   and the exit actions run instead.
+//!   another, the callee returns for this function, so the actions of the
+//!   edge to EXIT and the exit actions run instead.
 //! - A catch clause into the function's own label: the handler is EXIT,
 //!   where the new path starts along the surrogate `Entry_P -> EXIT`; the
 //!   exit actions follow the catch edge's, as on any edge into EXIT.
@@ -156,8 +156,8 @@ pub struct WasmSites<'a> {
     pub catches: &'a [EdgeId],
     /// Per supergraph call: the slots of the table that select it, for a
     /// case of a `call_indirect` ([`pathprof_graph::interproc::Function::cases`]);
-    /// empty for other calls (and for a case of opaque callees, taken when
-    /// no other case's slot matches). Empty if the function has no cases.
+    /// empty for other calls (and for the last, cut case, taken when no
+    /// other case's slot matches). Empty if the function has no cases.
     pub case_slots: &'a [Vec<u32>],
     /// Per supergraph tail call: for one whose table holds both profiled
     /// and opaque functions, the slots of the profiled ones (an opaque
@@ -759,7 +759,7 @@ impl Planner<'_> {
 }
 
 /// The actions of the arm whose slots hold the captured table index
-/// ([`INDEX`]); of the arm with no slots (opaque callees) when none does.
+/// ([`INDEX`]); of the arm with no slots (the cut case) when none does.
 fn on_slot(arms: &[(&[u32], Vec<Action>)]) -> Vec<Action> {
     let mut out = arms
         .iter()

@@ -42,7 +42,13 @@
 //! functions of the type, a last case `Callee::Indirect(vec![])` for them
 //! (cut, as any indirect call): the report's expansion of an indirect call
 //! into direct-call dispatch (section 9.2.3). The instrumentation tells the
-//! case from the index before the call.
+//! case from the index before the call. Given the functions a prior run
+//! ran ([`ModuleSupergraph::with_live_cases`]), only they count towards
+//! `max_cases`; the others join the last case, `Callee::Indirect` of them.
+//!
+//! The same slots tell apart the callees of a tail call through a static
+//! table that holds opaque functions as well as profiled ones
+//! ([`ModuleSupergraph::tail_slots`]).
 
 pub mod events;
 
