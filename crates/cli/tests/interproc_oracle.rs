@@ -110,8 +110,8 @@ struct Checked {
 /// Whether call site `s` is a case of a `call_indirect` whose callee the
 /// instrumentation tells by the table slot.
 fn is_dispatched(msg: &ModuleSupergraph, s: CallSiteId) -> bool {
-    let f = msg.site_start.partition_point(|&start| start <= s.index()) - 1;
-    !msg.case_slots[f][s.index() - msg.site_start[f]].is_empty()
+    let (f, k) = msg.site(s.index());
+    !msg.case_slots[f.index()][k].is_empty()
 }
 
 /// Checks one run in both modes; adds the number of distinct observable
@@ -179,13 +179,8 @@ fn check(
         let Event::Call { site: Some(s), .. } = e else {
             return false;
         };
-        let f = p
-            .msg
-            .site_start
-            .partition_point(|&start| start <= s.index())
-            - 1;
-        let func = &p.msg.supergraph.functions[f];
-        let k = s.index() - p.msg.site_start[f];
+        let (f, k) = p.msg.site(s.index());
+        let func = &p.msg.supergraph.functions[f.index()];
         func.is_case(k) && matches!(&func.calls[k].callee, Callee::Indirect(v) if !v.is_empty())
     });
     Checked {

@@ -322,8 +322,8 @@ fn resolve_cuts(
     // A direct call's callee, or a case's (so that `cut:F` cuts the calls
     // to F through an indirect call split into cases too).
     let callee_of = |s: usize| -> Option<u32> {
-        let f = msg.site_start.partition_point(|&start| start <= s) - 1;
-        match msg.supergraph.functions[f].calls[s - msg.site_start[f]].callee {
+        let (f, k) = msg.site(s);
+        match msg.supergraph.functions[f.index()].calls[k].callee {
             Callee::Direct(q) => Some(msg.num_imported_funcs + q.index() as u32),
             Callee::Indirect(_) => None,
         }
@@ -471,7 +471,7 @@ fn dispatched(meta: &InterprocMeta) -> Vec<Dispatched> {
     let mut out = Vec::new();
     for (f, func) in sg.functions.iter().enumerate() {
         for k in (0..func.calls.len()).filter(|&k| !func.is_case(k) && func.is_case(k + 1)) {
-            let cases = (k..func.calls.len()).take_while(|&i| i == k || func.is_case(i));
+            let cases = func.case_group(k);
             let (mut callees, mut cut) = (Vec::new(), None);
             let index = |q: FuncId| meta.num_imported_funcs + q.index() as u32;
             for i in cases {

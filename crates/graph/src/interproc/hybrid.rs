@@ -149,7 +149,7 @@ fn largest_uncut_sites_with(
             let size = psi
                 .get(f)
                 .map_or(0, |n| n.psi[c.index()].apply(1).unwrap_or(u64::MAX));
-            let case = func.is_case(i) || func.is_case(i + 1);
+            let case = func.case_group(i).len() > 1;
             sizes.push((case, size, CallSiteId::new(site)));
         }
     }

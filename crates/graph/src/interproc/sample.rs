@@ -82,7 +82,7 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
             *top = enter(callee);
         } else if let Some((i, _)) = pending {
             // (case, callee) over the call's cases.
-            let cases = (i..func.calls.len()).take_while(|&k| k == i || func.is_case(k));
+            let cases = func.case_group(i);
             let targets: Vec<(usize, FuncId)> = cases
                 .flat_map(|k| func.calls[k].callee.targets().iter().map(move |&g| (k, g)))
                 .collect();

@@ -160,6 +160,16 @@ impl Function {
     pub fn is_case(&self, i: usize) -> bool {
         self.cases.binary_search(&(i as u32)).is_ok()
     }
+
+    /// The local calls that are cases of the same call as call `i` (just
+    /// `i` for a call without cases).
+    pub fn case_group(&self, i: usize) -> std::ops::Range<usize> {
+        let start = (0..=i).rev().find(|&k| !self.is_case(k)).unwrap_or(0);
+        let end = (i + 1..self.calls.len())
+            .find(|&k| !self.is_case(k))
+            .unwrap_or(self.calls.len());
+        start..end
+    }
 }
 
 /// The program: its functions and the entry functions (`main` first; the

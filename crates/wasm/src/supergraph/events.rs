@@ -300,15 +300,12 @@ impl Converter<'_> {
             return Ok(None);
         };
         // The call's cases: one of them entered `f`.
-        let first_case = (0..=k).rev().find(|&i| !func.is_case(i)).unwrap_or(0);
-        if first_case != top.next_call {
+        let cases = func.case_group(k);
+        if cases.start != top.next_call {
             return Err(self.skipped(top));
         }
-        let after = (k + 1..calls.end)
-            .find(|&i| !func.is_case(i))
-            .unwrap_or(calls.end);
         let first = self.sg.site_start[top.func.index()];
-        self.frames.last_mut().expect("checked above").next_call = after;
+        self.frames.last_mut().expect("checked above").next_call = cases.end;
         Ok(Some(CallSiteId::new(first + k)))
     }
 

@@ -364,6 +364,12 @@ impl ModuleSupergraph {
         (i < self.supergraph.functions.len()).then(|| FuncId::new(i))
     }
 
+    /// The function of call site `s` and its local index there.
+    pub fn site(&self, s: usize) -> (FuncId, usize) {
+        let f = self.site_start.partition_point(|&start| start <= s) - 1;
+        (FuncId::new(f), s - self.site_start[f])
+    }
+
     /// The supergraph calls block `b` of `f` makes, as local call indices.
     pub fn calls_of(&self, f: FuncId, b: NodeId) -> std::ops::Range<usize> {
         let (start, len) = self.block_calls[f.index()]
