@@ -65,7 +65,7 @@ struct RunArgs {
     /// Where to write results.json and the profiles.
     #[arg(long)]
     results: PathBuf,
-    /// Modes, `none` first (known: none, edge, path, ppp, residual, context, piecewise, intra-context, ippp).
+    /// Modes, `none` first (known: none, edge, path, ppp, residual, context, piecewise, intra-context, ippp, ippp-inline, inlined).
     #[arg(
         long,
         value_delimiter = ',',

@@ -43,7 +43,7 @@ pub struct Config {
 const VALIDATE_RUNS: usize = 15;
 
 /// The modes the harness knows, in display order.
-pub const MODES: [&str; 9] = [
+pub const MODES: [&str; 11] = [
     "none",
     "edge",
     "path",
@@ -53,7 +53,15 @@ pub const MODES: [&str; 9] = [
     "piecewise",
     "intra-context",
     "ippp",
+    "ippp-inline",
+    "inlined",
 ];
+
+/// The truncation bound of the `ippp-inline` mode's path profiles: the
+/// inlined functions have many more paths, and at the default bound (the
+/// array limit) up to two thirds of lua's ref path executions start or
+/// end at a cut; at 2^40 about 3 %.
+const INLINED_TRUNCATE_ABOVE: u64 = 1 << 40;
 
 /// Which optional CLI features exist (from `pathprof run --help`).
 struct Caps {
@@ -166,10 +174,17 @@ impl Program {
         let train = p.invoke(cfg, &mode_args("none", None, false), "none", "train")?;
         let profiled = p.invoke(cfg, &mode_args("path", None, false), "path", "train")?;
         check_same(name, "path (train)", &train.stdout, &profiled.stdout)?;
-        if cfg.modes.iter().any(|m| m == "ippp") {
+        if cfg.modes.iter().any(|m| m.starts_with("ippp")) {
             // The interesting segments: the train input's depth-1 segments.
             let segments = p.profile("segments", "train");
             cfg.pathprof.segments(&p.wasm, 1, "train", &segments)?;
+        }
+        if cfg
+            .modes
+            .iter()
+            .any(|m| m == "ippp-inline" || m == "inlined")
+        {
+            p.inline_for_segments(cfg)?;
         }
         let base = p.invoke(cfg, &mode_args("none", None, false), "none", "ref")?;
         p.result.module_bytes = base.timings.module_bytes;
@@ -180,6 +195,36 @@ impl Program {
             base.timings.execute_s, train.timings.execute_s
         );
         Ok(p)
+    }
+
+    /// The thesis' own IPPP (3.4.4, Fig. 3.15): the call sites of the
+    /// train segments inlined, then (stage II) the inlined module's path
+    /// profile of the train input, whose paths are the interesting ones.
+    fn inline_for_segments(&self, cfg: &Config) -> Result<()> {
+        let inlined = self.inlined();
+        cfg.pathprof
+            .inline(&self.wasm, &self.profile("segments", "train"), &inlined)?;
+        let profile = self.profile("inline-path", "train");
+        let timings = self.dir.join("inline-path.train.timings.json");
+        let mut args = mode_args("path", None, false);
+        args.extend([
+            "--truncate-above".into(),
+            INLINED_TRUNCATE_ABOVE.to_string(),
+        ]);
+        let out = cfg
+            .pathprof
+            .run(&inlined, &args, "train", &profile, &timings)?;
+        let train = self.invoke(cfg, &mode_args("none", None, false), "none", "train")?;
+        check_same(
+            &self.result.name,
+            "inlined (train)",
+            &train.stdout,
+            &out.stdout,
+        )
+    }
+
+    fn inlined(&self) -> PathBuf {
+        self.dir.join("inlined.wasm")
     }
 
     /// JSON (the name asks for it): paths.rs reads it through its own
@@ -239,10 +284,20 @@ impl Program {
     fn measure(&mut self, cfg: &Config, mode: &str, caps: &Caps) -> Result<()> {
         let train = match mode {
             "ippp" => self.profile("segments", "train"),
+            "ippp-inline" => self.profile("inline-path", "train"),
             _ => self.profile("path", "train"),
         };
         let args = mode_args(mode, Some(&train), caps.uninteresting);
-        let out = self.invoke(cfg, &args, mode, "ref")?;
+        // `inlined`: the inlined module uninstrumented, what inlining
+        // alone does to the time.
+        let out = if mode == "ippp-inline" || mode == "inlined" {
+            let timings = self.dir.join(format!("{mode}.ref.timings.json"));
+            let profile = self.profile(mode, "ref");
+            cfg.pathprof
+                .run(&self.inlined(), &args, "ref", &profile, &timings)?
+        } else {
+            self.invoke(cfg, &args, mode, "ref")?
+        };
         check_same(&self.result.name, mode, &self.expected, &out.stdout)?;
         let t = &out.timings;
         eprintln!(
@@ -306,6 +361,16 @@ fn mode_args(mode: &str, train: Option<&Path>, uninteresting: bool) -> Vec<Strin
             "--uninteresting".into(),
             "count".into(),
         ]),
+        ("inlined", _) => a.push("none".into()),
+        ("ippp-inline", Some(t)) => a.extend([
+            "ppp".into(),
+            "--interesting".into(),
+            t.display().to_string(),
+            "--uninteresting".into(),
+            "count".into(),
+            "--truncate-above".into(),
+            INLINED_TRUNCATE_ABOVE.to_string(),
+        ]),
         ("ppp" | "residual", Some(t)) => {
             a.extend([
                 "ppp".into(),
@@ -335,7 +400,7 @@ fn module_path(cfg: &Config, name: &str) -> Result<PathBuf> {
 }
 
 fn is_ppp(mode: &str) -> bool {
-    matches!(mode, "ppp" | "residual" | "ippp")
+    matches!(mode, "ppp" | "residual" | "ippp" | "ippp-inline")
 }
 
 fn check_same(program: &str, mode: &str, expected: &[u8], got: &[u8]) -> Result<()> {

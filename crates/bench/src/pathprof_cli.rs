@@ -89,6 +89,30 @@ impl Pathprof {
         self.run_to(wasm, &args, input, profile).map(drop)
     }
 
+    /// `pathprof inline --interesting SEGMENTS WASM -o OUT` (untimed).
+    pub fn inline(&self, wasm: &Path, segments: &Path, out: &Path) -> Result<()> {
+        let status = Command::new(&self.bin)
+            .arg("inline")
+            .arg("--interesting")
+            .arg(segments)
+            .arg(wasm)
+            .arg("-o")
+            .arg(out)
+            .arg("--force")
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot start {}", self.bin.display()))?;
+        if !status.status.success() {
+            bail!(
+                "pathprof inline {} failed ({}): {}",
+                wasm.display(),
+                status.status,
+                last_line(&status.stderr)
+            );
+        }
+        Ok(())
+    }
+
     /// `pathprof run ARGS -o PROFILE WASM -- INPUT`: its standard output.
     fn run_to(&self, wasm: &Path, args: &[String], input: &str, profile: &Path) -> Result<Vec<u8>> {
         let out = Command::new(&self.bin)

@@ -5,7 +5,7 @@
 //! re-exported under their old paths for the binary and the integration tests.
 
 pub use pathprof_core::{
-    diff, driver, edge_report, export, fleet, html, input, interesting, interproc,
+    diff, driver, edge_report, export, fleet, html, inline, input, interesting, interproc,
     interproc_report, intra_context, ippp, meta, parquet_export, ppp_stats, report, residual,
     residual_segments, segments_report, show, source, stats,
 };

@@ -43,6 +43,8 @@ enum Command {
     Stats(StatsArgs),
     /// Add up profiles of the same module.
     Merge(MergeArgs),
+    /// Inline the calls that interesting path segments pass (IPPP by selective inlining, Vaswani 3.4.4): each segment becomes a path of its start function, for `run --mode path` or `--mode ppp`.
+    Inline(InlineArgs),
     /// Write a field build that counts tested paths cheaply and records the others (PPP).
     Residual(ResidualArgs),
     /// Paths a field run took that testing never did, with the thesis' summary (Table 3.1).
@@ -457,6 +459,24 @@ struct InstrumentArgs {
 }
 
 #[derive(Args)]
+struct InlineArgs {
+    program: PathBuf,
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Segment profiles of this module (`pathprof run --segments K`): the call sites their segments pass are inlined. Or path profiles (`run --mode path`): every call site on an executed path, and in each copy those of the callee, K deep (the thesis' Fig. 3.15 (b)).
+    #[arg(long, value_name = "PROFILE", required = true)]
+    interesting: Vec<PathBuf>,
+    /// The depth of the segments (default: that of the segment profiles, 1 with path profiles).
+    #[arg(short = 'k', long = "depth", value_name = "K")]
+    depth: Option<usize>,
+    #[command(flatten)]
+    tuning: Tuning,
+    /// Allow the output to replace the input module.
+    #[arg(long)]
+    force: bool,
+}
+
+#[derive(Args)]
 struct CollectArgs {
     /// The module written by `pathprof instrument`.
     instrumented: PathBuf,
@@ -550,6 +570,7 @@ fn dispatch(command: Command) -> Result<ExitCode> {
                 .map_err(|e| counter_memory_hint(e, &tuning))
         }
         Command::Collect(a) => collect(a).map(|_| ExitCode::SUCCESS),
+        Command::Inline(a) => inline(a).map(|_| ExitCode::SUCCESS),
         Command::Report(a) => report_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Export(a) => export_cmd(a).map(|_| ExitCode::SUCCESS),
         Command::Show(a) => show_cmd(a).map(|_| ExitCode::SUCCESS),
@@ -1038,6 +1059,64 @@ fn residual(a: ResidualArgs) -> Result<()> {
     };
     ppp_options(&a.program, &module, Some(technique), &ppp, &mut opts)?;
     write_instrumented(&a.program, (module, file), technique, &opts, &a.output)
+}
+
+fn inline(a: InlineArgs) -> Result<()> {
+    check_not_input(&a.program, &a.output, a.force)?;
+    let file = pathprof_profile::AtomicFile::create(&a.output)?;
+    let module = read(&a.program)?;
+    let mut opts = options(&a.tuning, Some(&module))?;
+    let ppp = PppArgs {
+        interesting: a.interesting.clone(),
+        uninteresting: PolicyArg::Count,
+        depth: a.depth,
+    };
+    let first = Profile::read(&a.interesting[0])?;
+    let inlined = if first.segments.is_some() {
+        ippp_options(&a.program, &module, &ppp, &mut opts)?;
+        let o = &opts.ippp;
+        let bound = opts.ball_larus.truncate_above;
+        pathprof::inline::inline(&module, &o.interesting, o.k, bound)
+    } else {
+        // Path profiles: Fig. 3.15 (b)'s over-approximation.
+        let k = a.depth.unwrap_or(1);
+        if !(1..=pathprof::ippp::MAX_K).contains(&k) {
+            bail!("-k {k}: the depth must be 1 to {}", pathprof::ippp::MAX_K);
+        }
+        let profiles = path_profiles(&a.program, &module, &a.interesting)?;
+        let profiles: Vec<&Profile> = profiles.iter().collect();
+        pathprof::inline::inline_executed(&module, &profiles, k)
+    }
+    .with_context(|| a.program.display().to_string())?;
+    file.finish(&inlined.bytes)?;
+    eprintln!(
+        "pathprof: inlined {} call sites into {} functions ({} through tables or references left as calls); code section {} -> {} bytes",
+        inlined.sites,
+        inlined.plan.len(),
+        inlined.indirect,
+        pathprof_wasm::code_section_size(&module),
+        pathprof_wasm::code_section_size(&inlined.bytes)
+    );
+    Ok(())
+}
+
+/// Path profiles (path or PPP mode) of `module`, read from `files`.
+fn path_profiles(program: &Path, module: &[u8], files: &[PathBuf]) -> Result<Vec<Profile>> {
+    let hash = pathprof_wasm::module_hash(module);
+    files
+        .iter()
+        .map(|file| {
+            let profile = Profile::read(file)?;
+            let name = file.display();
+            if profile.module_hash != hash {
+                bail!("{name}: a profile of another module than {}", program.display());
+            }
+            if profile.segments.is_some() || profile.functions.iter().any(|f| !matches!(f.data, pathprof_profile::FunctionData::Path { .. })) {
+                bail!("{name}: give either segment profiles (`run --segments K`) or path profiles (`run --mode path`), not both or another kind");
+            }
+            Ok(profile)
+        })
+        .collect()
 }
 
 fn residual_report(a: ResidualReportArgs) -> Result<()> {

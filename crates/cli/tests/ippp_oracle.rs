@@ -20,7 +20,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::programs::{self, Invocation};
-use common::segments::{ids, module, record, spell, spelt, wat_modules, Module, Spelt};
+use common::segments::{c_modules, ids, module, record, spell, spelt, wat_recorded, Module, Spelt};
 use pathprof::driver::{self, Technique};
 use pathprof::ippp::IpppOptions;
 use pathprof_graph::interproc::Callee;
@@ -278,26 +278,8 @@ fn check_run(
 #[test]
 fn c_programs_count_their_interesting_segments_exactly() {
     let engine = pathprof_runner::engine().unwrap();
-    let build = programs::root().join("tests/fixtures/c/build");
-    let mut invocations: BTreeMap<String, Vec<Invocation>> = BTreeMap::new();
-    for (name, inv) in programs::c_cases() {
-        invocations.entry(name).or_default().push(inv);
-    }
     let mut covered = Covered::default();
-    for (name, invs) in &invocations {
-        for opt in ["O0", "O2"] {
-            let build_name = format!("{name}.{opt}");
-            let bytes = std::fs::read(build.join(format!("{build_name}.wasm")))
-                .expect("run scripts/build-c-fixtures.sh first");
-            // Segments are not defined across tail calls; only this
-            // fixture has them.
-            let Some(m) = module(&engine, &build_name, &bytes) else {
-                assert_eq!(name, "tailcall", "{build_name} refused");
-                continue;
-            };
-            check(&engine, &m, invs, &mut covered);
-        }
-    }
+    c_modules(&engine, |m, invs| check(&engine, m, invs, &mut covered));
     eprintln!(
         "{} runs: {} interesting segments counted ({} through resolved indirect calls ran), {} others, {} through unresolved indirect calls, {} left out (too many paths), {} truncated below {} truncated start functions",
         covered.runs, covered.interesting_counted, covered.resolved_indirect, covered.untested, covered.through_indirect, covered.too_many_paths, covered.truncated, covered.truncated_starts
@@ -322,15 +304,7 @@ fn c_programs_count_their_interesting_segments_exactly() {
 fn wat_fixtures_count_their_interesting_segments_exactly() {
     let engine = pathprof_runner::engine().unwrap();
     let mut covered = Covered::default();
-    for (_, bytes, m) in wat_modules(&engine) {
-        let Some(m) = m else { continue };
-        check(
-            &engine,
-            &m,
-            &programs::export_calls(&engine, &bytes),
-            &mut covered,
-        );
-    }
+    wat_recorded(&engine, |m, invs| check(&engine, m, invs, &mut covered));
     assert!(covered.runs >= 60, "only {} WAT runs checked", covered.runs);
 }
 

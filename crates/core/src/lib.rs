@@ -56,6 +56,7 @@ pub mod error;
 pub mod export;
 pub mod fleet;
 pub mod html;
+pub mod inline;
 pub mod input;
 pub mod interesting;
 pub mod interproc;

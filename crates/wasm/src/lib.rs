@@ -44,9 +44,9 @@ pub use module::{
     code_section_size, custom_section, digest_from_hex, module_hash, RESERVED_PREFIX,
 };
 pub use rewrite::{
-    counter_layout, hollow, instrument, instrument_checked, instrument_into, instrument_module,
-    read_counters, read_header, trace_accesses, BodyValidators, CodeMap, CounterHeader,
-    CounterIdentity, CounterLayout, FunctionLayout, Holes, Hollowed, Instrumented, Instrumenter,
-    OutputCheck, Scanned, TraceMode, Written, ACCESS_LOAD, ACCESS_STORE, COUNTERS_EXPORT,
-    LAYOUT_VERSION, PEEL_MAX_BYTES,
+    counter_layout, hollow, inline, instrument, instrument_checked, instrument_into,
+    instrument_module, read_counters, read_header, trace_accesses, BodyValidators, CodeMap,
+    CounterHeader, CounterIdentity, CounterLayout, FunctionLayout, Holes, Hollowed, InlinePlan,
+    InlineTree, Instrumented, Instrumenter, OutputCheck, Scanned, TraceMode, Written, ACCESS_LOAD,
+    ACCESS_STORE, COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
 };

@@ -85,6 +85,38 @@ pub fn wat_modules(engine: &wasmtime::Engine) -> Vec<(String, Vec<u8>, Option<Mo
     out
 }
 
+/// Each C fixture at -O0 and -O2 that the recorder takes, with its
+/// invocations (only the `tailcall` fixture is refused: segments are not
+/// defined across tail calls).
+pub fn c_modules(engine: &wasmtime::Engine, mut each: impl FnMut(&Module, &[Invocation])) {
+    let build = super::programs::root().join("tests/fixtures/c/build");
+    let mut invocations: BTreeMap<String, Vec<Invocation>> = BTreeMap::new();
+    for (name, inv) in super::programs::c_cases() {
+        invocations.entry(name).or_default().push(inv);
+    }
+    for (name, invs) in &invocations {
+        for opt in ["O0", "O2"] {
+            let build_name = format!("{name}.{opt}");
+            let bytes = std::fs::read(build.join(format!("{build_name}.wasm")))
+                .expect("run scripts/build-c-fixtures.sh first");
+            let Some(m) = module(engine, &build_name, &bytes) else {
+                assert_eq!(name, "tailcall", "{build_name} refused");
+                continue;
+            };
+            each(&m, invs);
+        }
+    }
+}
+
+/// Each WAT fixture the recorder takes, with a call of each export.
+pub fn wat_recorded(engine: &wasmtime::Engine, mut each: impl FnMut(&Module, &[Invocation])) {
+    for (_, bytes, m) in wat_modules(engine) {
+        if let Some(m) = m {
+            each(&m, &super::programs::export_calls(engine, &bytes));
+        }
+    }
+}
+
 /// The depth-`k` segments of a run of `inv`, recorded (`run --segments K`).
 pub fn record(m: &Module, inv: &Invocation, k: usize) -> Profile {
     let rec = match inv {

@@ -243,14 +243,7 @@ pub fn expand_all_truncated(
     interesting: &[Ips],
     truncated: &[FuncId],
 ) -> Result<Vec<Expanded>, GraphError> {
-    let mut by_func: Vec<Vec<Ips>> = vec![Vec::new(); num.functions.len()];
-    for ips in interesting {
-        let first = ips.first().ok_or(NOT_AN_IPS)?;
-        by_func
-            .get_mut(first.func.index())
-            .ok_or(NOT_AN_IPS)?
-            .push(ips.clone());
-    }
+    let by_func = by_start(num, interesting)?;
     by_func
         .into_iter()
         .enumerate()
@@ -261,6 +254,19 @@ pub fn expand_all_truncated(
             Expanded::new(num, f, k, list, truncated.contains(&f))
         })
         .collect()
+}
+
+/// The IPS `interesting` per function they start in.
+fn by_start(num: &SubpathNumbering, interesting: &[Ips]) -> Result<Vec<Vec<Ips>>, GraphError> {
+    let mut by_func: Vec<Vec<Ips>> = vec![Vec::new(); num.functions.len()];
+    for ips in interesting {
+        let first = ips.first().ok_or(NOT_AN_IPS)?;
+        by_func
+            .get_mut(first.func.index())
+            .ok_or(NOT_AN_IPS)?
+            .push(ips.clone());
+    }
+    Ok(by_func)
 }
 
 /// As [`expand_all`], truncating (3.4.4 step 5) each function's expanded
@@ -344,6 +350,66 @@ enum Move {
     End,
 }
 
+/// Per IPS, its subpaths as paths of their call-cut DAGs.
+type Decoded = Vec<Vec<Vec<DagEdgeId>>>;
+
+/// The copies the IPS `interesting` starting in `func` make (3.4.4 step 2:
+/// each call site an IPS passes in a copy, with the callee it goes to,
+/// gets a copy of the callee), and each IPS's subpaths as DAG paths.
+fn contexts(
+    num: &SubpathNumbering,
+    func: FuncId,
+    k: usize,
+    interesting: &[Ips],
+) -> Result<(Vec<ContextCopy>, Decoded), GraphError> {
+    let mut copies = vec![new_copy(func, None, 0)];
+    let mut decoded: Decoded = Vec::new();
+    for ips in interesting {
+        let mut paths = Vec::new();
+        let mut at = 0usize;
+        for (j, s) in ips.iter().enumerate() {
+            let f = num.function(s.func).ok_or(NOT_AN_IPS)?;
+            if copies[at].func != s.func {
+                return Err(NOT_AN_IPS);
+            }
+            let path = regenerate(&f.dag, &f.numbering, s.id)?;
+            at = match move_after(f, ips, j, &path) {
+                Move::Call(i, g) if copies[at].depth < k => {
+                    let n = copies.len();
+                    let child = *copies[at].children.entry((i, g)).or_insert(n);
+                    if child == n {
+                        copies.push(new_copy(g, Some((at, i)), copies[at].depth + 1));
+                    }
+                    child
+                }
+                Move::Return => copies[at].parent.ok_or(NOT_AN_IPS)?.0,
+                Move::Call(..) | Move::End if j + 1 == ips.len() => at,
+                _ => return Err(NOT_AN_IPS),
+            };
+            paths.push(path);
+        }
+        decoded.push(paths);
+    }
+    Ok((copies, decoded))
+}
+
+/// Per function, the copies of selective inlining (3.4.4 step 2) for the
+/// depth-`k` IPS `interesting` that start there, the root first: the call
+/// sites an inliner inlines, in context ([`ContextCopy::children`]),
+/// without the expanded graph. The copies' edges are not laid out.
+pub fn inlined_contexts(
+    num: &SubpathNumbering,
+    k: usize,
+    interesting: &[Ips],
+) -> Result<Vec<Vec<ContextCopy>>, GraphError> {
+    let by_func = by_start(num, interesting)?;
+    by_func
+        .iter()
+        .enumerate()
+        .map(|(f, list)| Ok(contexts(num, FuncId::new(f), k, list)?.0))
+        .collect()
+}
+
 /// The move after subpath `j` of `ips`, given its decoded DAG path.
 fn move_after(f: &FunctionSubpaths, ips: &Ips, j: usize, path: &[DagEdgeId]) -> Move {
     let Some(next) = ips.get(j + 1) else {
@@ -367,34 +433,7 @@ impl Expanded {
         interesting: Vec<Ips>,
         truncate: bool,
     ) -> Result<Expanded, GraphError> {
-        let mut copies = vec![new_copy(func, None, 0)];
-        let mut decoded: Vec<Vec<Vec<DagEdgeId>>> = Vec::new();
-        for ips in &interesting {
-            let mut paths = Vec::new();
-            let mut at = 0usize;
-            for (j, s) in ips.iter().enumerate() {
-                let f = num.function(s.func).ok_or(NOT_AN_IPS)?;
-                if copies[at].func != s.func {
-                    return Err(NOT_AN_IPS);
-                }
-                let path = regenerate(&f.dag, &f.numbering, s.id)?;
-                at = match move_after(f, ips, j, &path) {
-                    Move::Call(i, g) if copies[at].depth < k => {
-                        let n = copies.len();
-                        let child = *copies[at].children.entry((i, g)).or_insert(n);
-                        if child == n {
-                            copies.push(new_copy(g, Some((at, i)), copies[at].depth + 1));
-                        }
-                        child
-                    }
-                    Move::Return => copies[at].parent.ok_or(NOT_AN_IPS)?.0,
-                    Move::Call(..) | Move::End if j + 1 == ips.len() => at,
-                    _ => return Err(NOT_AN_IPS),
-                };
-                paths.push(path);
-            }
-            decoded.push(paths);
-        }
+        let (mut copies, decoded) = contexts(num, func, k, &interesting)?;
         let (mut edges, mut origin) = (Vec::new(), Vec::new());
         lay_out(num, &mut copies, &mut edges, &mut origin);
         let paths: Vec<Vec<DagEdgeId>> = interesting

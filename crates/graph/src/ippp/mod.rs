@@ -68,8 +68,9 @@
 //!   Ball-Larus id in the expanded graph; decoded, it is the IPS up to
 //!   the subpath ending in that call.
 //! - The interesting IPS come from the segmenter's profile of a training
-//!   run (3.5.2's WPP scheme); the alternative scheme's over-approximation
-//!   from intraprocedural profiles (Fig. 3.15, stage II) is not built.
+//!   run (3.5.2's WPP scheme). The alternative scheme's over-approximation
+//!   from intraprocedural profiles (Fig. 3.15, stage II) is the inliner's
+//!   (`pathprof inline` with path profiles, in the core crate).
 
 pub mod expand;
 pub mod residual;
@@ -78,7 +79,8 @@ pub mod subpath;
 pub mod walk;
 
 pub use expand::{
-    expand_all, expand_all_fitting, expand_all_truncated, ContextCopy, Expanded, Origin,
+    expand_all, expand_all_fitting, expand_all_truncated, inlined_contexts, ContextCopy, Expanded,
+    Origin,
 };
 pub use residual::Residual;
 pub use segment::{ips_profile, Ips, IpsProfile, Segmenter, Step};

@@ -39,6 +39,7 @@ pub mod accesses;
 mod assemble;
 mod body;
 mod hollow;
+pub mod inline;
 pub mod layout;
 mod lower;
 pub(crate) mod peel;
@@ -53,6 +54,7 @@ pub use layout::{
 
 pub use accesses::{trace_accesses, ACCESS_LOAD, ACCESS_STORE};
 pub use hollow::{hollow, Holes, Hollowed};
+pub use inline::{inline, InlinePlan, InlineTree};
 pub use peel::PEEL_MAX_BYTES;
 pub use stream::{BodyValidators, Instrumenter, OutputCheck, Scanned};
 pub use trace::{
