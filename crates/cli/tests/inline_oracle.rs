@@ -116,6 +116,27 @@ fn entries(m: &Module, trace: &[(u32, u32)]) -> Vec<u64> {
     entries
 }
 
+/// A run of the inlined module `im` against the original's run: output,
+/// exit, and each function's entries against the oracle's real frames.
+fn compare(
+    m: &Module,
+    im: &Module,
+    (inv, original): (&Invocation, &programs::Outcome),
+    contexts: &BTreeSet<Context>,
+    at: &str,
+    covered: &mut Covered,
+) {
+    let run = programs::run_compiled(&im.traced, inv, true);
+    assert_eq!(run.stdout, original.stdout, "{at}: output changed");
+    assert_eq!(run.exit, original.exit, "{at}: exit changed");
+    let want = real_frames(m, &original.trace, contexts);
+    let got = entries(im, &run.trace);
+    assert_eq!(got, want, "{at}: entries per function");
+    covered.inlined_entries +=
+        entries(m, &original.trace).iter().sum::<u64>() - got.iter().sum::<u64>();
+    covered.runs += 1;
+}
+
 #[derive(Default)]
 struct Covered {
     runs: usize,
@@ -151,15 +172,7 @@ fn check(engine: &wasmtime::Engine, m: &Module, invs: &[Invocation], covered: &m
         covered.sites += inlined.sites;
         for (inv, original) in invs.iter().zip(&originals) {
             let at = format!("{} {inv:?} k={k}", m.name);
-            let run = programs::run_compiled(&im.traced, inv, true);
-            assert_eq!(run.stdout, original.stdout, "{at}: output changed");
-            assert_eq!(run.exit, original.exit, "{at}: exit changed");
-            let want = real_frames(m, &original.trace, &contexts);
-            let got = entries(&im, &run.trace);
-            assert_eq!(got, want, "{at}: entries per function");
-            covered.inlined_entries +=
-                entries(m, &original.trace).iter().sum::<u64>() - got.iter().sum::<u64>();
-            covered.runs += 1;
+            compare(m, &im, (inv, original), &contexts, &at, covered);
         }
     }
 }
@@ -256,13 +269,7 @@ fn check_executed(
         covered.sites += inlined.sites;
         for (inv, original) in &runs {
             let at = format!("{} {inv:?} k={k}, from path profiles", m.name);
-            let run = programs::run_compiled(&im.traced, inv, true);
-            assert_eq!(run.stdout, original.stdout, "{at}: output changed");
-            assert_eq!(run.exit, original.exit, "{at}: exit changed");
-            let want = real_frames(m, &original.trace, &contexts);
-            let got = entries(&im, &run.trace);
-            assert_eq!(got, want, "{at}: entries per function");
-            covered.runs += 1;
+            compare(m, &im, (inv, original), &contexts, &at, covered);
         }
     }
 }
