@@ -1090,10 +1090,14 @@ fn inline(a: InlineArgs) -> Result<()> {
     .with_context(|| a.program.display().to_string())?;
     file.finish(&inlined.bytes)?;
     eprintln!(
-        "pathprof: inlined {} call sites into {} functions ({} through tables or references left as calls); code section {} -> {} bytes",
+        "pathprof: inlined {} call sites into {} functions ({} through tables or references left as calls{}); code section {} -> {} bytes",
         inlined.sites,
         inlined.plan.len(),
         inlined.indirect,
+        match inlined.kept {
+            0 => String::new(),
+            n => format!(", {n} tail calls under exception handlers left as calls"),
+        },
         pathprof_wasm::code_section_size(&module),
         pathprof_wasm::code_section_size(&inlined.bytes)
     );

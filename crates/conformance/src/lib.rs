@@ -48,7 +48,18 @@ const UNSUPPORTED: &str = "unsupported: ";
 /// The instrumented modes compared with the original: every technique a
 /// user can ask for, reported by [`Technique::name`].
 pub const MODES: [Technique; 7] = Technique::PUBLIC;
-const WORLDS: usize = 1 + MODES.len();
+/// One more world after the modes: the module with every direct call
+/// inlined, and in each copy again ([`INLINE_DEPTH`]), as `pathprof inline`
+/// rewrites it (the inliner held to the spec's assertions).
+pub const INLINE: &str = "inline";
+/// How deep the `inline` world inlines.
+pub const INLINE_DEPTH: usize = 2;
+const WORLDS: usize = 2 + MODES.len();
+
+/// The name of every world but the original's, as reports list them.
+fn world_names() -> impl Iterator<Item = &'static str> {
+    MODES.iter().map(|t| t.name()).chain([INLINE])
+}
 /// Time limit of each instantiation or call, in epoch ticks of [`TICK`]:
 /// bounds a run that an instrumentation bug would send into an endless loop
 /// (fuel cannot: bulk-memory instructions consume fuel per byte, and the
@@ -98,6 +109,9 @@ pub struct ScriptReport {
     /// how many they profile (chosen by [`ippp_options`]; so that a run
     /// shows the mode's counting code ran, not only its call bookkeeping).
     pub ippp_profiled: (usize, usize),
+    /// `inline`: the modules with a call inlined, the call sites inlined,
+    /// and those left as calls (tail calls under a handler).
+    pub inlined: (usize, usize, usize),
     /// Failures of the tool itself: parse errors, instrumentation errors,
     /// instrumented modules the engine rejects.
     pub errors: Vec<String>,
@@ -125,6 +139,8 @@ pub struct Totals {
     pub errors: usize,
     /// As [`ScriptReport::ippp_profiled`].
     pub ippp_profiled: (usize, usize),
+    /// As [`ScriptReport::inlined`].
+    pub inlined: (usize, usize, usize),
     /// Scripts with functions left uninstrumented.
     pub scripts_with_uninstrumented: Vec<String>,
 }
@@ -139,7 +155,7 @@ impl Summary {
     pub fn new(scripts: Vec<ScriptReport>) -> Self {
         let mut t = Totals {
             scripts: scripts.len(),
-            modes: MODES.iter().map(|t| (t.name().to_string(), 0, 0)).collect(),
+            modes: world_names().map(|m| (m.to_string(), 0, 0)).collect(),
             ..Totals::default()
         };
         for s in &scripts {
@@ -156,6 +172,9 @@ impl Summary {
             t.regressions += s.regressions();
             t.ippp_profiled.0 += s.ippp_profiled.0;
             t.ippp_profiled.1 += s.ippp_profiled.1;
+            t.inlined.0 += s.inlined.0;
+            t.inlined.1 += s.inlined.1;
+            t.inlined.2 += s.inlined.2;
             t.errors += s.errors.len();
             if !s.uninstrumented.is_empty() {
                 t.scripts_with_uninstrumented.push(s.script.clone());
@@ -173,7 +192,7 @@ impl Summary {
     /// regressions, errors and uninstrumented functions.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let modes: Vec<&str> = MODES.iter().map(|t| t.name()).collect();
+        let modes: Vec<&str> = world_names().collect();
         let _ = write!(
             out,
             "{:<36} {:>7} {:>7} {:>7} {:>7} {:>8}",
@@ -239,6 +258,11 @@ impl Summary {
             out,
             "ippp: {} interesting segments profiled in {} modules",
             t.ippp_profiled.1, t.ippp_profiled.0
+        );
+        let _ = writeln!(
+            out,
+            "inline: {} call sites inlined in {} modules ({} tail calls under exception handlers left as calls)",
+            t.inlined.1, t.inlined.0, t.inlined.2
         );
         for (i, technique) in MODES.iter().enumerate() {
             let mode = technique.name();
@@ -357,10 +381,9 @@ pub fn run_file(engine: &Engine, path: &Path) -> ScriptReport {
 pub fn run_script(engine: &Engine, name: &str, text: &str) -> ScriptReport {
     let mut report = ScriptReport {
         script: name.to_string(),
-        modes: MODES
-            .iter()
-            .map(|t| ModeReport {
-                mode: t.name().to_string(),
+        modes: world_names()
+            .map(|m| ModeReport {
+                mode: m.to_string(),
                 ..ModeReport::default()
             })
             .collect(),
@@ -522,7 +545,7 @@ struct Runner<'r> {
     uninstrumented: BTreeSet<String>,
     /// Per mode: the last module is the original standing in for one the
     /// mode does not instrument.
-    stand_in: [bool; MODES.len()],
+    stand_in: [bool; MODES.len() + 1],
 }
 
 impl<'r> Runner<'r> {
@@ -540,7 +563,7 @@ impl<'r> Runner<'r> {
             report,
             worlds,
             uninstrumented: BTreeSet::new(),
-            stand_in: [false; MODES.len()],
+            stand_in: [false; MODES.len() + 1],
         })
     }
 
@@ -612,6 +635,25 @@ impl<'r> Runner<'r> {
                     // Keep the world in step with the others.
                     modules.push(original.clone());
                 }
+            }
+        }
+        let inlined = pathprof_core::inline::inline_every_call(&bytes, INLINE_DEPTH)
+            .map_err(|e| format!("inlining: {:#}", anyhow::Error::from(e)))
+            .and_then(|i| {
+                self.report.inlined.0 += usize::from(i.sites > 0);
+                self.report.inlined.1 += i.sites;
+                self.report.inlined.2 += i.kept;
+                Module::new(self.engine, &i.bytes)
+                    .map_err(|e| format!("inlined module rejected: {e:#}"))
+            });
+        match inlined {
+            Ok(module) => modules.push(module),
+            Err(e) => {
+                all = false;
+                self.report
+                    .errors
+                    .push(format!("line {line}: {INLINE}: {e}"));
+                modules.push(original.clone());
             }
         }
         self.report.instrumented += all as usize;

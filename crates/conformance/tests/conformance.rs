@@ -87,7 +87,15 @@ fn core_testsuite_has_no_regressions() {
         "ippp: only {segments} interesting segments in {modules} modules"
     );
 
-    // (4) The scripts with uninstrumented functions are exactly the expected ones.
+    // (4) The inlined world inlines (1,290 call sites in 72 modules when
+    // written): so few would mean it runs the original modules.
+    let (modules, sites, _) = t.inlined;
+    assert!(
+        modules >= 70 && sites >= 1200,
+        "inline: only {sites} call sites inlined in {modules} modules"
+    );
+
+    // (5) The scripts with uninstrumented functions are exactly the expected ones.
     assert_eq!(
         t.scripts_with_uninstrumented, EXPECTED_UNINSTRUMENTED,
         "scripts with uninstrumented functions changed"
@@ -120,9 +128,12 @@ fn instrumented_modules_are_the_ones_run() {
     assert_eq!((r.modules, r.instrumented), (2, 2));
     assert_eq!((r.assertions, r.passed), (2, 1), "{:?}", r.failed_original);
     for m in &r.modes {
+        // The inlined world has no counter memory: the reader fails to
+        // link there, as with the original.
+        let passed = if m.mode == conformance::INLINE { 1 } else { 2 };
         assert_eq!(
             (m.assertions, m.passed),
-            (2, 2),
+            (2, passed),
             "{}: {:?}",
             m.mode,
             m.regressions

@@ -44,6 +44,21 @@ pub struct Inlined {
     pub sites: usize,
     /// Call sites left as calls: through a table or a reference.
     pub indirect: usize,
+    /// Planned call sites left as calls to keep the program's meaning (a
+    /// tail call under an exception handler), with those planned below.
+    pub kept: usize,
+}
+
+impl Inlined {
+    fn new(out: pathprof_wasm::InlineOutput, plan: InlinePlan, indirect: usize) -> Self {
+        Inlined {
+            sites: plan.values().map(InlineTree::sites).sum::<usize>() - out.kept,
+            indirect,
+            kept: out.kept,
+            bytes: out.bytes,
+            plan,
+        }
+    }
 }
 
 /// Inlines, in `module`, the call sites the depth-`k` segments
@@ -68,13 +83,8 @@ pub fn inline(module: &[u8], interesting: &[Ips], k: usize, bound: u64) -> Resul
             plan.insert(planner.imported + f as u32, tree);
         }
     }
-    let bytes = pathprof_wasm::inline(module, &plan)?;
-    Ok(Inlined {
-        sites: plan.values().map(InlineTree::sites).sum(),
-        indirect: planner.indirect,
-        bytes,
-        plan,
-    })
+    let out = pathprof_wasm::inline(module, &plan)?;
+    Ok(Inlined::new(out, plan, planner.indirect))
 }
 
 /// Fig. 3.15 (b), stage II of the thesis' residual scheme: with only
@@ -119,18 +129,42 @@ pub fn inline_executed(module: &[u8], profiles: &[&Profile], k: usize) -> Result
             }
         }
     }
-    let tree = |f: usize| executed_tree(&executed, imported, f, k);
-    let plan: InlinePlan = (0..executed.len())
-        .map(|f| (imported + f as u32, tree(f)))
+    inline_sites(module, &executed, imported, k)
+}
+
+/// Inlines every direct call of a defined function, and in each copy
+/// those of the callee, `k` deep: what `conformance` runs the spec
+/// testsuite on, to hold the inliner to the spec's assertions.
+pub fn inline_every_call(module: &[u8], k: usize) -> Result<Inlined> {
+    let info = pathprof_wasm::analyze(module)?;
+    let imported = info.num_imported_funcs;
+    let sites: Vec<BTreeSet<(u32, u32)>> = (info.functions.iter())
+        .map(|f| match f {
+            Ok(cfg) => (cfg.calls.iter())
+                .filter_map(|c| match c.callee {
+                    Callee::Direct(g) if g >= imported => Some((c.offset, g)),
+                    _ => None,
+                })
+                .collect(),
+            Err(_) => BTreeSet::new(),
+        })
+        .collect();
+    inline_sites(module, &sites, imported, k)
+}
+
+/// Inlines `sites` (per defined function: (offset, callee)) `k` deep.
+fn inline_sites(
+    module: &[u8],
+    sites: &[BTreeSet<(u32, u32)>],
+    imported: u32,
+    k: usize,
+) -> Result<Inlined> {
+    let plan: InlinePlan = (0..sites.len())
+        .map(|f| (imported + f as u32, executed_tree(sites, imported, f, k)))
         .filter(|(_, t)| !t.at.is_empty())
         .collect();
-    let bytes = pathprof_wasm::inline(module, &plan)?;
-    Ok(Inlined {
-        sites: plan.values().map(InlineTree::sites).sum(),
-        indirect: 0,
-        bytes,
-        plan,
-    })
+    let out = pathprof_wasm::inline(module, &plan)?;
+    Ok(Inlined::new(out, plan, 0))
 }
 
 /// Function `f`'s executed calls, each with its callee's below it, `depth`

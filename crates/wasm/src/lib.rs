@@ -46,7 +46,7 @@ pub use module::{
 pub use rewrite::{
     counter_layout, hollow, inline, instrument, instrument_checked, instrument_into,
     instrument_module, read_counters, read_header, trace_accesses, BodyValidators, CodeMap,
-    CounterHeader, CounterIdentity, CounterLayout, FunctionLayout, Holes, Hollowed, InlinePlan,
-    InlineTree, Instrumented, Instrumenter, OutputCheck, Scanned, TraceMode, Written, ACCESS_LOAD,
-    ACCESS_STORE, COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
+    CounterHeader, CounterIdentity, CounterLayout, FunctionLayout, Holes, Hollowed, InlineOutput,
+    InlinePlan, InlineTree, Instrumented, Instrumenter, OutputCheck, Scanned, TraceMode, Written,
+    ACCESS_LOAD, ACCESS_STORE, COUNTERS_EXPORT, LAYOUT_VERSION, PEEL_MAX_BYTES,
 };

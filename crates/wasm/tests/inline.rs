@@ -79,6 +79,8 @@ fn a_call_inlined_is_the_body_in_a_block() {
     assert_eq!(sites.len(), 2);
     let plan: InlinePlan = [(1, tree([(sites[0], 0, InlineTree::default())]))].into();
     let out = inline(&bytes, &plan).unwrap();
+    assert_eq!(out.kept, 0);
+    let out = out.bytes;
     assert_eq!(out, wat::parse_str(TWO_CALLS_INLINED).unwrap());
     for x in [0, 1, 5] {
         assert_eq!(call(&bytes, "f", x), call(&out, "f", x), "f({x})");
@@ -214,7 +216,7 @@ fn nested_recursive_and_tail_copies_compute_what_the_calls_did() {
     )]
     .into();
     assert_eq!(plan[&main].sites(), 9);
-    let out = inline(&bytes, &plan).unwrap();
+    let out = inline(&bytes, &plan).unwrap().bytes;
     // Main's own calls are gone, and the tail call of leaf; what is left
     // are the calls the deepest copies of fact make.
     assert!(calls(&out, main, pair).is_empty());
@@ -225,7 +227,7 @@ fn nested_recursive_and_tail_copies_compute_what_the_calls_did() {
         assert_eq!(call(&bytes, "main", n), call(&out, "main", n), "main({n})");
     }
     // Nothing planned, nothing changed but the encoding.
-    let same = inline(&bytes, &InlinePlan::new()).unwrap();
+    let same = inline(&bytes, &InlinePlan::new()).unwrap().bytes;
     assert_eq!(call(&same, "main", 4), call(&bytes, "main", 4));
 }
 
@@ -266,6 +268,105 @@ fn stale_offsets_are_dropped_and_names_kept() {
     assert!(before.contains(&".debug_line".to_string()), "{before:?}");
     let site = calls(&bytes, 1, 0)[0];
     let plan: InlinePlan = [(1, tree([(site, 0, InlineTree::default())]))].into();
-    let after = customs(&inline(&bytes, &plan).unwrap());
+    let after = customs(&inline(&bytes, &plan).unwrap().bytes);
     assert_eq!(after, ["keep", "name"], "{before:?}");
+}
+
+/// Tail calls: a copy inlined at a tail call returns from the function and
+/// keeps its own tail calls (a million mutually recursive tail calls, two
+/// levels inlined, run in constant stack); a tail call under an exception
+/// handler stays a call (the callee's throw leaves the handler behind), and
+/// so does a call of a function with one (it would become a call under the
+/// handler).
+const TAILS: &str = r#"(module
+  (tag $e)
+  (func $even (export "even") (param i64) (result i32)
+    local.get 0
+    i64.eqz
+    if
+      i32.const 1
+      return
+    end
+    local.get 0
+    i64.const 1
+    i64.sub
+    return_call $odd)
+  (func $odd (param i64) (result i32)
+    local.get 0
+    i64.eqz
+    if
+      i32.const 0
+      return
+    end
+    local.get 0
+    i64.const 1
+    i64.sub
+    return_call $even)
+  (func $throw (throw $e))
+  (func $tail_in_try (export "tail_in_try")
+    block $h
+      try_table (catch $e $h)
+        return_call $throw
+      end
+    end)
+  (func (export "calls_it") (result i32)
+    call $tail_in_try
+    i32.const 1))"#;
+
+#[test]
+fn tail_calls_stay_tail_calls_and_handlers_stay_behind() {
+    let bytes = wat::parse_str(TAILS).unwrap();
+    let (even, odd, throw, tail_in_try, calls_it) = (0, 1, 2, 3, 4);
+    let to_odd = calls(&bytes, even, odd)[0];
+    let to_even = calls(&bytes, odd, even)[0];
+    let plan: InlinePlan = [
+        (
+            even,
+            tree([(to_odd, odd, tree([(to_even, even, InlineTree::default())]))]),
+        ),
+        (
+            tail_in_try,
+            tree([(
+                calls(&bytes, tail_in_try, throw)[0],
+                throw,
+                InlineTree::default(),
+            )]),
+        ),
+        (
+            calls_it,
+            tree([(
+                calls(&bytes, calls_it, tail_in_try)[0],
+                tail_in_try,
+                InlineTree::default(),
+            )]),
+        ),
+    ]
+    .into();
+    let out = inline(&bytes, &plan).unwrap();
+    // The tail call under the handler, and the call of its function.
+    assert_eq!(out.kept, 2);
+    // Two levels inlined; the third is still a tail call.
+    let info = analyze(&out.bytes).unwrap();
+    let left = &info.functions[even as usize].as_ref().unwrap().calls;
+    assert_eq!(left.len(), 1);
+    assert_eq!((left[0].callee, left[0].tail), (Callee::Direct(odd), true));
+    let engine = Engine::default();
+    let module = Module::new(&engine, &out.bytes).unwrap();
+    let mut store = Store::new(&engine, ());
+    let instance = Instance::new(&mut store, &module, &[]).unwrap();
+    let even = instance
+        .get_typed_func::<i64, i32>(&mut store, "even")
+        .unwrap();
+    assert_eq!(even.call(&mut store, 1_000_001).unwrap(), 0);
+    assert_eq!(even.call(&mut store, 1_000_000).unwrap(), 1);
+    let thrown = |name: &str, store: &mut Store<()>| {
+        let f = instance.get_func(&mut *store, name).unwrap();
+        let mut res = vec![Val::I32(0); f.ty(&*store).results().len()];
+        f.call(&mut *store, &[], &mut res).is_err()
+    };
+    assert!(
+        thrown("tail_in_try", &mut store),
+        "the throw left the handler behind"
+    );
+    assert!(thrown("calls_it", &mut store));
 }

@@ -17,8 +17,20 @@
 //! end
 //! ```
 //!
-//! `return_call*` in an inlined body becomes the call and a `br` out of the
+//! A marked `return_call g` is inlined the same way and followed by the
+//! return it stood for; that copy is in *tail position*: its `return`s
+//! return from the function and its own `return_call*` stay tail calls (so
+//! deep tail recursion still runs in constant stack). In a copy not in
+//! tail position, `return_call*` becomes the call and a `br` out of the
 //! block (the tail call's frame is no longer the caller's to replace).
+//!
+//! Two sites stay calls, as inlining them would change what the program
+//! does ([`InlineOutput::kept`]): a `return_call` under an exception
+//! handler of its function (the callee's throw leaves the handler behind;
+//! inlined code would not), and a call, not in tail position, of a
+//! function with such a tail call (it would become a call under the
+//! handler).
+//!
 //! Label depths need no change: the block stands where the body's own
 //! function-level label was. A copy may have its own calls inlined, as the
 //! plan's tree says, down to the segments' depth.
@@ -63,13 +75,14 @@ const MAX_LOCALS: usize = 50_000;
 /// Inlines `plan` into `module`. Each call the plan marks must be a direct
 /// `call` or `return_call` of the function it names; the output is
 /// validated.
-pub fn inline(module: &[u8], plan: &InlinePlan) -> Result<Vec<u8>> {
+pub fn inline(module: &[u8], plan: &InlinePlan) -> Result<InlineOutput> {
     let scan = ModuleScan::new(module)?;
     let mut inliner = Inliner {
         scan: &scan,
         plan,
         next: scan.num_imported_funcs,
         failed: None,
+        kept: 0,
     };
     let mut out = wasm_encoder::Module::new();
     let parsed = inliner.parse_core_module(&mut out, wasmparser::Parser::new(0), module);
@@ -84,7 +97,20 @@ pub fn inline(module: &[u8], plan: &InlinePlan) -> Result<Vec<u8>> {
             offset: e.offset(),
             message: e.message().to_string(),
         })?;
-    Ok(bytes)
+    Ok(InlineOutput {
+        bytes,
+        kept: inliner.kept,
+    })
+}
+
+/// An inlined module.
+#[derive(Clone, Debug)]
+pub struct InlineOutput {
+    pub bytes: Vec<u8>,
+    /// Planned call sites left as calls, since inlining them would change
+    /// what the program does (a tail call under a handler), with the sites
+    /// planned below them.
+    pub kept: usize,
 }
 
 struct Inliner<'s, 'a> {
@@ -95,6 +121,7 @@ struct Inliner<'s, 'a> {
     /// The first error of a planned body (`Reencode`'s error type is
     /// `Infallible` here).
     failed: Option<WasmError>,
+    kept: usize,
 }
 
 impl Reencode for Inliner<'_, '_> {
@@ -111,7 +138,10 @@ impl Reencode for Inliner<'_, '_> {
             return reencode::utils::parse_function_body(self, code, func);
         };
         match Body::build(self.scan, index, tree) {
-            Ok(f) => code.function(&f),
+            Ok((f, kept)) => {
+                self.kept += kept;
+                code.function(&f)
+            }
             Err(e) => {
                 self.failed.get_or_insert(e);
                 code.function(&Function::new([]))
@@ -141,21 +171,34 @@ struct Body<'s, 'a> {
     /// The caller's declared locals, its own first, then each copy's.
     locals: Vec<ValType>,
     code: Vec<Instruction<'a>>,
+    /// Per function: whether it has a `return_call*` under a handler.
+    handled_tail_calls: std::collections::HashMap<u32, bool>,
+    /// Planned sites left as calls (with the sites planned below them).
+    kept: usize,
 }
 
 impl<'s, 'a> Body<'s, 'a> {
-    fn build(scan: &'s ModuleScan<'a>, func: u32, tree: &InlineTree) -> Result<Function> {
+    fn build(scan: &'s ModuleScan<'a>, func: u32, tree: &InlineTree) -> Result<(Function, usize)> {
         let mut b = Body {
             scan,
             func,
             params: 0,
             locals: Vec::new(),
             code: Vec::new(),
+            handled_tail_calls: Default::default(),
+            kept: 0,
         };
         let body = b.body_of(func)?;
         b.params = b.signature(func)?.0.len() as u32;
         b.locals = locals_of(&body)?;
-        b.copy(&body, tree, Copied::Root)?;
+        b.copy(
+            &body,
+            tree,
+            Copied {
+                base: 0,
+                tail: true,
+            },
+        )?;
         let all = b.params as usize + b.locals.len();
         if all > MAX_LOCALS {
             return Err(b.bad(format!(
@@ -167,7 +210,7 @@ impl<'s, 'a> Body<'s, 'a> {
         for i in &b.code {
             f.instruction(i);
         }
-        Ok(f)
+        Ok((f, b.kept))
     }
 
     fn bad(&self, reason: String) -> WasmError {
@@ -198,15 +241,15 @@ impl<'s, 'a> Body<'s, 'a> {
 
     /// Copies `body`'s instructions, inlining the calls `tree` marks; an
     /// inlined copy's locals start at `base` and its `return`s leave the
-    /// block around it.
+    /// block around it (or the function, for a copy in tail position).
     fn copy(&mut self, body: &FunctionBody<'a>, tree: &InlineTree, how: Copied) -> Result<()> {
         let mut reader = body
             .get_operators_reader()
             .map_err(|e| WasmError::invalid(&e))?;
         // Control frames open inside the copied body (the block of an
         // inlined copy, or the function's own label, is depth 0).
-        let mut depth: u32 = 0;
-        let base = how.base();
+        let mut frames = Frames::default();
+        let base = how.base;
         let mut unseen: Vec<u32> = tree.at.keys().copied().collect();
         while !reader.eof() {
             let (op, at) = reader
@@ -214,36 +257,14 @@ impl<'s, 'a> Body<'s, 'a> {
                 .map_err(|e| WasmError::invalid(&e))?;
             if let Some((g, sub)) = tree.at.get(&(at as u32)) {
                 unseen.retain(|&o| o != at as u32);
-                match op {
-                    Operator::Call { function_index } if function_index == *g => {
-                        self.inline_call(*g, sub)?;
-                        continue;
-                    }
-                    Operator::ReturnCall { function_index } if function_index == *g => {
-                        self.inline_call(*g, sub)?;
-                        self.code.push(match how {
-                            Copied::Root => Instruction::Return,
-                            Copied::Inlined { .. } => Instruction::Br(depth),
-                        });
-                        continue;
-                    }
-                    _ => {
-                        return Err(self.bad(format!(
-                            "the instruction at {at:#x} is not a call of function {g}"
-                        )))
-                    }
+                if self.inline_site(&op, (*g, sub), how, &frames, at)? {
+                    continue;
                 }
+                self.kept += 1 + sub.sites();
             }
-            match &op {
-                Operator::Block { .. }
-                | Operator::Loop { .. }
-                | Operator::If { .. }
-                | Operator::Try { .. }
-                | Operator::TryTable { .. } => depth += 1,
-                Operator::End | Operator::Delegate { .. } => depth = depth.wrapping_sub(1),
-                _ => {}
-            }
-            let out = match (how, op) {
+            let depth = frames.depth();
+            frames.step(&op);
+            let out = match (how.tail, op) {
                 (_, Operator::LocalGet { local_index }) => {
                     Instruction::LocalGet(local_index + base)
                 }
@@ -253,9 +274,9 @@ impl<'s, 'a> Body<'s, 'a> {
                 (_, Operator::LocalTee { local_index }) => {
                     Instruction::LocalTee(local_index + base)
                 }
-                (Copied::Inlined { .. }, Operator::Return) => Instruction::Br(depth),
+                (false, Operator::Return) => Instruction::Br(depth),
                 (
-                    Copied::Inlined { .. },
+                    false,
                     op @ (Operator::ReturnCall { .. }
                     | Operator::ReturnCallIndirect { .. }
                     | Operator::ReturnCallRef { .. }),
@@ -278,6 +299,74 @@ impl<'s, 'a> Body<'s, 'a> {
         Ok(())
     }
 
+    /// Inlines the planned site `op` (a call of `g`) if that keeps the
+    /// program's meaning; `false` leaves it a call:
+    /// - a `return_call` under a handler of this body: the callee's throws
+    ///   leave the handler behind, which inlined code would not;
+    /// - a copy not in tail position of a callee with a `return_call*`
+    ///   under one of its own handlers, which would become a call.
+    fn inline_site(
+        &mut self,
+        op: &Operator<'a>,
+        (g, sub): (u32, &InlineTree),
+        how: Copied,
+        frames: &Frames,
+        at: usize,
+    ) -> Result<bool> {
+        let tail = match *op {
+            Operator::Call { function_index } if function_index == g => false,
+            Operator::ReturnCall { function_index } if function_index == g => true,
+            _ => {
+                return Err(self.bad(format!(
+                    "the instruction at {at:#x} is not a call of function {g}"
+                )))
+            }
+        };
+        if tail && frames.under_handler() {
+            return Ok(false);
+        }
+        // A tail site in a copy that returns from the function: the copy
+        // does too.
+        let tail = tail && how.tail;
+        if !tail && self.tail_calls_under_handlers(g)? {
+            return Ok(false);
+        }
+        self.inline_call(g, sub, tail)?;
+        if matches!(op, Operator::ReturnCall { .. }) {
+            self.code.push(match how.tail {
+                true => Instruction::Return,
+                false => Instruction::Br(frames.depth()),
+            });
+        }
+        Ok(true)
+    }
+
+    /// Whether function `g` has a `return_call*` under one of its handlers.
+    fn tail_calls_under_handlers(&mut self, g: u32) -> Result<bool> {
+        if let Some(&known) = self.handled_tail_calls.get(&g) {
+            return Ok(known);
+        }
+        let body = self.body_of(g)?;
+        let mut reader = body
+            .get_operators_reader()
+            .map_err(|e| WasmError::invalid(&e))?;
+        let mut frames = Frames::default();
+        let mut found = false;
+        while !reader.eof() && !found {
+            let op = reader.read().map_err(|e| WasmError::invalid(&e))?;
+            found = frames.under_handler()
+                && matches!(
+                    op,
+                    Operator::ReturnCall { .. }
+                        | Operator::ReturnCallIndirect { .. }
+                        | Operator::ReturnCallRef { .. }
+                );
+            frames.step(&op);
+        }
+        self.handled_tail_calls.insert(g, found);
+        Ok(found)
+    }
+
     /// A `return_call*` as the plain call.
     fn as_call(&self, op: Operator<'a>) -> Result<Instruction<'a>> {
         let call = match op {
@@ -297,8 +386,9 @@ impl<'s, 'a> Body<'s, 'a> {
             .map_err(super::assemble::reencode_error)
     }
 
-    /// `call g`, inlined with `tree`'s calls in it.
-    fn inline_call(&mut self, g: u32, tree: &InlineTree) -> Result<()> {
+    /// `call g`, inlined with `tree`'s calls in it; with `tail`, in tail
+    /// position (its returns and tail calls are the function's).
+    fn inline_call(&mut self, g: u32, tree: &InlineTree, tail: bool) -> Result<()> {
         let body = self.body_of(g)?;
         let (params, ty) = self.signature(g)?;
         let declared = locals_of(&body)?;
@@ -318,24 +408,52 @@ impl<'s, 'a> Body<'s, 'a> {
             }
         }
         // The body's final `end` closes the block.
-        self.copy(&body, tree, Copied::Inlined { base })
+        self.copy(&body, tree, Copied { base, tail })
     }
 }
 
 /// How a body is copied.
 #[derive(Copy, Clone, Debug)]
-enum Copied {
-    /// The planned function's own body.
-    Root,
-    /// An inlined copy whose locals start at `base`.
-    Inlined { base: u32 },
+struct Copied {
+    /// Its first local in the function.
+    base: u32,
+    /// Its `return` returns from the function: the function's own body, or
+    /// a copy inlined at a tail call of one.
+    tail: bool,
 }
 
-impl Copied {
-    fn base(self) -> u32 {
-        match self {
-            Copied::Root => 0,
-            Copied::Inlined { base } => base,
+/// The control frames open in a body being read, each with whether it is
+/// a handler's scope: a `try_table` with catch clauses, or a legacy
+/// `try` up to its first `catch`.
+#[derive(Default)]
+struct Frames(Vec<bool>);
+
+impl Frames {
+    fn depth(&self) -> u32 {
+        self.0.len() as u32
+    }
+
+    fn under_handler(&self) -> bool {
+        self.0.contains(&true)
+    }
+
+    /// After `op`.
+    fn step(&mut self, op: &Operator<'_>) {
+        match op {
+            Operator::Block { .. } | Operator::Loop { .. } | Operator::If { .. } => {
+                self.0.push(false)
+            }
+            Operator::TryTable { try_table } => self.0.push(!try_table.catches.is_empty()),
+            Operator::Try { .. } => self.0.push(true),
+            Operator::Catch { .. } | Operator::CatchAll => {
+                if let Some(top) = self.0.last_mut() {
+                    *top = false;
+                }
+            }
+            Operator::End | Operator::Delegate { .. } => {
+                self.0.pop();
+            }
+            _ => {}
         }
     }
 }

@@ -54,7 +54,7 @@ pub use layout::{
 
 pub use accesses::{trace_accesses, ACCESS_LOAD, ACCESS_STORE};
 pub use hollow::{hollow, Holes, Hollowed};
-pub use inline::{inline, InlinePlan, InlineTree};
+pub use inline::{inline, InlineOutput, InlinePlan, InlineTree};
 pub use peel::PEEL_MAX_BYTES;
 pub use stream::{BodyValidators, Instrumenter, OutputCheck, Scanned};
 pub use trace::{
