@@ -245,6 +245,13 @@ fn a_plan_that_does_not_fit_the_module_is_refused() {
     assert!(why.contains("is not a call of function 0"), "{why}");
     let (_, why) = wrong([(1, tree([(site, 1, InlineTree::default())]))].into());
     assert!(why.contains("is not a call of function 1"), "{why}");
+    // A module that does not validate is refused before anything is read.
+    let mut bad = bytes.clone();
+    bad.truncate(bytes.len() - 3);
+    assert!(matches!(
+        inline(&bad, &InlinePlan::new()),
+        Err(WasmError::Invalid { .. } | WasmError::Truncated { .. })
+    ));
 }
 
 /// The names stay (no index moves); DWARF and code metadata go (their

@@ -73,9 +73,12 @@ pub type InlinePlan = BTreeMap<u32, InlineTree>;
 const MAX_LOCALS: usize = 50_000;
 
 /// Inlines `plan` into `module`. Each call the plan marks must be a direct
-/// `call` or `return_call` of the function it names; the output is
-/// validated.
+/// `call` or `return_call` of the function it names. The input and the
+/// output are validated.
 pub fn inline(module: &[u8], plan: &InlinePlan) -> Result<InlineOutput> {
+    wasmparser::Validator::new_with_features(module::features())
+        .validate_all(module)
+        .map_err(|e| WasmError::invalid(&e))?;
     let scan = ModuleScan::new(module)?;
     let mut inliner = Inliner {
         scan: &scan,
