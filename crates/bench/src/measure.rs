@@ -184,7 +184,7 @@ impl Program {
             .iter()
             .any(|m| m == "ippp-inline" || m == "inlined")
         {
-            p.inline_for_segments(cfg)?;
+            p.inline_for_segments(cfg, &train.stdout)?;
         }
         let base = p.invoke(cfg, &mode_args("none", None, false), "none", "ref")?;
         p.result.module_bytes = base.timings.module_bytes;
@@ -200,7 +200,8 @@ impl Program {
     /// The thesis' own IPPP (3.4.4, Fig. 3.15): the call sites of the
     /// train segments inlined, then (stage II) the inlined module's path
     /// profile of the train input, whose paths are the interesting ones.
-    fn inline_for_segments(&self, cfg: &Config) -> Result<()> {
+    /// `train_stdout`: the original's output on train.
+    fn inline_for_segments(&self, cfg: &Config, train_stdout: &[u8]) -> Result<()> {
         let inlined = self.inlined();
         cfg.pathprof
             .inline(&self.wasm, &self.profile("segments", "train"), &inlined)?;
@@ -214,11 +215,10 @@ impl Program {
         let out = cfg
             .pathprof
             .run(&inlined, &args, "train", &profile, &timings)?;
-        let train = self.invoke(cfg, &mode_args("none", None, false), "none", "train")?;
         check_same(
             &self.result.name,
             "inlined (train)",
-            &train.stdout,
+            train_stdout,
             &out.stdout,
         )
     }
@@ -354,23 +354,25 @@ fn instrumenter(cfg: &Config, name: &str) -> Result<InstrumenterResult> {
 fn mode_args(mode: &str, train: Option<&Path>, uninteresting: bool) -> Vec<String> {
     let mut a = vec!["--mode".to_string()];
     match (mode, train) {
-        ("ippp", Some(t)) => a.extend([
-            "ippp".into(),
-            "--interesting".into(),
-            t.display().to_string(),
-            "--uninteresting".into(),
-            "count".into(),
-        ]),
         ("inlined", _) => a.push("none".into()),
-        ("ippp-inline", Some(t)) => a.extend([
-            "ppp".into(),
-            "--interesting".into(),
-            t.display().to_string(),
-            "--uninteresting".into(),
-            "count".into(),
-            "--truncate-above".into(),
-            INLINED_TRUNCATE_ABOVE.to_string(),
-        ]),
+        // IPPP counts the train segments; IPPP by inlining, the train paths
+        // of the inlined module with PPP.
+        ("ippp" | "ippp-inline", Some(t)) => {
+            let inlined = mode == "ippp-inline";
+            a.extend([
+                if inlined { "ppp" } else { "ippp" }.into(),
+                "--interesting".into(),
+                t.display().to_string(),
+                "--uninteresting".into(),
+                "count".into(),
+            ]);
+            if inlined {
+                a.extend([
+                    "--truncate-above".into(),
+                    INLINED_TRUNCATE_ABOVE.to_string(),
+                ]);
+            }
+        }
         ("ppp" | "residual", Some(t)) => {
             a.extend([
                 "ppp".into(),

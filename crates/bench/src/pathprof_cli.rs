@@ -91,46 +91,38 @@ impl Pathprof {
 
     /// `pathprof inline --interesting SEGMENTS WASM -o OUT` (untimed).
     pub fn inline(&self, wasm: &Path, segments: &Path, out: &Path) -> Result<()> {
-        let status = Command::new(&self.bin)
-            .arg("inline")
-            .arg("--interesting")
-            .arg(segments)
-            .arg(wasm)
-            .arg("-o")
-            .arg(out)
-            .arg("--force")
-            .stdin(Stdio::null())
-            .output()
-            .with_context(|| format!("cannot start {}", self.bin.display()))?;
-        if !status.status.success() {
-            bail!(
-                "pathprof inline {} failed ({}): {}",
-                wasm.display(),
-                status.status,
-                last_line(&status.stderr)
-            );
-        }
-        Ok(())
+        let args = [
+            "--interesting".as_ref(),
+            segments.as_os_str(),
+            wasm.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+            "--force".as_ref(),
+        ];
+        self.output("inline", &args).map(drop)
     }
 
     /// `pathprof run ARGS -o PROFILE WASM -- INPUT`: its standard output.
     fn run_to(&self, wasm: &Path, args: &[String], input: &str, profile: &Path) -> Result<Vec<u8>> {
+        let mut all: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+        all.extend(["-o".as_ref(), profile.as_os_str(), wasm.as_os_str()]);
+        all.extend([std::ffi::OsStr::new("--"), std::ffi::OsStr::new(input)]);
+        self.output("run", &all)
+    }
+
+    /// `pathprof SUBCOMMAND ARGS`, which must succeed: its standard output.
+    fn output(&self, subcommand: &str, args: &[&std::ffi::OsStr]) -> Result<Vec<u8>> {
         let out = Command::new(&self.bin)
-            .arg("run")
+            .arg(subcommand)
             .args(args)
-            .arg("-o")
-            .arg(profile)
-            .arg(wasm)
-            .arg("--")
-            .arg(input)
             .stdin(Stdio::null())
             .output()
             .with_context(|| format!("cannot start {}", self.bin.display()))?;
         if !out.status.success() {
+            let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
             bail!(
-                "pathprof run {} {} {input} failed ({}): {}",
-                args.join(" "),
-                wasm.display(),
+                "pathprof {subcommand} {} failed ({}): {}",
+                shown.join(" "),
                 out.status,
                 last_line(&out.stderr)
             );

@@ -1008,12 +1008,37 @@ fn ippp_options(
     if a.interesting.is_empty() {
         bail!("--mode ippp needs --interesting PROFILE (a segment profile: `pathprof run --segments K`)");
     }
+    let profiles = read_profiles(&a.interesting)?;
+    let (k, interesting) = interesting_segments(program, module, &profiles, a.depth)?;
+    opts.ippp = pathprof::ippp::IpppOptions {
+        k,
+        interesting,
+        policy: policy(a.uninteresting),
+    };
+    Ok(())
+}
+
+/// Each file with the profile read from it.
+fn read_profiles(files: &[PathBuf]) -> Result<Vec<(&Path, Profile)>> {
+    files
+        .iter()
+        .map(|f| Ok((f.as_path(), Profile::read(f)?)))
+        .collect()
+}
+
+/// The depth and the segments of segment profiles of `module` (at least
+/// one), all of depth `depth` if given.
+fn interesting_segments(
+    program: &Path,
+    module: &[u8],
+    profiles: &[(&Path, Profile)],
+    depth: Option<usize>,
+) -> Result<(usize, Vec<pathprof_graph::ippp::Ips>)> {
     let hash = pathprof_wasm::module_hash(module);
-    let mut k = a.depth;
+    let mut k = depth;
     let mut interesting = Vec::new();
-    for file in &a.interesting {
+    for (file, profile) in profiles {
         let name = || file.display().to_string();
-        let profile = Profile::read(file)?;
         if profile.module_hash != hash {
             bail!(
                 "{}: a profile of another module than {}",
@@ -1021,7 +1046,7 @@ fn ippp_options(
                 program.display()
             );
         }
-        let (depth, ips) = pathprof::ippp::interesting_of(&profile).with_context(name)?;
+        let (depth, ips) = pathprof::ippp::interesting_of(profile).with_context(name)?;
         match k {
             Some(k) if k != depth => {
                 bail!("{}: its segments are of depth {depth}, not {k}", name())
@@ -1030,12 +1055,7 @@ fn ippp_options(
         }
         interesting.extend(ips);
     }
-    opts.ippp = pathprof::ippp::IpppOptions {
-        k: k.expect("at least one profile"),
-        interesting,
-        policy: policy(a.uninteresting),
-    };
-    Ok(())
+    Ok((k.expect("at least one profile"), interesting))
 }
 
 fn residual(a: ResidualArgs) -> Result<()> {
@@ -1065,26 +1085,19 @@ fn inline(a: InlineArgs) -> Result<()> {
     check_not_input(&a.program, &a.output, a.force)?;
     let file = pathprof_profile::AtomicFile::create(&a.output)?;
     let module = read(&a.program)?;
-    let mut opts = options(&a.tuning, Some(&module))?;
-    let ppp = PppArgs {
-        interesting: a.interesting.clone(),
-        uninteresting: PolicyArg::Count,
-        depth: a.depth,
-    };
-    let first = Profile::read(&a.interesting[0])?;
-    let inlined = if first.segments.is_some() {
-        ippp_options(&a.program, &module, &ppp, &mut opts)?;
-        let o = &opts.ippp;
+    let opts = options(&a.tuning, Some(&module))?;
+    let profiles = read_profiles(&a.interesting)?;
+    let inlined = if profiles[0].1.segments.is_some() {
+        let (k, interesting) = interesting_segments(&a.program, &module, &profiles, a.depth)?;
         let bound = opts.ball_larus.truncate_above;
-        pathprof::inline::inline(&module, &o.interesting, o.k, bound)
+        pathprof::inline::inline(&module, &interesting, k, bound)
     } else {
         // Path profiles: Fig. 3.15 (b)'s over-approximation.
         let k = a.depth.unwrap_or(1);
         if !(1..=pathprof::ippp::MAX_K).contains(&k) {
             bail!("-k {k}: the depth must be 1 to {}", pathprof::ippp::MAX_K);
         }
-        let profiles = path_profiles(&a.program, &module, &a.interesting)?;
-        let profiles: Vec<&Profile> = profiles.iter().collect();
+        let profiles = path_profiles(&a.program, &module, &profiles)?;
         pathprof::inline::inline_executed(&module, &profiles, k)
     }
     .with_context(|| a.program.display().to_string())?;
@@ -1104,18 +1117,25 @@ fn inline(a: InlineArgs) -> Result<()> {
     Ok(())
 }
 
-/// Path profiles (path or PPP mode) of `module`, read from `files`.
-fn path_profiles(program: &Path, module: &[u8], files: &[PathBuf]) -> Result<Vec<Profile>> {
+/// The path profiles (path or PPP mode) of `module` among `profiles`, all
+/// of them or an error.
+fn path_profiles<'p>(
+    program: &Path,
+    module: &[u8],
+    profiles: &'p [(&Path, Profile)],
+) -> Result<Vec<&'p Profile>> {
     let hash = pathprof_wasm::module_hash(module);
-    files
+    profiles
         .iter()
-        .map(|file| {
-            let profile = Profile::read(file)?;
+        .map(|(file, profile)| {
             let name = file.display();
             if profile.module_hash != hash {
                 bail!("{name}: a profile of another module than {}", program.display());
             }
-            if profile.segments.is_some() || profile.functions.iter().any(|f| !matches!(f.data, pathprof_profile::FunctionData::Path { .. })) {
+            let paths = |f: &pathprof_profile::FunctionProfile| {
+                matches!(f.data, pathprof_profile::FunctionData::Path { .. })
+            };
+            if profile.segments.is_some() || !profile.functions.iter().all(paths) {
                 bail!("{name}: give either segment profiles (`run --segments K`) or path profiles (`run --mode path`), not both or another kind");
             }
             Ok(profile)
