@@ -46,8 +46,11 @@
 //!   innermost activation of the function whose handler starts is taken.
 //!   The event is held until the next trace event says where the exception
 //!   landed ([`BranchStream::finish`] flushes it at the end of a run).
-//! * A `TailCall`'s target is known when its callee's entry arrives; a call
-//!   to an untraced function (an import) has target 0.
+//! * A `TailCall`'s target is known when its callee's entry arrives. A
+//!   tail call of an untraced function (an import) is a `Return` to the
+//!   caller's caller: the callee returns for the tail caller, and no event
+//!   of it is seen, as for the software profilers (its target 0 only when
+//!   the run ends before anything else is traced).
 //! * Which call instruction of the caller's block made a call is inferred:
 //!   the next one in the block that can reach traced code (an indirect
 //!   call, or a direct call of a function with a CFG). Calls do not end
@@ -254,8 +257,11 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
                 return_to,
             } => {
                 let entry = e.kind == EdgeKind::Entry;
-                let target = if entry { target } else { 0 };
-                self.emit_with(BranchKind::TailCall { indirect }, address, target, instrs);
+                if entry {
+                    self.emit_with(BranchKind::TailCall { indirect }, address, target, instrs);
+                } else {
+                    self.emit_with(BranchKind::Return, address, return_to, instrs);
+                }
                 if entry {
                     self.stack.push(Frame {
                         func,
