@@ -97,19 +97,30 @@ fn real_frames(m: &Module, trace: &[(u32, u32)], contexts: &BTreeSet<Context>) -
             Event::Return => {
                 stack.pop();
             }
-            Event::Edge(_) => {}
-            e => panic!("{}: {e:?}: not in a run segments are recorded of", m.name),
+            // No segment passes a tail call, nor is one inlined from path
+            // profiles: the callee runs in a real frame of its own.
+            Event::TailCall { callee } => {
+                stack.pop();
+                entries[callee.index()] += 1;
+                stack.push(Frame {
+                    func: callee,
+                    context: (callee, Vec::new()),
+                });
+            }
+            Event::Throw { unwind, .. } => stack.truncate(stack.len() - unwind),
+            Event::Edge(_) | Event::Escape => {}
         }
     }
     entries
 }
 
-/// Per function, how often a run's trace enters it.
+/// Per function, how often a run's trace enters it (by a call or a tail
+/// call).
 fn entries(m: &Module, trace: &[(u32, u32)]) -> Vec<u64> {
     let msg = m.msg();
     let mut entries = vec![0u64; msg.supergraph.functions.len()];
     for e in events(msg, trace).unwrap() {
-        if let Event::Call { callee, .. } = e {
+        if let Event::Call { callee, .. } | Event::TailCall { callee } = e {
             entries[callee.index()] += 1;
         }
     }

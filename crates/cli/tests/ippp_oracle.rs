@@ -96,6 +96,10 @@ struct Covered {
     truncated_starts: usize,
     /// Interesting segments through a resolved indirect call that ran.
     resolved_indirect: usize,
+    /// Interesting segments closed by a tail call that ran.
+    at_tail_call: usize,
+    /// Interesting segments closed by a throw that ran.
+    at_throw: usize,
 }
 
 /// The oracle's segments of a run cut where the instrumentation cuts them:
@@ -241,6 +245,14 @@ fn check_run(
         .iter()
         .filter(|s| all.get(*s).is_some_and(|&c| c > 0) && through_any_indirect(m, s))
         .count();
+    let ran_ending = |end: SubpathEnd| {
+        (kept.iter())
+            .filter(|s| all.get(*s).is_some_and(|&c| c > 0))
+            .filter(|s| s.len() > 1 && s.last().unwrap().1.end == end)
+            .count()
+    };
+    covered.at_tail_call += ran_ending(SubpathEnd::TailCall);
+    covered.at_throw += ran_ending(SubpathEnd::Throw);
     let kept_set: BTreeSet<Spelt> = kept.iter().cloned().collect();
     let (want, truncated) = cut(&o.subpaths, k, &kept_set, sp);
     let mut got: BTreeMap<Spelt, u64> = got_interesting.clone();
@@ -298,6 +310,8 @@ fn c_programs_count_their_interesting_segments_exactly() {
         covered.resolved_indirect
     );
     assert!(covered.truncated > 0, "no segment was truncated");
+    // The `tailcall` fixture's, direct and through its table of states.
+    assert!(covered.at_tail_call > 0, "no segment closed at a tail call");
 }
 
 #[test]
@@ -306,6 +320,9 @@ fn wat_fixtures_count_their_interesting_segments_exactly() {
     let mut covered = Covered::default();
     wat_recorded(&engine, |m, invs| check(&engine, m, invs, &mut covered));
     assert!(covered.runs >= 60, "only {} WAT runs checked", covered.runs);
+    // tail_segments.wat; exceptions.wat.
+    assert!(covered.at_tail_call > 0, "no segment closed at a tail call");
+    assert!(covered.at_throw > 0, "no segment closed at a throw");
 }
 
 /// Interprocedural residual profiling with the thesis' field build (3.5.2,

@@ -1,5 +1,6 @@
 //! `run --segments K` checked on real runs: every C fixture (recursion,
-//! indirect calls, loops, deep call chains, `exit()` deep in a chain) at
+//! indirect calls, loops, deep call chains, `exit()` deep in a chain, tail
+//! calls direct and through a table) at
 //! -O0 and -O2 and every WAT fixture export the mode takes, for k = 1, 2
 //! and 3. The recorded profile must hold exactly the depth-k segments of
 //! the run, with their counts, as a brute-force enumerator that shares no
@@ -13,6 +14,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::programs::{self, Invocation};
+use pathprof_graph::ippp::SubpathEnd;
 use pathprof_graph::testing::ippp::{ips, wpp};
 use pathprof_profile::Profile;
 use pathprof_wasm::supergraph::events;
@@ -25,8 +27,9 @@ fn spelt(m: &Module, profile: &Profile) -> BTreeMap<Spelt, u64> {
     common::segments::spelt(m.prepared.numbering(), &sp.segments)
 }
 
-/// Checks one run for k = 1..=3; returns the distinct segments of each.
-fn check(m: &Module, inv: &Invocation) -> [usize; 3] {
+/// Checks one run for k = 1..=3; returns the distinct segments of each,
+/// and how many of them (over all k) a tail call and a throw closed.
+fn check(m: &Module, inv: &Invocation) -> ([usize; 3], [usize; 2]) {
     let run = programs::run_compiled(&m.traced, inv, true);
     let exec = events(m.msg(), &run.trace).unwrap();
     let subpaths = wpp(&m.msg().supergraph, &exec);
@@ -35,6 +38,7 @@ fn check(m: &Module, inv: &Invocation) -> [usize; 3] {
         *edges.entry(e).or_insert(0) += 1;
     }
     let mut distinct = [0; 3];
+    let mut closed_by = [0; 2];
     for k in 1..=3 {
         let profile = record(m, inv, k);
         let want = ips(&subpaths, k);
@@ -52,8 +56,16 @@ fn check(m: &Module, inv: &Invocation) -> [usize; 3] {
         assert_eq!(sp.subpaths, subpaths.len() as u64, "{} {inv:?}", m.name);
         assert_eq!(programs::edge_counts(&profile), edges, "{} {inv:?}", m.name);
         distinct[k - 1] = want.len();
+        for (n, end) in closed_by
+            .iter_mut()
+            .zip([SubpathEnd::TailCall, SubpathEnd::Throw])
+        {
+            *n += (want.keys())
+                .filter(|s| s.len() > 1 && s.last().unwrap().1.end == end)
+                .count();
+        }
     }
-    distinct
+    (distinct, closed_by)
 }
 
 #[test]
@@ -63,6 +75,7 @@ fn c_programs_record_exactly_the_segments_of_their_runs() {
     let mut modules: BTreeMap<String, Option<Module>> = BTreeMap::new();
     let mut runs = 0;
     let mut deeper = 0;
+    let mut at_tail_call = 0;
     for (name, inv) in programs::c_cases() {
         for opt in ["O0", "O2"] {
             let build_name = format!("{name}.{opt}");
@@ -71,18 +84,17 @@ fn c_programs_record_exactly_the_segments_of_their_runs() {
                     .expect("run scripts/build-c-fixtures.sh first");
                 module(&engine, &build_name, &bytes)
             });
-            // The segmenter refuses tail calls; only this fixture has them.
-            let Some(m) = m else {
-                assert_eq!(name, "tailcall", "{build_name} refused");
-                continue;
-            };
-            let distinct = check(m, &inv);
+            let m = m.as_ref().unwrap_or_else(|| panic!("{build_name} refused"));
+            let (distinct, tail) = check(m, &inv);
+            at_tail_call += tail[0];
             assert!(distinct[0] > 0, "{build_name} {inv:?}: no segment");
             deeper += usize::from(distinct[2] > distinct[0]);
             runs += 1;
         }
     }
     assert!(runs >= 60, "only {runs} C runs were checked");
+    // The `tailcall` fixture's segments run into its tail calls.
+    assert!(at_tail_call > 0, "no segment closed at a tail call");
     assert!(
         deeper > runs / 2,
         "depth changed the segments of only {deeper} runs"
@@ -92,21 +104,19 @@ fn c_programs_record_exactly_the_segments_of_their_runs() {
 #[test]
 fn wat_fixtures_record_exactly_the_segments_of_their_runs() {
     let engine = pathprof_runner::engine().unwrap();
-    let (mut checked, mut refused) = (0, 0);
-    for (_, bytes, m) in wat_modules(&engine) {
-        let Some(m) = m else {
-            refused += 1;
-            continue;
-        };
+    let (mut checked, mut closed_by) = (0, [0, 0]);
+    for (name, bytes, m) in wat_modules(&engine) {
+        let m = m.unwrap_or_else(|| panic!("{name} refused"));
         for inv in programs::export_calls(&engine, &bytes) {
-            check(&m, &inv);
+            let (_, by) = check(&m, &inv);
+            closed_by = [closed_by[0] + by[0], closed_by[1] + by[1]];
             checked += 1;
         }
     }
-    assert!(
-        checked >= 20,
-        "only {checked} WAT runs checked ({refused} refused)"
-    );
+    assert!(checked >= 20, "only {checked} WAT runs checked");
+    // tail_segments.wat; exceptions.wat.
+    assert!(closed_by[0] > 0, "no segment closed at a tail call");
+    assert!(closed_by[1] > 0, "no segment closed at a throw");
 }
 
 /// Interprocedural residual profiling (thesis 3.5.2, Table 3.2): a field
@@ -292,4 +302,80 @@ fn truncated_functions_end_subpaths_at_their_cuts() {
         }
     }
     assert!(truncated >= 10, "only {truncated} functions were truncated");
+}
+
+/// Segments that a tail call and a throw close, as `report` prints them,
+/// recorded and counted by IPPP (every recorded segment interesting).
+/// `outer(3)` calls `caller(3)` twice; each calls `leaf(3)`, then
+/// tail-calls `target(4)`, which calls `leaf(4)` and returns to `outer`:
+/// two segments close at the tail call, and `target`'s own two at its
+/// return. `catch_caller(3)` calls `maybe_throw(3)`, which throws: its one
+/// segment closes at the throw. (Worked by hand.)
+#[test]
+fn report_names_the_tail_call_or_throw_a_segment_ends_in() {
+    let tail = [
+        (1, "outer: 2 >call 0 | caller: 2 >call 0"),
+        (1, "outer: [after call 0] >call 1 | caller: 2 >call 0"),
+        (
+            2,
+            "caller: 2 >call 0 | leaf: 2 4 5 <ret | caller: [after call 0] 3 >tail call",
+        ),
+        (
+            2,
+            "target: 2 >call 0 | leaf: 2 3 5 <ret | target: [after call 0] <ret",
+        ),
+    ];
+    check_report("tail_segments.wat", "outer", &tail);
+    let throw = [(1, "catch_caller: 2 >call 0 | maybe_throw: 2 3 >throw")];
+    check_report("exceptions.wat", "catch_caller", &throw);
+}
+
+/// `report` of `--segments 1` and of `--mode ippp` runs of `export(3)` of
+/// WAT fixture `fixture`: both are the rows `want` (count, segment).
+fn check_report(fixture: &str, export: &str, want: &[(u64, &str)]) {
+    use common::bin::{pathprof, stderr};
+    let dir = tempfile::tempdir().unwrap();
+    let wat = programs::root().join("tests/fixtures/wat").join(fixture);
+    let (seg, ippp) = (dir.path().join("seg.json"), dir.path().join("ippp.json"));
+    let (wat, seg_s, ippp_s) = (
+        wat.display().to_string(),
+        seg.display().to_string(),
+        ippp.display().to_string(),
+    );
+    let rows = |profile: &str| {
+        let o = pathprof(&["report", profile]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        let mut rows: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut parts = l.split_whitespace();
+                let count = parts.next()?.parse().ok()?;
+                parts.next()?; // the percentage
+                Some((count, parts.collect::<Vec<_>>().join(" ")))
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    let run = |args: &[&str]| {
+        let o = pathprof(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    let invoke = ["--invoke", export, &wat, "--", "3"];
+    run(&[&["run", "--segments", "1", "-o", &seg_s][..], &invoke].concat());
+    let mut want: Vec<(u64, String)> = want.iter().map(|&(c, s)| (c, s.to_string())).collect();
+    want.sort();
+    assert_eq!(rows(&seg_s), want, "{fixture} {export}");
+    let args = [
+        "run",
+        "--mode",
+        "ippp",
+        "--interesting",
+        &seg_s,
+        "-o",
+        &ippp_s,
+    ];
+    run(&[&args[..], &invoke].concat());
+    assert_eq!(rows(&ippp_s), want, "{fixture} {export}: ippp");
 }

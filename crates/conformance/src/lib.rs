@@ -78,9 +78,10 @@ pub struct ModeReport {
     pub passed: usize,
     /// Assertions or actions that pass on the original and fail here.
     pub regressions: Vec<String>,
-    /// Modules this mode does not instrument yet (the interprocedural
-    /// modes: tail calls, exceptions): the original stands in for them, and
-    /// the assertions on it are not counted for this mode.
+    /// Modules this mode does not instrument (the interprocedural modes: a
+    /// tail call that may reach an import through a table the host may
+    /// write): the original stands in for them, and the assertions on it
+    /// are not counted for this mode.
     pub unsupported: usize,
 }
 
@@ -267,10 +268,7 @@ impl Summary {
         for (i, technique) in MODES.iter().enumerate() {
             let mode = technique.name();
             let n: usize = self.scripts.iter().map(|s| s.modes[i].unsupported).sum();
-            let why = match technique {
-                Technique::Ippp => "a tail call, a throw or a catch",
-                _ => "a tail call that may reach an import through a table the host may write",
-            };
+            let why = "a tail call that may reach an import through a table the host may write";
             if n > 0 {
                 let _ = writeln!(
                     out,
@@ -1099,57 +1097,23 @@ fn run_file_caught(engine: &Engine, path: &Path) -> ScriptReport {
 /// Why a mode does not instrument a module, if that is why it failed.
 fn unsupported(e: &pathprof_core::Error) -> Option<String> {
     match e.root() {
-        u @ (pathprof_core::Error::Interproc(_) | pathprof_core::Error::Ippp(_)) => {
-            Some(u.to_string())
-        }
+        u @ pathprof_core::Error::Interproc(_) => Some(u.to_string()),
         _ => None,
     }
 }
 
 /// The `ippp` options for the `n`-th module: the depth (1 to 3) and the
 /// policy by turns, and as interesting segments every other segment of a
-/// few sampled executions of the module's supergraph (so that segments
-/// of both kinds run). The testsuite checks that the instrumented module
-/// behaves as the original, whatever it counts; a module has no profile
-/// here to take its interesting segments from.
+/// few sampled executions of the module's supergraph
+/// ([`ippp::sampled_segments`]). The testsuite checks that the
+/// instrumented module behaves as the original, whatever it counts; a
+/// module has no profile here to take its interesting segments from.
 fn ippp_options(bytes: &[u8], n: usize) -> driver::Options {
-    use pathprof_graph::interproc::{sample::random_execution, FuncId};
-    use pathprof_graph::ippp::ips_profile;
     use pathprof_techniques::ppp::Policy;
     let mut opts = driver::Options::default();
     opts.ippp.k = 1 + n % 3;
     opts.ippp.policy = [Policy::Record, Policy::Count, Policy::Ignore][n / 3 % 3];
-    let Ok(info) = pathprof_wasm::analyze(bytes) else {
-        return opts;
-    };
     let bound = opts.ball_larus.truncate_above;
-    let Ok((msg, numbering)) = ippp::numbered(bytes, &info, bound, false) else {
-        return opts;
-    };
-    let mut state = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    // An execution starts at the first entry function: every function in
-    // turn (the segmenter does not ask how control got there, and a spec
-    // module's functions are reached through exports, tables and `start`).
-    let mut sg = msg.supergraph;
-    sg.entries = (0..sg.functions.len()).map(FuncId::new).collect();
-    if sg.entries.is_empty() {
-        return opts;
-    }
-    for _ in 0..sg.entries.len().clamp(4, 64) * 2 {
-        sg.entries.rotate_left(1);
-        let choices: Vec<u32> = (0..400)
-            .map(|_| {
-                // xorshift64: any spread of choices will do.
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 32) as u32
-            })
-            .collect();
-        let events = random_execution(&sg, &choices, 8);
-        if let Ok(profile) = ips_profile(&numbering, opts.ippp.k, &events) {
-            opts.ippp.interesting.extend(profile.into_keys().step_by(2));
-        }
-    }
+    opts.ippp.interesting = ippp::sampled_segments(bytes, opts.ippp.k, n as u64, bound);
     opts
 }

@@ -3,9 +3,9 @@
 //! Each failure of a lower layer keeps its own type ([`Error::Wasm`] for a
 //! module that cannot be read or rewritten, [`Error::Profile`] for a
 //! profile file, [`Error::Meta`] for an instrumented module's metadata,
-//! [`Error::Graph`] for a numbering that does not fit, [`Error::Interproc`],
-//! [`Error::Ippp`] and [`Error::IpppLimit`] for a mode that does not apply
-//! to a module), and a
+//! [`Error::Graph`] for a numbering that does not fit, [`Error::Interproc`]
+//! and [`Error::IpppLimit`] for a mode that does not apply to a module),
+//! and a
 //! request the input cannot satisfy is [`Error::Invalid`] with a message
 //! that says why. [`Error::Context`] says what was being done when another
 //! error happened; [`Error::root`] looks through it.
@@ -39,8 +39,6 @@ crate::typed_error! {
         Graph(GraphError),
         /// The interprocedural modes do not apply to this module.
         Interproc(pathprof_techniques::interproc::Unsupported),
-        /// Interprocedural PPP does not apply to this module.
-        Ippp(crate::ippp::Unsupported),
         /// Interprocedural PPP's registers cannot hold the interesting set.
         IpppLimit(pathprof_techniques::ippp::Unsupported),
         /// Reading or writing failed; the file is named by an

@@ -93,8 +93,8 @@ pub fn inline(module: &[u8], interesting: &[Ips], k: usize, bound: u64) -> Resul
 /// each copy again those of the callee, down to depth `k`: an
 /// over-approximation of the call sites the depth-k segments of those runs
 /// pass. Calls whose paths a run left unfinished (it exited with frames
-/// still open) do not count, nor do tail calls (segments are not defined
-/// across them).
+/// still open) do not count, nor do tail calls (segments end at them:
+/// docs/decisions.md#ips-tail-calls).
 pub fn inline_executed(module: &[u8], profiles: &[&Profile], k: usize) -> Result<Inlined> {
     pathprof_wasm::Scanned::validated(module)?;
     let info = pathprof_wasm::analyze(module)?;

@@ -210,7 +210,7 @@ fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> R
 
 /// The throw edges and the catch edges (not into EXIT) of a function whose
 /// edges are of `kinds`.
-fn exception_edges(kinds: &[EdgeKind]) -> (Vec<EdgeId>, Vec<EdgeId>) {
+pub(crate) fn exception_edges(kinds: &[EdgeKind]) -> (Vec<EdgeId>, Vec<EdgeId>) {
     let of = |want: &dyn Fn(EdgeKind) -> bool| {
         (0..kinds.len())
             .filter(|&e| want(kinds[e]))
@@ -228,7 +228,10 @@ fn exception_edges(kinds: &[EdgeKind]) -> (Vec<EdgeId>, Vec<EdgeId>) {
 /// function or an opaque one (a profiled callee starts a path afresh, an
 /// opaque one returns for the caller: the call must know which) where no
 /// static table tells them apart.
-fn refuse_unsupported(msg: &ModuleSupergraph, info: &pathprof_wasm::ModuleInfo) -> Result<()> {
+pub(crate) fn refuse_unsupported(
+    msg: &ModuleSupergraph,
+    info: &pathprof_wasm::ModuleInfo,
+) -> Result<()> {
     let described = |f: usize| {
         let fcfg = info.functions[f].as_ref().expect("a modelled function");
         let name = fcfg.name.clone().unwrap_or_else(|| "?".into());

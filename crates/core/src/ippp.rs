@@ -36,24 +36,12 @@ pub use crate::options::IpppOptions;
 /// vertex at each depth, and the thesis measures k up to 3.
 pub const MAX_K: usize = 16;
 
-/// What a module has that path segments are not defined across (the
-/// thesis does not say where a segment goes when an exception unwinds it,
-/// or when a tail call replaces the activation it would return to).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Unsupported {
-    #[error("function {0} makes a tail call (return_call*), which path segments are not defined across yet")]
-    TailCall(usize),
-    #[error(
-        "function {0} throws or catches exceptions, which path segments are not defined across yet"
-    )]
-    Exceptions(usize),
-}
-
 /// A module's supergraph and its subpath numbering, as the segment
 /// recorder and IPPP both number it: functions whose subpaths 64 bits
 /// cannot number are truncated to `bound` acyclic paths of their own
-/// (Ball-Larus 5.3; always, with `force`, for tests). Refuses tail calls
-/// and exceptions, which segments are not defined across.
+/// (Ball-Larus 5.3; always, with `force`, for tests). Tail calls and
+/// exceptions end segments (docs/decisions.md#ips-tail-calls,
+/// docs/decisions.md#ips-exceptions).
 pub fn numbered(
     module: &[u8],
     info: &pathprof_wasm::ModuleInfo,
@@ -61,15 +49,6 @@ pub fn numbered(
     force: bool,
 ) -> Result<(ModuleSupergraph, SubpathNumbering)> {
     let mut msg = ModuleSupergraph::new(module, info)?;
-    for (f, func) in msg.supergraph.functions.iter().enumerate() {
-        let f = msg.num_imported_funcs as usize + f;
-        if !func.tail_calls.is_empty() {
-            return Err(Unsupported::TailCall(f).into());
-        }
-        if !func.throws.is_empty() || !func.handlers.is_empty() {
-            return Err(Unsupported::Exceptions(f).into());
-        }
-    }
     let numbering = match SubpathNumbering::new(&msg.supergraph) {
         Ok(n) if !force => n,
         _ => {
@@ -84,6 +63,52 @@ pub fn numbered(
         }
     };
     Ok((msg, numbering))
+}
+
+/// Interesting segments for a module with no profile to take them from:
+/// every other depth-`k` segment of a few random executions of its
+/// supergraph ([`pathprof_graph::interproc::sample::random_execution`],
+/// from each function in turn, as if exported), seeded by `seed`. Empty
+/// for a module that does not number. For tests of the instrumentation
+/// (the spec testsuite, generated modules), which check that the module
+/// behaves as the original whatever it counts, with segments of both
+/// kinds running.
+pub fn sampled_segments(module: &[u8], k: usize, seed: u64, bound: u64) -> Vec<Ips> {
+    use pathprof_graph::interproc::sample::random_execution;
+    use pathprof_graph::ippp::ips_profile;
+    let Ok(info) = pathprof_wasm::analyze(module) else {
+        return Vec::new();
+    };
+    let Ok((msg, numbering)) = numbered(module, &info, bound, false) else {
+        return Vec::new();
+    };
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    // An execution starts at the first entry function: every function in
+    // turn (the segmenter does not ask how control got there, and a
+    // module's functions are reached through exports, tables and `start`).
+    let mut sg = msg.supergraph;
+    sg.entries = (0..sg.functions.len()).map(FuncId::new).collect();
+    let mut out = Vec::new();
+    for _ in 0..sg.entries.len().clamp(4, 64) * 2 {
+        if sg.entries.is_empty() {
+            break;
+        }
+        sg.entries.rotate_left(1);
+        let choices: Vec<u32> = (0..400)
+            .map(|_| {
+                // xorshift64: any spread of choices will do.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 32) as u32
+            })
+            .collect();
+        let events = random_execution(&sg, &choices, 8);
+        if let Ok(profile) = ips_profile(&numbering, k, &events) {
+            out.extend(profile.into_keys().step_by(2));
+        }
+    }
+    out
 }
 
 fn policy_name(p: pathprof_techniques::ppp::Policy) -> &'static str {
@@ -231,6 +256,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     pathprof_wasm::Scanned::validated(module)?;
     let info = pathprof_wasm::analyze(module)?;
     let (msg, num) = numbered(module, &info, opts.ball_larus.truncate_above, false)?;
+    crate::interproc::refuse_unsupported(&msg, &info)?;
     let mut seen = std::collections::BTreeSet::new();
     let given: Vec<Ips> = o
         .interesting
@@ -258,6 +284,9 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
         planned: Default::default(),
     };
     let policy = meta.technique_policy()?;
+    let exceptions: Vec<_> = (msg.edge_kinds.iter())
+        .map(|k| crate::interproc::exception_edges(k))
+        .collect();
     let plans: Vec<Option<FunctionPlan>> = info
         .functions
         .iter()
@@ -269,7 +298,14 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
                     &p.expanded,
                     &p.layout,
                     FuncId::new(i),
-                    (&msg.call_index[i], &dispatch[i]),
+                    technique::Sites {
+                        calls: &msg.call_index[i],
+                        tails: &msg.tail_index[i],
+                        tail_slots: &msg.tail_slots[i],
+                        dispatch: &dispatch[i],
+                        throws: &exceptions[i].0,
+                        catches: &exceptions[i].1,
+                    },
                     policy,
                 )
                 .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))

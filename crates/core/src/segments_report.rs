@@ -3,7 +3,8 @@
 //! function: `main: 3 4 >call 0 | fact: 1 2 <ret | main: 5 [back]`, where
 //! a subpath starts at its function's entry, at `[loop N]` (a loop head
 //! after a backedge) or `[after call I]`, runs the blocks listed, and ends
-//! in `>call I` (its function's I-th call site), `<ret` or `[back]`.
+//! in `>call I` (its function's I-th call site), `<ret`, `[back]`,
+//! `>tail call` or `>throw`.
 
 use crate::report::ProfileFunctions;
 
@@ -200,6 +201,8 @@ impl<'a> Names<'a> {
             SubpathEnd::Exit => "<ret".to_string(),
             SubpathEnd::Call(i) => format!(">call {i}"),
             SubpathEnd::Backedge(_) => "[back]".to_string(),
+            SubpathEnd::TailCall => ">tail call".to_string(),
+            SubpathEnd::Throw => ">throw".to_string(),
         });
         parts.join(" ")
     }

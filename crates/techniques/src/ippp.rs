@@ -42,7 +42,24 @@
 //!   are classified. After the call, the groups come back the same way and
 //!   the root restarts along `ENTRY -> r`;
 //! - exit: `h`'s own group is classified (the function returned); the
-//!   others add `EXIT' -> r` and go back to the caller.
+//!   others add `EXIT' -> r` and go back to the caller;
+//! - a tail call into a profiled function (instead of the edge to EXIT
+//!   and the exit actions): every group adds its copy's dummy `u -> EXIT`
+//!   of the tail-calling vertex and is classified, as the segmenter closes
+//!   the segments there, and `h`'s list leaves the stack region. The
+//!   callee is entered with no groups (the pass flag is clear: `h`'s entry
+//!   cleared it), and the caller `h` would have returned to reads the
+//!   groups it passed as empty (their counts were cleared when `h` took
+//!   them). Through a static table that holds opaque functions too, the
+//!   table index is captured, and an opaque callee's slot runs the edge to
+//!   EXIT and the exit actions instead (it returns for `h`);
+//! - a throw (its edge to EXIT, before the `throw`): every group adds its
+//!   copy's dummy `u -> EXIT` of the throwing vertex and is classified;
+//! - a catch edge `ENTRY -> h`: the activations the exception left are
+//!   gone, and with them what this one passed into its callee, so every
+//!   group is emptied, the stack pointer goes back to what it was after
+//!   this activation's entry (kept in [`SP_AT_ENTRY`]), the pass flag is
+//!   cleared, and the root restarts along the catch edge.
 //!
 //! Counting: a member of start function `f` is counted in `f`'s tables
 //! (its PPP table, its hash table of the others) wherever it is classified
@@ -63,14 +80,17 @@
 //!   ([`through_indirect_call`]).
 //! - The stack region is of fixed size; a run that nests frames deeper
 //!   traps (`unreachable`) rather than count wrongly.
-//! - Tail calls and exceptions are refused before planning, as by the
-//!   segmenter.
+//! - A tail call whose callee may be profiled or opaque where no static
+//!   table tells which is refused before planning ([`Sites::tail_slots`]).
+//! - Segments closed by a throw are counted at the throw, also when no
+//!   profiled function catches the exception, as the segmenter counts
+//!   them (docs/decisions.md#ips-exceptions).
 
 use std::collections::BTreeMap;
 
 use pathprof_graph::interproc::{Callee, FuncId};
 use pathprof_graph::ippp::subpath::CutRole;
-use pathprof_graph::ippp::{Expanded, Ips, SubpathEnd, SubpathNumbering};
+use pathprof_graph::ippp::{Expanded, Ips, SubpathEnd, SubpathNumbering, SubpathTail};
 use pathprof_graph::{EdgeId, GraphError};
 
 use crate::plan::{
@@ -89,7 +109,9 @@ const SCRATCH: Reg = 9;
 /// Non-zero while the activation may hold groups of other functions'
 /// segments: it was entered with some, and no backedge closed them since.
 const ACTIVE: Reg = 10;
-const FIXED: usize = 11;
+/// The stack pointer after entry, for a function that catches.
+const SP_AT_ENTRY: Reg = 11;
+const FIXED: usize = 12;
 /// Registers per copy: accumulator pair, member count, list address.
 const PER_COPY: usize = 4;
 /// The most copies a function's registers can hold.
@@ -136,6 +158,26 @@ pub struct Layout {
     /// Per function: the first supergraph call site id of its calls.
     first_site: Vec<usize>,
     globals: usize,
+}
+
+/// Where a function's supergraph calls and tail calls are among its wasm
+/// call sites.
+#[derive(Clone, Copy, Debug)]
+pub struct Sites<'a> {
+    /// Per supergraph call: its wasm call site.
+    pub calls: &'a [u32],
+    /// Per supergraph tail call: its wasm call site.
+    pub tails: &'a [u32],
+    /// Per supergraph tail call: for one through a static table that holds
+    /// opaque functions as well as profiled ones, the slots of the
+    /// profiled ones; `None` for the others.
+    pub tail_slots: &'a [Option<Vec<u32>>],
+    /// The indirect calls a static table resolves.
+    pub dispatch: &'a Dispatch,
+    /// Original edges that `throw` or `throw_ref` to EXIT.
+    pub throws: &'a [EdgeId],
+    /// Original edges `ENTRY -> h` of catch clauses.
+    pub catches: &'a [EdgeId],
 }
 
 /// Per supergraph call site of a function (in its order), for an
@@ -288,21 +330,26 @@ struct Planner<'a> {
     /// Whether `h` starts segments that go into calls (its own group).
     grouped: bool,
     groups: Vec<Group>,
+    /// Whether `h` has catch edges.
+    catches: bool,
 }
 
-/// The plan of function `h`, whose supergraph calls are wasm call sites
-/// `calls`; `None` when it needs no instrumentation (no calls, no copies).
+/// The plan of function `h`, whose supergraph calls are at wasm call
+/// sites `sites`; `None` when it needs no instrumentation (no calls, no
+/// copies).
 pub fn plan(
     num: &SubpathNumbering,
     x: &[Expanded],
     layout: &Layout,
     h: FuncId,
-    (calls, dispatch): (&[u32], &Dispatch),
+    sites: Sites<'_>,
     policy: Policy,
 ) -> Option<FunctionPlan> {
+    let dispatch = sites.dispatch;
     let split = &num.functions[h.index()].split;
     let copies = &layout.copies[h.index()];
-    if split.call_vertex.is_empty() && copies.is_empty() {
+    // A function that catches resets the stack region, whatever it calls.
+    if split.call_vertex.is_empty() && copies.is_empty() && sites.catches.is_empty() {
         return None;
     }
     let grouped = !x[h.index()].copies[0].children.is_empty();
@@ -337,15 +384,34 @@ pub fn plan(
         index: (fixed, fixed + 1),
         grouped,
         groups,
+        catches: !sites.catches.is_empty(),
     };
     let own = &x[h.index()];
     let counts = !split.call_vertex.is_empty();
-    let edges = EdgeActions::from_fn(split.original_edges, |e, out| p.edge(EdgeId::new(e), out));
-    let calls = (0..split.call_vertex.len())
-        .map(|k| p.call(k, calls[k]))
+    let tails = &num.functions[h.index()].tails;
+    let tail_edges: Vec<EdgeId> = tails.iter().filter_map(|t| p.tail_edge(t.at)).collect();
+    let edges = EdgeActions::from_fn(split.original_edges, |e, out| {
+        let e = EdgeId::new(e);
+        if sites.throws.contains(&e) {
+            p.throw(e, out);
+        } else if sites.catches.contains(&e) {
+            p.catch(e, out);
+        } else if !tail_edges.contains(&e) {
+            // A tail call's own actions take the edge to EXIT's place.
+            p.edge(e, out)
+        }
+    });
+    let mut calls: Vec<CallActions> = (0..split.call_vertex.len())
+        .map(|k| p.call(k, sites.calls[k]))
         .collect();
+    calls.extend(tails.iter().enumerate().map(|(i, t)| {
+        let slots = sites.tail_slots.get(i).and_then(Option::as_deref);
+        p.tail_call(t, sites.tails[i], slots)
+    }));
+    calls.sort_by_key(|c| c.site);
     let mut registers = vec![Width::I64; FIXED + PER_COPY * copies.len()];
-    if dispatch.iter().any(Option::is_some) {
+    let slotted = sites.tail_slots.iter().any(Option::is_some);
+    if dispatch.iter().any(Option::is_some) || slotted {
         registers.extend([Width::I32, Width::I32]);
     }
     Some(FunctionPlan {
@@ -641,6 +707,97 @@ impl Planner<'_> {
         }
     }
 
+    /// Throw edge `e`: every group is classified along the dummy of its
+    /// throwing vertex.
+    fn throw(&self, e: EdgeId, out: &mut Vec<Action>) {
+        let f = &self.num.functions[self.h.index()];
+        let Some(exit) = f.throw_at(f.split.cfg.src(e)) else {
+            return; // not reached from ENTRY
+        };
+        for g in &self.groups {
+            self.close(g, self.exit_inc(g, exit), out);
+        }
+    }
+
+    /// Catch edge `e`: what the exception left behind is dropped, and the
+    /// root restarts along `e`.
+    fn catch(&self, e: EdgeId, out: &mut Vec<Action>) {
+        let f = &self.num.functions[self.h.index()];
+        let CutRole::Real(d) = f.roles[e.index()] else {
+            return;
+        };
+        for g in &self.groups {
+            out.push(Action::Set {
+                reg: g.len,
+                value: 0,
+            });
+        }
+        out.push(Action::Set {
+            reg: ACTIVE,
+            value: 0,
+        });
+        out.push(to_global(G_SP, SP_AT_ENTRY));
+        out.push(Action::Set {
+            reg: SCRATCH,
+            value: 0,
+        });
+        out.push(to_global(G_PASS, SCRATCH));
+        self.restart(d, false, out);
+    }
+
+    /// The edge to EXIT of tail-calling vertex `u`, if it has one.
+    fn tail_edge(&self, u: pathprof_graph::NodeId) -> Option<EdgeId> {
+        let split = &self.num.functions[self.h.index()].split;
+        (split.cfg.succs(u).iter().copied())
+            .find(|&e| split.is_original(e) && split.cfg.dst(e) == pathprof_graph::Cfg::EXIT)
+    }
+
+    /// The actions of tail call `t` at wasm call site `site`, instead of
+    /// the edge to EXIT and the exit actions; `slots`: see [`Sites`].
+    fn tail_call(&self, t: &SubpathTail, site: u32, slots: Option<&[u32]>) -> CallActions {
+        let mut into_profiled = vec![];
+        if let Some(exit) = t.exit {
+            for g in &self.groups {
+                self.close(g, self.exit_inc(g, exit), &mut into_profiled);
+                if g.len == LEN0 {
+                    into_profiled.push(to_global(G_SP, PTR0));
+                }
+            }
+        }
+        let before = match slots {
+            None => into_profiled,
+            Some(slots) => {
+                // An opaque callee returns for `h`.
+                let mut returns = vec![];
+                let f = &self.num.functions[self.h.index()];
+                let edge = self.tail_edge(t.at).map(|e| f.roles[e.index()]);
+                if let Some(CutRole::Real(d)) = edge {
+                    self.advance(d, &mut returns);
+                }
+                returns.extend(self.exit());
+                if slots.is_empty() {
+                    return CallActions {
+                        site,
+                        before: returns,
+                        after: vec![],
+                        instead_of_exit: true,
+                    };
+                }
+                let mut out = returns;
+                for &slot in slots.iter().rev() {
+                    out = if_slot(self.index, slot, into_profiled.clone(), out);
+                }
+                [vec![Action::CaptureIndex { reg: self.index.0 }], out].concat()
+            }
+        };
+        CallActions {
+            site,
+            before,
+            after: vec![],
+            instead_of_exit: true,
+        }
+    }
+
     /// `then(c)` for the child `c` whose slots hold the captured table
     /// index (a direct call's only child: at once), `otherwise` when none
     /// does.
@@ -737,6 +894,9 @@ impl Planner<'_> {
                 limit: STACK_BYTES,
             });
             out.push(to_global(G_SP, SCRATCH));
+        }
+        if self.catches {
+            out.push(from_global(SP_AT_ENTRY, G_SP));
         }
         out
     }

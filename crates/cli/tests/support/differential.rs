@@ -281,6 +281,11 @@ pub struct Checked {
     pub inconclusive_kinds: BTreeMap<String, usize>,
     /// Call sites the inlined variant inlined.
     pub inlined_sites: usize,
+    /// Interesting segments the `ippp` variant was given (sampled).
+    pub ippp_segments: usize,
+    /// Modules `ippp` refused (a tail call that may reach an import through
+    /// a table the host may write).
+    pub ippp_refused: usize,
     /// Differences and failures, each naming `label` and holding the module.
     pub failures: Vec<String>,
 }
@@ -316,9 +321,25 @@ pub fn check_module(engine: &Engine, original: &[u8], label: &str) -> Checked {
         }
     };
     let mut variants = Vec::new();
-    for technique in [Technique::Path, Technique::Edge] {
-        let inst = match driver::instrument(original, technique, &driver::Options::default()) {
+    // Interprocedural PPP at depth 2, every other segment of sampled
+    // executions of the module's supergraph interesting.
+    let mut ippp = driver::Options::default();
+    ippp.ippp.k = 2;
+    let bound = ippp.ball_larus.truncate_above;
+    ippp.ippp.interesting = pathprof::ippp::sampled_segments(original, 2, 1, bound);
+    c.ippp_segments += ippp.ippp.interesting.len();
+    let default = driver::Options::default();
+    for (technique, opts) in [
+        (Technique::Path, &default),
+        (Technique::Edge, &default),
+        (Technique::Ippp, &ippp),
+    ] {
+        let inst = match driver::instrument(original, technique, opts) {
             Ok(i) => i,
+            Err(e) if technique == Technique::Ippp && format!("{e:#}").contains("tail call") => {
+                c.ippp_refused += 1;
+                continue;
+            }
             Err(e) => {
                 c.failures.push(format!(
                     "{label}: {technique:?} instrumentation failed: {e:#}\nmodule: {}",

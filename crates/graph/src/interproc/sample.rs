@@ -21,7 +21,8 @@ struct Activation {
 /// cases), or the `c % n`-th successor edge, or
 /// the return at EXIT; now and then (`c % 16 == 15`) the host enters an
 /// entry function (a callback), and (`c % 4 == 2`) a throwing block
-/// throws to a handler of some activation, and (`c % 2 == 1`) a block
+/// throws to a handler of some activation (if none has one, the exception
+/// escapes and the execution ends), and (`c % 2 == 1`) a block
 /// that tail-calls does. Stops at a dead end, past
 /// `max_depth` activations, when the program returns, or when the choices
 /// run out.
@@ -68,6 +69,11 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
             let catcher = stack.last_mut().expect("catch leaves one");
             catcher.block = handler;
             catcher.calls_made = 0;
+        } else if let (2, None, None, true) =
+            (c % 4, pending, thrown, func.throws.contains(&top.block))
+        {
+            events.push(Event::Escape);
+            break;
         } else if let (1 | 3, None, Some(tail)) = (
             c % 4,
             pending,

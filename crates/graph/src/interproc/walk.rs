@@ -72,6 +72,11 @@ pub enum Event {
     /// backedge source); `unwind` activations are left, and the one then on
     /// top catches at its handler block `handler` (section 9.2.2).
     Throw { unwind: usize, handler: NodeId },
+    /// The current activation throws where control is, and no profiled
+    /// function catches the exception: the execution is over (the host or
+    /// an import caught it, or the run ended with it). The walk's thrown
+    /// path, counted where it is caught, is not counted.
+    Escape,
     /// The current activation, at the end of a block that tail-calls,
     /// tail-calls `callee`: it is replaced by `callee`'s, entered afresh.
     TailCall { callee: FuncId },
@@ -134,6 +139,7 @@ impl Interproc {
                 Event::Return => w.ret()?,
                 Event::Throw { unwind, handler } => w.throw(unwind, handler)?,
                 Event::TailCall { callee } => w.tail_call(callee)?,
+                Event::Escape => break,
             }
         }
         Ok(w.counts)

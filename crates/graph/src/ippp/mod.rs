@@ -55,9 +55,15 @@
 //! ([`subpath::SubpathRef`]), the id a Ball-Larus number (see [`subpath`]).
 //!
 //! Departures from the thesis:
-//! - Runs with throws or tail calls are rejected (the thesis does not
-//!   define segments across them). Host callbacks (a call with no site)
-//!   start a new activation whose subpaths no open segment takes.
+//! - Tail calls and exceptions, which the thesis does not consider: a
+//!   tail call ends the subpath and every segment open on the activation
+//!   it replaces, and the callee starts afresh
+//!   (docs/decisions.md#ips-tail-calls); a throw ends the thrower's
+//!   subpath and every segment open on it, and the catching activation
+//!   starts a new subpath at its handler
+//!   (docs/decisions.md#ips-exceptions).
+//!   Host callbacks (a call with no site) start a new activation whose
+//!   subpaths no open segment takes.
 //! - IPS overlap (`p1p2` and `p2p3` share `p2`). Inlining (3.4.4) would
 //!   profile one path per execution step, so `p2` executed inside `f1`'s
 //!   inlined copy of `f2` could not also start `f2`'s IPS; here every IPS
@@ -84,5 +90,5 @@ pub use expand::{
 };
 pub use residual::Residual;
 pub use segment::{ips_profile, Ips, IpsProfile, Segmenter, Step};
-pub use subpath::{Subpath, SubpathEnd, SubpathNumbering, SubpathRef, SubpathStart};
+pub use subpath::{Subpath, SubpathEnd, SubpathNumbering, SubpathRef, SubpathStart, SubpathTail};
 pub use walk::{Ippp, IpppCounts};

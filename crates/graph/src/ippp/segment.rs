@@ -21,8 +21,19 @@
 //! most one subpath per call vertex of an acyclic path through its
 //! function at each depth up to `k` (it closes at a backedge).
 //!
-//! Throws and tail calls are not supported (the run is rejected): the
-//! thesis does not say where a segment goes when an exception unwinds it.
+//! A tail call (`return_call*` into a profiled function) ends the
+//! activation's subpath ([`crate::ippp::SubpathEnd::TailCall`]) and closes
+//! every segment open on it, that subpath included; the callee starts an
+//! activation as the host's callbacks do, and when it returns, the caller
+//! the tail-calling activation would have returned to continues with a
+//! new subpath (docs/decisions.md#ips-tail-calls).
+//!
+//! A throw ends the thrower's subpath ([`crate::ippp::SubpathEnd::Throw`])
+//! and closes every segment open on it, whether a profiled function
+//! catches the exception or not ([`Event::Escape`]); the activations it
+//! unwinds have none open (a caller's went into its callee), and the
+//! catching one starts a new subpath along its catch edge into the
+//! handler (docs/decisions.md#ips-exceptions).
 
 use std::collections::BTreeMap;
 
@@ -104,9 +115,9 @@ impl<'a> Segmenter<'a> {
             Event::Call { site, callee } => self.call(site, callee, &mut step)?,
             Event::Edge(e) => self.edge(e, &mut step)?,
             Event::Return => self.ret(&mut step)?,
-            Event::Throw { .. } | Event::TailCall { .. } => {
-                return Err(self.bad("IPS profiling does not support throws and tail calls"))
-            }
+            Event::TailCall { callee } => self.tail_call(callee, &mut step)?,
+            Event::Throw { unwind, handler } => self.throw(Some((unwind, handler)), &mut step)?,
+            Event::Escape => self.throw(None, &mut step)?,
         }
         self.index += 1;
         Ok(step)
@@ -163,6 +174,83 @@ impl<'a> Segmenter<'a> {
             entered: site,
             open,
         });
+        Ok(())
+    }
+
+    /// The current activation tail-calls `callee`: its subpath ends, the
+    /// segments open on it close, and `callee`'s activation takes its place
+    /// with none open.
+    fn tail_call(&mut self, callee: FuncId, step: &mut Step) -> Result<(), GraphError> {
+        if self.numbering.function(callee).is_none() {
+            return Err(self.bad("callee out of range"));
+        }
+        let mut top = self
+            .frames
+            .pop()
+            .ok_or(self.bad("a tail call with no activation"))?;
+        let f = &self.numbering.functions[top.func.index()];
+        let exit = f.tail_at(top.node, callee).and_then(|t| t.exit);
+        let exit = exit.ok_or(self.bad("no tail call to this function where control is"))?;
+        let done = end_subpath(&mut top, f.numbering.val[exit.index()]);
+        step.subpath = Some(done);
+        for mut seg in top.open {
+            seg.subpaths.push(done);
+            step.segments.push(seg.subpaths);
+        }
+        self.frames.push(Frame {
+            func: callee,
+            node: Cfg::ENTRY,
+            sum: 0,
+            entered: top.entered,
+            open: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// The current activation throws; `caught`: how many activations the
+    /// exception leaves and the handler of the one that catches it (none:
+    /// it leaves the profiled code, and the run is over).
+    fn throw(
+        &mut self,
+        caught: Option<(usize, NodeId)>,
+        step: &mut Step,
+    ) -> Result<(), GraphError> {
+        let (none, nowhere) = (
+            self.bad("a throw with no activation"),
+            self.bad("no throw where control is"),
+        );
+        let top = self.frames.last_mut().ok_or(none)?;
+        let f = &self.numbering.functions[top.func.index()];
+        let exit = f.throw_at(top.node).ok_or(nowhere)?;
+        let done = end_subpath(top, f.numbering.val[exit.index()]);
+        step.subpath = Some(done);
+        for mut seg in std::mem::take(&mut top.open) {
+            seg.subpaths.push(done);
+            step.segments.push(seg.subpaths);
+        }
+        let Some((unwind, handler)) = caught else {
+            self.frames.clear();
+            return Ok(());
+        };
+        let (no_catcher, no_handler) = (
+            self.bad("no activation catches the exception"),
+            self.bad("the handler is not one of the catching function's"),
+        );
+        let at = self
+            .frames
+            .len()
+            .checked_sub(unwind + 1)
+            .ok_or(no_catcher)?;
+        self.frames.truncate(at + 1);
+        let catcher = &mut self.frames[at];
+        let f = &self.numbering.functions[catcher.func.index()];
+        let d = f.catch_edge(handler).ok_or(no_handler)?;
+        // What an unwound callee took closed at the throw. What waited for
+        // the subpath the catch cuts short (a host callback's caller's) is
+        // dropped, as a path in flight is.
+        catcher.open.clear();
+        catcher.sum = f.numbering.val[d.index()];
+        catcher.node = handler;
         Ok(())
     }
 

@@ -12,7 +12,14 @@
 //!   at `c`, the one after the return starts at `r`;
 //! - a dummy `v -> EXIT` at each reached dead end;
 //! - every edge the supergraph truncates (Ball-Larus 5.3: a function with
-//!   more subpaths than 64 bits number) cut as a backedge is.
+//!   more subpaths than 64 bits number) cut as a backedge is;
+//! - a dummy `u -> EXIT` of its own at the last segment `u` of each block
+//!   that tail-calls a profiled function (`return_call*`): the subpath
+//!   ends there, and the activation with it ([`SubpathEnd::TailCall`]);
+//! - likewise at the last segment of each block that throws
+//!   ([`SubpathEnd::Throw`]). A subpath of the activation that catches
+//!   starts along the catch edge `ENTRY -> h` the CFG has for each handler
+//!   `h`.
 //!
 //! The *subpath id* is the path's number (Fig. 5 with 5.2's successor order,
 //! [`crate::numbering::number`]) in that DAG.
@@ -22,13 +29,16 @@
 //!   single them out; Ball & Larus 4.1 counts them apart).
 //! - A subpath ending at a dead end exists in the DAG (so the numbering is
 //!   dense) but is never observed: a run that stops there is cut short.
+//! - Tail calls and exceptions, which the thesis does not consider, end
+//!   subpaths of their own kinds (docs/decisions.md#ips-tail-calls,
+//!   docs/decisions.md#ips-exceptions).
 
 use serde::{Deserialize, Serialize};
 
 use crate::cfg::{Cfg, EdgeId, NodeId};
 use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
 use crate::error::GraphError;
-use crate::interproc::{Callee, FuncId, SiteRef, Split, Supergraph};
+use crate::interproc::{Callee, FuncId, Function, SiteRef, Split, Supergraph};
 use crate::numbering::{number, Numbering};
 use crate::regenerate::regenerate;
 
@@ -53,6 +63,11 @@ pub enum SubpathEnd {
     /// A backedge leaves the (split) vertex `node`; also, never observed, a
     /// dead end at `node`.
     Backedge(NodeId),
+    /// The function tail-calls a profiled function (`return_call*`),
+    /// whose activation replaces its own.
+    TailCall,
+    /// The function throws an exception (`throw`, `throw_ref`).
+    Throw,
 }
 
 /// A subpath spelt out: its start, the original CFG edges it takes (the
@@ -84,6 +99,18 @@ pub enum CutRole {
     Unreachable,
 }
 
+/// A tail call of the function, as its subpaths end at it.
+#[derive(Clone, Debug)]
+pub struct SubpathTail {
+    /// The split vertex the tail call leaves from: its block's last
+    /// segment.
+    pub at: NodeId,
+    pub callee: Callee,
+    /// The dummy `at -> EXIT` a subpath ending in it takes (`None`: ENTRY
+    /// does not reach the block).
+    pub exit: Option<DagEdgeId>,
+}
+
 /// One function's call-cut DAG and its Ball-Larus numbering.
 #[derive(Clone, Debug)]
 pub struct FunctionSubpaths {
@@ -92,6 +119,14 @@ pub struct FunctionSubpaths {
     pub numbering: Numbering,
     /// Per split-CFG edge.
     pub roles: Vec<CutRole>,
+    /// Per tail call of the supergraph function, in its order.
+    pub tails: Vec<SubpathTail>,
+    /// Per reached throwing block: its last segment and the dummy to EXIT
+    /// a subpath ending in its throw takes.
+    pub throws: Vec<(NodeId, DagEdgeId)>,
+    /// Per handler: the catch edge `ENTRY -> h` a subpath of the catching
+    /// activation starts along (the last such edge of the CFG).
+    pub catches: Vec<(NodeId, EdgeId)>,
 }
 
 /// The subpath numbering of every function of a supergraph.
@@ -113,7 +148,7 @@ impl SubpathNumbering {
         let functions = sg
             .functions
             .iter()
-            .map(|f| FunctionSubpaths::new(Split::new(f), &f.truncated))
+            .map(|f| FunctionSubpaths::new(Split::new(f), f))
             .collect::<Result<_, _>>()?;
         let callees = sg
             .functions
@@ -143,9 +178,11 @@ impl SubpathNumbering {
 }
 
 impl FunctionSubpaths {
-    /// `truncated`: original CFG edges that end a subpath as a backedge
-    /// does (Ball-Larus 5.3, [`crate::interproc::Function::truncated`]).
-    fn new(split: Split, truncated: &[EdgeId]) -> Result<FunctionSubpaths, GraphError> {
+    /// The subpaths of `func`, split as `split`: its truncated edges end a
+    /// subpath as a backedge does (Ball-Larus 5.3,
+    /// [`crate::interproc::Function::truncated`]).
+    fn new(split: Split, func: &Function) -> Result<FunctionSubpaths, GraphError> {
+        let truncated = &func.truncated;
         let cfg = &split.cfg;
         let dfs = cfg.dfs();
         let n = cfg.num_nodes();
@@ -196,6 +233,43 @@ impl FunctionSubpaths {
                 );
             }
         }
+        // A dummy of its own, not the vertex's dead-end or backedge one:
+        // the subpath's end says which it was.
+        let mut tail_exit: Vec<Option<DagEdgeId>> = vec![None; n];
+        let tails = (func.tail_calls.iter())
+            .map(|t| {
+                let at = split.last[t.block.index()];
+                let exit = dfs.reached(at).then(|| {
+                    dummy(
+                        &mut edges,
+                        &mut tail_exit,
+                        at,
+                        (at, Cfg::EXIT, DagEdgeKind::ExitDummy),
+                    )
+                });
+                SubpathTail {
+                    at,
+                    callee: t.callee.clone(),
+                    exit,
+                }
+            })
+            .collect();
+        let mut throw_exit: Vec<Option<DagEdgeId>> = vec![None; n];
+        let throws = (func.throws.iter())
+            .map(|&b| split.last[b.index()])
+            .filter(|&u| dfs.reached(u))
+            .map(|u| {
+                let edge = (u, Cfg::EXIT, DagEdgeKind::ExitDummy);
+                (u, dummy(&mut edges, &mut throw_exit, u, edge))
+            })
+            .collect();
+        let catches = (func.handlers.iter())
+            .filter_map(|&h| {
+                let from_entry = cfg.succs(Cfg::ENTRY).iter().copied();
+                let e = from_entry.filter(|&e| cfg.dst(e) == h).last()?;
+                Some((h, e))
+            })
+            .collect();
         let dag = Dag::from_edges(n, &edges);
         let numbering = number(&dag)?;
         Ok(FunctionSubpaths {
@@ -203,7 +277,38 @@ impl FunctionSubpaths {
             dag,
             numbering,
             roles,
+            tails,
+            throws,
+            catches,
         })
+    }
+
+    /// Whether DAG edge `d` is the dummy a subpath ending in a tail call
+    /// takes.
+    pub fn is_tail_exit(&self, d: DagEdgeId) -> bool {
+        self.tails.iter().any(|t| t.exit == Some(d))
+    }
+
+    /// The tail call at split vertex `at` that may enter `callee`.
+    pub fn tail_at(&self, at: NodeId, callee: FuncId) -> Option<&SubpathTail> {
+        self.tails
+            .iter()
+            .find(|t| t.at == at && t.callee.may_call(callee))
+    }
+
+    /// The dummy a subpath ending in a throw at split vertex `at` takes.
+    pub fn throw_at(&self, at: NodeId) -> Option<DagEdgeId> {
+        self.throws.iter().find(|&&(u, _)| u == at).map(|&(_, d)| d)
+    }
+
+    /// The DAG edge of the catch edge into handler `h`, which a subpath
+    /// of the catching activation starts along.
+    pub fn catch_edge(&self, h: NodeId) -> Option<DagEdgeId> {
+        let &(_, e) = self.catches.iter().find(|&&(v, _)| v == h)?;
+        match self.roles[e.index()] {
+            CutRole::Real(d) => Some(d),
+            _ => None,
+        }
     }
 
     /// The number of subpaths: every id is below it.
@@ -223,8 +328,11 @@ impl FunctionSubpaths {
             },
             _ => SubpathStart::Entry,
         };
-        let last = self.dag.edge(*path.last().expect("a path has an edge"));
+        let last_id = *path.last().expect("a path has an edge");
+        let last = self.dag.edge(last_id);
         let end = match (last.kind, split.call_at[last.src.index()]) {
+            _ if self.is_tail_exit(last_id) => SubpathEnd::TailCall,
+            _ if self.throws.iter().any(|&(_, d)| d == last_id) => SubpathEnd::Throw,
             (DagEdgeKind::ExitDummy, Some(i)) => SubpathEnd::Call(i),
             (DagEdgeKind::ExitDummy, None) => SubpathEnd::Backedge(last.src),
             _ => SubpathEnd::Exit,

@@ -32,8 +32,17 @@
 //! Ball-Larus id stored there must match; else the IPS is not interesting
 //! (an untested IPS, in residual profiling).
 //!
-//! Departures from the thesis: throws and tail calls are rejected, as by
-//! the segmenter.
+//! - a tail call: the open registers add the copy's dummy `u -> EXIT` of
+//!   the tail-calling vertex and are classified (their segments close, as
+//!   the segmenter closes them); the callee's activation starts with a
+//!   root register at 0 and none open.
+//!
+//! - a throw: likewise at the throwing vertex's dummy `u -> EXIT`; the
+//!   catching activation drops what it had open and starts a root
+//!   register along its catch edge `ENTRY -> h`.
+//!
+//! Departures from the thesis: tail calls and throws are treated as the
+//! segmenter treats them.
 
 use std::collections::BTreeMap;
 
@@ -163,9 +172,9 @@ impl<'a> Ippp<'a> {
                 Event::Call { site, callee } => w.call(site, callee)?,
                 Event::Edge(e) => w.edge(e)?,
                 Event::Return => w.ret()?,
-                Event::Throw { .. } | Event::TailCall { .. } => {
-                    return Err(w.bad("IPPP does not support throws and tail calls"))
-                }
+                Event::TailCall { callee } => w.tail_call(callee)?,
+                Event::Throw { unwind, handler } => w.throw(Some((unwind, handler)))?,
+                Event::Escape => w.throw(None)?,
             }
         }
         Ok(w.counts)
@@ -310,6 +319,65 @@ impl Walker<'_, '_> {
         }
         top.node = f.split.cfg.dst(e);
         self.frames.push(top);
+        Ok(())
+    }
+
+    fn tail_call(&mut self, callee: FuncId) -> Result<(), GraphError> {
+        let num = self.ip.subpaths;
+        if num.function(callee).is_none() {
+            return Err(self.bad("callee out of range"));
+        }
+        let top = self
+            .frames
+            .pop()
+            .ok_or(self.bad("a tail call with no activation"))?;
+        let f = &num.functions[top.func.index()];
+        let exit = f.tail_at(top.node, callee).and_then(|t| t.exit);
+        let exit = exit.ok_or(self.bad("no tail call to this function where control is"))?;
+        for mut r in top.open {
+            self.add(&mut r, exit)?;
+            self.classify(r);
+        }
+        self.frames.push(Frame {
+            func: callee,
+            node: Cfg::ENTRY,
+            entered: top.entered,
+            root: Register::at(callee),
+            open: Vec::new(),
+        });
+        Ok(())
+    }
+
+    fn throw(&mut self, caught: Option<(usize, NodeId)>) -> Result<(), GraphError> {
+        let num = self.ip.subpaths;
+        let (none, nowhere) = (
+            self.bad("a throw with no activation"),
+            self.bad("no throw where control is"),
+        );
+        let top = self.frames.last_mut().ok_or(none)?;
+        let f = &num.functions[top.func.index()];
+        let exit = f.throw_at(top.node).ok_or(nowhere)?;
+        let open = std::mem::take(&mut top.open);
+        for mut r in open {
+            self.add(&mut r, exit)?;
+            self.classify(r);
+        }
+        let Some((unwind, handler)) = caught else {
+            self.frames.clear();
+            return Ok(());
+        };
+        let left = self.frames.len().checked_sub(unwind + 1);
+        let left = left.ok_or(self.bad("no activation catches the exception"))?;
+        self.frames.truncate(left + 1);
+        let mut catcher = self.frames.pop().expect("checked above");
+        let f = &num.functions[catcher.func.index()];
+        let d = f.catch_edge(handler);
+        let d = d.ok_or(self.bad("the handler is not one of the catching function's"))?;
+        catcher.open.clear();
+        catcher.root = Register::at(catcher.func);
+        self.add(&mut catcher.root, d)?;
+        catcher.node = handler;
+        self.frames.push(catcher);
         Ok(())
     }
 

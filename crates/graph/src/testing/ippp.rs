@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::interproc::{Event, FuncId, Supergraph};
 use crate::ippp::{Subpath, SubpathEnd, SubpathStart};
 use crate::testing::interproc::path_ends;
+use crate::Cfg;
 
 /// What follows a subpath in call-nesting order.
 #[derive(Copy, Clone, Debug)]
@@ -20,6 +21,10 @@ pub enum Next {
     Caller(Option<usize>),
     /// It ended at a backedge.
     Loop,
+    /// It tail-called: the activation ended, the callee's replaced it.
+    TailCall,
+    /// It threw.
+    Throw,
     /// It was in flight when the run ended ([`wpp_unfinished`]).
     Unfinished,
 }
@@ -43,6 +48,19 @@ struct Act {
 }
 
 impl Act {
+    /// The activation as it goes on after catching an exception: a new
+    /// activation `id` in the same frame, since what waited for its subpath
+    /// in flight (cut short) follows no subpath of it.
+    fn fresh(&self, id: usize) -> Act {
+        Act {
+            id,
+            func: self.func,
+            caller: self.caller,
+            start: SubpathStart::Entry,
+            edges: Vec::new(),
+        }
+    }
+
     /// Ends the subpath in flight.
     fn finish(&mut self, end: SubpathEnd, next: Next) -> Done {
         Done {
@@ -112,7 +130,50 @@ fn cut_run(sg: &Supergraph, events: &[Event], unfinished: bool) -> Vec<Done> {
                 let caller = top.caller;
                 out.push(top.finish(SubpathEnd::Exit, Next::Caller(caller)));
             }
-            Event::Throw { .. } | Event::TailCall { .. } => unreachable!("not generated"),
+            Event::TailCall { callee } => {
+                let mut top = stack.pop().expect("an activation");
+                out.push(top.finish(SubpathEnd::TailCall, Next::TailCall));
+                // The callee returns where the tail caller would have.
+                stack.push(Act {
+                    id: next_id,
+                    func: callee,
+                    caller: top.caller,
+                    start: SubpathStart::Entry,
+                    edges: Vec::new(),
+                });
+                next_id += 1;
+            }
+            Event::Throw { unwind, handler } => {
+                let top = stack.last_mut().expect("an activation");
+                out.push(top.finish(SubpathEnd::Throw, Next::Throw));
+                // The unwound activations between thrower and catcher.
+                let mut left = stack.split_off(stack.len() - unwind);
+                left.pop();
+                let catcher = stack.last_mut().expect("a catcher");
+                if unfinished && unwind > 0 {
+                    // The catcher's subpath in flight is cut short too.
+                    left.push(std::mem::replace(catcher, catcher.fresh(next_id)));
+                    next_id += 1;
+                } else if unwind > 0 {
+                    *catcher = catcher.fresh(next_id);
+                    next_id += 1;
+                }
+                cut_short(&mut out, left, unfinished);
+                // Along the catch edge: the CFG's last ENTRY -> handler.
+                let cfg = &sg.functions[catcher.func.index()].cfg;
+                let catch = (cfg.edge_ids())
+                    .filter(|&e| cfg.edge(e) == (Cfg::ENTRY, handler))
+                    .last()
+                    .expect("a catch edge");
+                catcher.start = SubpathStart::Entry;
+                catcher.edges = vec![catch];
+            }
+            Event::Escape => {
+                let top = stack.last_mut().expect("an activation");
+                out.push(top.finish(SubpathEnd::Throw, Next::Throw));
+                stack.pop();
+                cut_short(&mut out, std::mem::take(&mut stack), unfinished);
+            }
         }
     }
     if unfinished {
@@ -121,6 +182,17 @@ fn cut_run(sg: &Supergraph, events: &[Event], unfinished: bool) -> Vec<Done> {
         }
     }
     out
+}
+
+/// With `unfinished`, the subpaths in flight of activations an exception
+/// cut short, as far as they went (a segment truncated in one was
+/// truncated there).
+fn cut_short(out: &mut Vec<Done>, acts: Vec<Act>, unfinished: bool) {
+    if unfinished {
+        for mut act in acts {
+            out.push(act.finish(SubpathEnd::Exit, Next::Unfinished));
+        }
+    }
 }
 
 /// An IPS spelt out.
@@ -153,7 +225,7 @@ pub fn marks(interesting: &BTreeSet<Spelt>) -> Marks {
                 SubpathEnd::Exit => {
                     ctx.pop();
                 }
-                SubpathEnd::Backedge(_) => {}
+                SubpathEnd::Backedge(_) | SubpathEnd::TailCall | SubpathEnd::Throw => {}
             }
         }
     }

@@ -19,7 +19,7 @@
 //!   edge: the nearest activation of that function catches (an exception
 //!   caught by a recursive activation further down cannot be told apart
 //!   without the stack depth). An exception no profiled function catches
-//!   ends the conversion.
+//!   ends the conversion with [`Event::Escape`].
 
 use pathprof_graph::interproc::{CallSiteId, Event, FuncId};
 use pathprof_graph::{Cfg, EdgeId, NodeId};
@@ -154,6 +154,10 @@ impl<'a> EventStream<'a> {
             return;
         }
         let c = &mut self.c;
+        if c.frames.last().is_some_and(|t| t.leaving == Leaving::Throw) {
+            c.out.push(Event::Escape); // the run ended with the exception
+            return;
+        }
         while c
             .frames
             .last()
@@ -198,7 +202,9 @@ impl Converter<'_> {
             .last()
             .is_some_and(|t| t.leaving == Leaving::Throw)
         {
-            return Ok(false); // uncaught: the program is over
+            // Uncaught by profiled code: the program is over for the model.
+            self.out.push(Event::Escape);
+            return Ok(false);
         }
         if src == Cfg::ENTRY {
             self.enter(f)?;
@@ -319,6 +325,9 @@ impl Converter<'_> {
             .is_some_and(|t| t.leaving == Leaving::Throw);
         let catcher = self.frames.iter().rposition(|a| a.func == f);
         let (true, Some(at)) = (thrown, catcher) else {
+            if thrown {
+                self.out.push(Event::Escape);
+            }
             return false;
         };
         let unwind = self.frames.len() - 1 - at;

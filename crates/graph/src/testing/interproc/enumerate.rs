@@ -183,6 +183,8 @@ pub fn observable_paths(
                     },
                 });
             }
+            // Counted where it is caught: nowhere.
+            Event::Escape => break,
             Event::Throw { unwind, handler } => {
                 let Some(top) = stack.last() else { break };
                 let mut done = std::mem::take(&mut cur);

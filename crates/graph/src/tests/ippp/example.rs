@@ -9,7 +9,7 @@ use crate::ippp::{
     ips_profile, Segmenter, Subpath, SubpathEnd, SubpathNumbering, SubpathRef, SubpathStart,
 };
 
-const F: [FuncId; 5] = [
+pub(super) const F: [FuncId; 5] = [
     FuncId::from_u32(0),
     FuncId::from_u32(1),
     FuncId::from_u32(2),
@@ -17,14 +17,14 @@ const F: [FuncId; 5] = [
     FuncId::from_u32(4),
 ];
 /// Block ids: the first block of every function is node 2, the second 3.
-fn b0() -> NodeId {
+pub(super) fn b0() -> NodeId {
     NodeId::new(2)
 }
-fn b1() -> NodeId {
+pub(super) fn b1() -> NodeId {
     NodeId::new(3)
 }
 
-fn func(edges: &[(NodeId, NodeId)], calls: &[(NodeId, FuncId)]) -> Function {
+pub(super) fn func(edges: &[(NodeId, NodeId)], calls: &[(NodeId, FuncId)]) -> Function {
     let blocks = edges.iter().map(|e| e.0.index().max(e.1.index()) + 1).max();
     Function::new(
         Cfg::from_edges(blocks.unwrap_or(2), edges),
@@ -59,17 +59,30 @@ pub(super) fn program() -> Supergraph {
     }
 }
 
-pub(super) fn run() -> Vec<Event> {
-    let e = |i| Event::Edge(EdgeId::new(i));
-    let call = |s, f: usize| Event::Call {
+/// Edge `i` of the current function.
+pub(super) fn e(i: usize) -> Event {
+    Event::Edge(EdgeId::new(i))
+}
+
+/// Call site `s` enters function `f`.
+pub(super) fn call(s: usize, f: usize) -> Event {
+    Event::Call {
         site: Some(CallSiteId::new(s)),
         callee: F[f],
-    };
+    }
+}
+
+/// The host enters f1.
+pub(super) fn start() -> Event {
+    Event::Call {
+        site: None,
+        callee: F[0],
+    }
+}
+
+pub(super) fn run() -> Vec<Event> {
     vec![
-        Event::Call {
-            site: None,
-            callee: F[0],
-        },
+        start(),
         e(0),       // f1: ENTRY -> A
         call(0, 1), // p1 ends
         e(0),       // f2: ENTRY -> B
@@ -211,8 +224,9 @@ fn profile_counts_each_segment_once() {
     assert!(profile.values().all(|&c| c == 1));
 }
 
+/// No block of the example throws: a throw is not where control can be.
 #[test]
-fn throws_are_rejected() {
+fn throws_where_no_block_throws_are_rejected() {
     let num = SubpathNumbering::new(&program()).unwrap();
     let mut events = run();
     events.truncate(2);
