@@ -128,7 +128,7 @@ fn expected_data(
                 force_ball_larus: false,
             };
             let ids = &opts.ppp.interesting.paths[&f.func_index];
-            let planned = ppp::plan(&f.cfg, None, &ppp_opts, ids).unwrap();
+            let planned = ppp::plan(&f.cfg, None, &ppp_opts, ids, None).unwrap();
             FunctionData::Path {
                 counts: zero_counts(&planned.numbered),
                 numbered: planned.numbered,

@@ -265,30 +265,63 @@ fn bad_specs_get_line_numbered_errors_and_no_output() {
         stderr(&o),
         "pathprof: error: --interesting applies to --mode ppp and ippp only\n"
     );
-    // A profile numbered with another truncation threshold, and an edge profile.
+    // A profile numbered with another truncation threshold names its paths
+    // in its own numbering: the functions it cut elsewhere are planned with
+    // its cuts (a guided profile's case, docs/decisions.md#guided-truncation).
     let t = s(&dir.path().join("test.json"));
-    let o = pathprof(&[
-        "run",
-        "--mode",
-        "ppp",
-        "--interesting",
-        &t,
-        "--truncate-above",
-        "100",
-        "-o",
-        &s(&out),
-        &sort_o2(),
-    ]);
+    let other = dir.path().join("other.json");
+    let ppp_at_100 = |specs: &[&str], out: &Path| {
+        let (out, prog) = (s(out), sort_o2());
+        let mut args: Vec<&str> = vec!["run", "--mode", "ppp"];
+        for &spec in specs {
+            args.extend(["--interesting", spec]);
+        }
+        args.extend(["--truncate-above", "100", "-o", &out, &prog]);
+        pathprof(&args)
+    };
+    let o = ppp_at_100(&[&t], &other);
+    // (The program exits non-zero on these arguments; pathprof does not fail.)
     assert!(
-        stderr(&o).starts_with(&format!("pathprof: error: {t}: function ")),
+        other.exists() && !stderr(&o).contains("error:"),
         "{}",
         stderr(&o)
     );
+    let (tested, got) = (
+        Profile::read(Path::new(&t)).unwrap(),
+        Profile::read(&other).unwrap(),
+    );
+    let numbered = |p: &Profile, ran_only: bool| -> Vec<(u32, u64, usize)> {
+        (p.functions.iter())
+            .filter_map(|f| match &f.data {
+                FunctionData::Path {
+                    numbered, counts, ..
+                } if !ran_only || !counts.paths.is_empty() => {
+                    Some((f.func_index, numbered.total, numbered.cut_nodes.len()))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let ran: Vec<_> = numbered(&tested, true);
+    let planned: Vec<_> = numbered(&got, false)
+        .into_iter()
+        .filter(|f| ran.iter().any(|r| r.0 == f.0))
+        .collect();
+    assert_eq!(planned, ran, "planned with the test profile's cuts");
+    // ... which a text spec cannot mix with the threshold's numbering.
+    let text = dir.path().join("mixed.txt");
+    let cut = (tested.functions.iter())
+        .find(|f| matches!(&f.data, FunctionData::Path { numbered, .. } if !numbered.cut_nodes.is_empty()))
+        .map(|f| f.display_name())
+        .expect("a function the test profile's threshold cut");
+    std::fs::write(&text, format!("{cut} 0\n")).unwrap();
+    let o = ppp_at_100(&[&t, &s(&text)], &out);
     assert!(
-        stderr(&o).ends_with(" was numbered differently (another --truncate-above?)\n"),
+        stderr(&o).starts_with(&format!("pathprof: error: {}: names paths of function {cut} at the truncation threshold's numbering", s(&text))),
         "{}",
         stderr(&o)
     );
+    assert!(!out.exists(), "no output after an error");
     let edges = dir.path().join("edges.json");
     profile(&edges, &["--mode", "edge"], &TEST_ARGS);
     let o = pathprof(&[

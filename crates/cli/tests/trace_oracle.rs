@@ -257,9 +257,7 @@ fn array_budget_goes_in_function_order_and_counts_stay_exact() {
 
 /// The interp fixture at -O2 and its case.
 fn interp() -> (Vec<u8>, programs::Invocation) {
-    let build = programs::root().join("tests/fixtures/c/build");
-    let module =
-        std::fs::read(build.join("interp.O2.wasm")).expect("run scripts/build-c-fixtures.sh");
+    let module = interp_built("O2");
     let (_, inv) = programs::c_cases()
         .into_iter()
         .find(|(n, _)| n == "interp")
@@ -506,6 +504,36 @@ fn cut_executions(profile: &pathprof_profile::Profile) -> (u64, u64, usize) {
     )
 }
 
+/// The interpreter fixture's first three inputs.
+fn interp_cases() -> Vec<(String, programs::Invocation)> {
+    let all = programs::c_cases().into_iter();
+    all.filter(|(n, _)| n == "interp").take(3).collect()
+}
+
+/// The interpreter fixture built at `opt`.
+fn interp_built(opt: &str) -> Vec<u8> {
+    let build = programs::root().join("tests/fixtures/c/build");
+    std::fs::read(build.join(format!("interp.{opt}.wasm")))
+        .expect("run scripts/build-c-fixtures.sh")
+}
+
+/// Options truncating at 1024 paths a function, without and with the
+/// weights of an edge profile of a run of `inv`.
+fn truncated_at_1024(
+    engine: &wasmtime::Engine,
+    module: &[u8],
+    inv: &programs::Invocation,
+) -> (driver::Options, driver::Options) {
+    let mut plain = driver::Options::default();
+    plain.ball_larus.truncate_above = 1024;
+    let train = programs::profiled_run(engine, module, Technique::Edge, &plain, inv);
+    let weighted = driver::Options {
+        weights: Some(train.1),
+        ..plain.clone()
+    };
+    (plain, weighted)
+}
+
 /// `--weights` also guides truncation (5.3): the cuts go to blocks that did
 /// not run in the prior profile where that fits, else to the coldest tier
 /// that fits (docs/decisions.md#guided-truncation). The interpreter fixture
@@ -516,22 +544,10 @@ fn cut_executions(profile: &pathprof_profile::Profile) -> (u64, u64, usize) {
 #[test]
 fn weights_guide_truncation_to_blocks_that_did_not_run() {
     let engine = pathprof_runner::engine().unwrap();
-    let build = programs::root().join("tests/fixtures/c/build");
-    let cases: Vec<_> = programs::c_cases()
-        .into_iter()
-        .filter(|(n, _)| n == "interp")
-        .take(3)
-        .collect();
+    let cases = interp_cases();
     for opt in ["O0", "O2"] {
-        let module = std::fs::read(build.join(format!("interp.{opt}.wasm")))
-            .expect("run scripts/build-c-fixtures.sh");
-        let mut plain = driver::Options::default();
-        plain.ball_larus.truncate_above = 1024;
-        let train = programs::profiled_run(&engine, &module, Technique::Edge, &plain, &cases[0].1);
-        let weighted = driver::Options {
-            weights: Some(train.1),
-            ..plain.clone()
-        };
+        let module = interp_built(opt);
+        let (plain, weighted) = truncated_at_1024(&engine, &module, &cases[0].1);
         let traced =
             driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
         for (i, (_, inv)) in cases.iter().enumerate() {
@@ -570,6 +586,57 @@ fn weights_guide_truncation_to_blocks_that_did_not_run() {
                 );
             }
         }
+    }
+}
+
+/// PPP takes its interesting paths from a path profile guided by weights:
+/// the interpreter fixture truncated at 1024 paths a function, where the
+/// guided cuts differ from the threshold's, is planned with the profile's
+/// cuts (it was refused as "numbered differently" before), and its counts
+/// equal the trace's, on the training input (every path that ran is
+/// interesting) and on the others (whose new paths are recorded).
+#[test]
+fn ppp_counts_the_paths_of_a_profile_truncated_by_weights() {
+    let engine = pathprof_runner::engine().unwrap();
+    let cases = interp_cases();
+    let dir = tempfile::tempdir().unwrap();
+    let module = interp_built("O2");
+    let (plain, weighted) = truncated_at_1024(&engine, &module, &cases[0].1);
+    let (_, guided) =
+        programs::profiled_run(&engine, &module, Technique::Path, &weighted, &cases[0].1);
+    let spec = dir.path().join("guided.json");
+    guided.write(&spec).unwrap();
+    let info = pathprof_wasm::analyze(&module).unwrap();
+    let interesting = pathprof::interesting::read_specs(&[&spec], &info, 1024).unwrap();
+    assert!(
+        !interesting.cuts.is_empty(),
+        "the weights cut no function elsewhere"
+    );
+    let mut ppp = plain.clone();
+    ppp.ppp.interesting = interesting;
+    let traced =
+        driver::instrument(&module, Technique::Trace, &driver::Options::default()).unwrap();
+    for (i, (_, inv)) in cases.iter().enumerate() {
+        let trace = programs::run(&engine, &traced.bytes, inv, true).trace;
+        let (_, profile) = programs::profiled_run(&engine, &module, Technique::Ppp, &ppp, inv);
+        // On the training input, every path that ran is interesting: the
+        // ids name the guided numbering's paths.
+        let others: u64 = (profile.functions.iter())
+            .filter_map(|f| match &f.data {
+                pathprof_profile::FunctionData::Path {
+                    ppp: Some(info), ..
+                } => Some(info.uninteresting),
+                _ => None,
+            })
+            .sum();
+        assert!(
+            i > 0 || others == 0,
+            "{others} training executions not interesting"
+        );
+        let expected = oracle::count(&trace, &programs::graphs_cut_as(&module, &profile));
+        // The others are recorded (the default policy): exact too.
+        let got = programs::path_counts(&profile).paths;
+        assert_counts(&got, &expected.paths, &format!("interp.O2 {inv:?}: ppp"));
     }
 }
 

@@ -18,10 +18,14 @@
 //!   the last block both returns and takes a backedge, or when a `br_table`
 //!   reaches one block by two edges.
 //!
-//! Ids are checked against the numbering the plan will use (same truncation
-//! threshold): a profile numbered differently is refused, as are unknown
-//! functions, numbers out of range and block sequences that are no path,
-//! with the file and line.
+//! Ids are checked against the numbering the plan will use: a text spec's
+//! at the truncation threshold, a profile's its own. A path profile that
+//! cut a function elsewhere than the threshold does (guided by weights,
+//! `run --weights`, or at another `--truncate-above`) has it planned with
+//! the cuts it records ([`Interesting::cuts`]), and no other spec may name
+//! that function's paths at the threshold's numbering, nor another profile
+//! with other cuts. Unknown functions, numbers out of range and block
+//! sequences that are no path are refused too, with the file and line.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
@@ -42,6 +46,13 @@ pub struct Interesting {
     /// Indices (into the function's self-loop list) of self loops seen
     /// iterating, by function index (from profiles only).
     pub self_loops: BTreeMap<u32, Vec<u32>>,
+    /// By function index: the vertices its DAG is cut at, where a profile
+    /// named its paths under other cuts than the truncation threshold's
+    /// (a path profile guided by weights).
+    pub cuts: BTreeMap<u32, Vec<NodeId>>,
+    /// Functions some spec named at the truncation threshold's numbering,
+    /// with the first such spec: none may be in `cuts` as well.
+    at_threshold: BTreeMap<u32, std::path::PathBuf>,
 }
 
 impl Interesting {
@@ -80,6 +91,17 @@ pub fn read_specs(
                 .map_err(|e| crate::error::invalid!("{}: not UTF-8 text: {e}", spec.display()))?;
             from_text(spec, text, &numbering, &mut out)?;
         }
+    }
+    let both = out
+        .at_threshold
+        .iter()
+        .find(|(f, _)| out.cuts.contains_key(f));
+    if let Some((f, spec)) = both {
+        bail!(
+            "{}: names paths of function {} at the truncation threshold's numbering, which another --interesting profile numbered with the cuts of its weights",
+            spec.display(),
+            numbering.display_name(*f)
+        );
     }
     Ok(out)
 }
@@ -123,6 +145,13 @@ impl<'a> Numberings<'a> {
     fn number(&self, f: &FunctionCfg) -> Result<(Dag, Numbering)> {
         Ok(build_numbered(&f.cfg, self.truncate_above)?)
     }
+
+    /// Function `func_index` as reports name it.
+    fn display_name(&self, func_index: u32) -> String {
+        self.function(func_index)
+            .and_then(|f| f.name.clone())
+            .unwrap_or_else(|| format!("func[{func_index}]"))
+    }
 }
 
 fn from_profile(
@@ -150,11 +179,31 @@ fn from_profile(
         })?;
         let (dag, numbering) = numberings.number(cfg)?;
         if ball_larus::numbered(&dag, &numbering) != *numbered {
-            bail!(
-                "{}: function {} was numbered differently (another --truncate-above?)",
-                spec.display(),
-                f.display_name()
-            );
+            // Cut elsewhere (by weights, or another threshold), if the DAG
+            // cut at the vertices the profile records numbers as it says.
+            let cut = Dag::with_cuts(&cfg.cfg, &numbered.cut_nodes)
+                .and_then(|dag| Ok((pathprof_graph::numbering::number(&dag)?, dag)));
+            if !cut.is_ok_and(|(n, dag)| ball_larus::numbered(&dag, &n) == *numbered) {
+                bail!(
+                    "{}: function {} is numbered as no cut of it numbers (a profile of another build?)",
+                    spec.display(),
+                    f.display_name()
+                );
+            }
+            if out
+                .cuts
+                .get(&f.func_index)
+                .is_some_and(|c| *c != numbered.cut_nodes)
+            {
+                bail!(
+                    "{}: function {} was cut elsewhere by another --interesting profile",
+                    spec.display(),
+                    f.display_name()
+                );
+            }
+            out.cuts.insert(f.func_index, numbered.cut_nodes.clone());
+        } else if counts.paths.iter().any(|&(_, c)| c > 0) {
+            out.at_threshold.entry(f.func_index).or_insert(spec.into());
         }
         out.add(
             f.func_index,
@@ -232,6 +281,7 @@ fn from_text(
             vec![id]
         };
         out.add(f.func_index, ids);
+        out.at_threshold.entry(f.func_index).or_insert(spec.into());
     }
     Ok(())
 }

@@ -75,7 +75,8 @@ pub fn ppp_stats(
                         ball_larus: bl.clone(),
                         ..opts.clone()
                     };
-                    ppp::plan(&f.cfg, None, &o, ids)
+                    let cuts = chosen.cuts.get(&f.func_index).map(Vec::as_slice);
+                    ppp::plan(&f.cfg, None, &o, ids, cuts)
                 },
                 |p| p.plan.paths,
             )

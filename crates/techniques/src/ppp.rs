@@ -149,15 +149,25 @@ pub struct Planned {
 
 /// Plans PPP for `cfg` with the interesting paths `interesting` (Ball-Larus
 /// ids under the numbering `opts.ball_larus` gives, any order, duplicates
-/// allowed). `weights` as for [`ball_larus::plan`]. Fails with
+/// allowed, or, with `cuts`, under the numbering of the DAG cut at those
+/// vertices: a path profile guided by weights names its paths so).
+/// `weights` as for [`ball_larus::plan`]. Fails with
 /// [`GraphError::PathOutOfRange`] for an id that is no path of the function.
 pub fn plan(
     cfg: &Cfg,
     weights: Option<&[u64]>,
     opts: &Options,
     interesting: &[u64],
+    cuts: Option<&[pathprof_graph::NodeId]>,
 ) -> Result<Planned, GraphError> {
-    let (dag, bl) = numbering::build_numbered(cfg, opts.ball_larus.truncate_above)?;
+    let (dag, bl) = match cuts {
+        Some(cuts) => {
+            let dag = pathprof_graph::dag::Dag::with_cuts(cfg, cuts)?;
+            let bl = numbering::number(&dag)?;
+            (dag, bl)
+        }
+        None => numbering::build_numbered(cfg, opts.ball_larus.truncate_above)?,
+    };
     let mut ids = interesting.to_vec();
     ids.sort_unstable();
     ids.dedup();

@@ -42,8 +42,9 @@ const MAGIC: &[u8; 6] = b"PPMETA";
 /// The version this build writes and reads (4: edge records list the
 /// blocks exceptions may unwind from, path records the cut vertices; 5:
 /// block sources have a column and the file's whole path; 6: each
-/// function's record is preceded by its length).
-pub const META_VERSION: u32 = 6;
+/// function's record is preceded by its length; 7: PPP records list the
+/// cut vertices too).
+pub const META_VERSION: u32 = 7;
 
 /// The decoded metadata of an instrumented module.
 #[derive(Clone, Debug, PartialEq)]

@@ -53,7 +53,7 @@ impl Profiler for Path {
     fn read_record(&self, r: &mut Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
         let cuts = r.ascending(f.blocks.len(), "cut vertex", "a block")?;
         let cuts: Vec<NodeId> = cuts.into_iter().map(NodeId::new).collect();
-        path_data(f, Truncation::At(&cuts), None).map_err(|reason| f.corrupt(r, reason))
+        path_data(f, &cuts, None).map_err(|reason| f.corrupt(r, reason))
     }
 
     fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> Result<()> {
@@ -69,29 +69,19 @@ impl Profiler for Path {
     }
 }
 
-/// How a function's DAG was truncated.
-pub(super) enum Truncation<'a> {
-    /// At these vertices (path mode records them: they may depend on the
-    /// weights it planned with).
-    At(&'a [NodeId]),
-    /// Wherever `numbering::build_numbered` cuts at this threshold (PPP).
-    Above(u64),
-}
-
-/// Numbers the CFG as `ball_larus::plan` and `ppp::plan` did.
+/// Numbers the CFG cut at `cuts` as `ball_larus::plan` and `ppp::plan`
+/// did (both record the vertices they cut: they may depend on the weights
+/// planned with, or, for PPP, on the profile that named the interesting
+/// paths).
 pub(super) fn path_data(
     f: &Recorded<'_>,
-    truncation: Truncation<'_>,
+    cuts: &[NodeId],
     ppp: Option<PppInfo>,
 ) -> Result<FunctionData, String> {
     let cfg = pathprof_profile::cfg_of(f.edges, f.blocks.len());
-    let (dag, numbering) = match truncation {
-        Truncation::At(cuts) => {
-            Dag::with_cuts(&cfg, cuts).and_then(|dag| numbering::number(&dag).map(|n| (dag, n)))
-        }
-        Truncation::Above(t) => numbering::build_numbered(&cfg, t),
-    }
-    .map_err(|e| e.to_string())?;
+    let (dag, numbering) = Dag::with_cuts(&cfg, cuts)
+        .and_then(|dag| numbering::number(&dag).map(|n| (dag, n)))
+        .map_err(|e| e.to_string())?;
     let numbered = ball_larus::numbered(&dag, &numbering);
     if let Some(info) = &ppp {
         if info.interesting.iter().any(|&p| p >= numbered.total) {

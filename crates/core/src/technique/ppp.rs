@@ -2,13 +2,15 @@
 //! chapter 3): the plan of `pathprof_techniques::ppp` for the interesting
 //! paths of [`Options::ppp`](crate::options::Options::ppp). A function's
 //! record keeps the interesting paths, the numbering scheme and interval,
-//! the policy and the self loops the test profile saw; decoding renumbers
-//! the DAG at the module's truncation threshold.
+//! the policy, the self loops the test profile saw and the vertices the DAG
+//! was cut at (at the truncation threshold, or where a path profile guided
+//! by weights cut it, when that profile named the interesting paths);
+//! decoding renumbers the DAG cut there.
 
 use pathprof_profile::{FunctionData, Mode, Profile};
 use pathprof_techniques::ppp::{self, IdScheme, Policy, PppInfo};
 
-use super::path::{path_data, template, Truncation};
+use super::path::{path_data, template};
 use super::{Counters, FunctionCfg, PlanCx, Planned, Profiler, Reader, Recorded, Writer};
 use crate::error::Result;
 use crate::meta::MetaError;
@@ -41,7 +43,8 @@ impl Profiler for Ppp {
             policy: cx.opts.ppp.policy,
             force_ball_larus: cx.opts.ppp.force_ball_larus,
         };
-        let mut p = ppp::plan(&f.cfg, cx.weights, &ppp_opts, interesting)?;
+        let cuts = chosen.cuts.get(&f.func_index).map(Vec::as_slice);
+        let mut p = ppp::plan(&f.cfg, cx.weights, &ppp_opts, interesting, cuts)?;
         p.info.tested_self_loops = chosen
             .self_loops
             .get(&f.func_index)
@@ -49,6 +52,8 @@ impl Profiler for Ppp {
             .unwrap_or_default();
         let mut planned = Planned::new(p.plan);
         write_info(&mut planned.record, &p.info);
+        let cuts = &p.numbered.cut_nodes;
+        planned.record.ascending(cuts.iter().map(|v| v.index()));
         if cx.template {
             planned.template = Some(template(p.numbered, Some(p.info)));
         }
@@ -57,8 +62,10 @@ impl Profiler for Ppp {
 
     fn read_record(&self, r: &mut Reader<'_>, f: &Recorded<'_>) -> Result<FunctionData, MetaError> {
         let info = read_info(r)?;
-        let truncation = Truncation::Above(f.truncate_above);
-        path_data(f, truncation, Some(info)).map_err(|reason| f.corrupt(r, reason))
+        let cuts = r.ascending(f.blocks.len(), "cut vertex", "a block")?;
+        let cuts: Vec<pathprof_graph::NodeId> =
+            cuts.into_iter().map(pathprof_graph::NodeId::new).collect();
+        path_data(f, &cuts, Some(info)).map_err(|reason| f.corrupt(r, reason))
     }
 
     fn decode(&self, cx: &Counters<'_>, profile: &mut Profile) -> Result<()> {
