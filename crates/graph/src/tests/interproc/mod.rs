@@ -3,6 +3,7 @@
 //! [`crate::testing::interproc`].
 
 mod big;
+mod chords;
 mod hybrid;
 mod paper;
 mod props;
