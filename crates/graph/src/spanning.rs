@@ -23,7 +23,7 @@
 //! value modulo 2^64, read as `i64`, so path sums are right modulo 2^64 (and
 //! modulo 2^32 for a 32-bit register when there are at most 2^32 paths).
 
-use crate::cfg::{rows, Cfg, EdgeId, NodeId};
+use crate::cfg::{rows, Cfg, EdgeId};
 use crate::dag::{Dag, DagEdgeId};
 use crate::mst::max_spanning_tree;
 use crate::numbering::Numbering;
@@ -125,110 +125,61 @@ pub fn increments_on_tree(dag: &Dag, in_tree: &[bool], val: &[u64]) -> Increment
 }
 
 fn potentials(dag: &Dag, in_tree: &[bool], val: impl Fn(usize) -> u64) -> Vec<u64> {
-    let ends = |i: usize| (dag.edges[i].src, dag.edges[i].dst);
-    let tree = Tree {
-        num_nodes: dag.num_nodes,
-        num_edges: dag.edges.len(),
-        in_tree,
-        joins: &[],
+    let n = dag.num_nodes;
+    // Tree adjacency, both ways, in compressed rows of half-edges: `2i` is
+    // DAG edge i forwards, `2i + 1` backwards, and edge `num_edges` is the
+    // virtual EXIT->ENTRY one. Four bytes an arc: the largest function's
+    // potentials were the instrumenter's peak with (from, to, delta) arcs.
+    let m = dag.edges.len();
+    let ends = |h: u32| {
+        let i = (h / 2) as usize;
+        let (src, dst) = dag
+            .edges
+            .get(i)
+            .map_or((Cfg::EXIT, Cfg::ENTRY), |e| (e.src, e.dst));
+        if h & 1 == 0 {
+            (src, dst)
+        } else {
+            (dst, src)
+        }
     };
-    tree.potentials(ends, val, dag.nodes())
-}
-
-/// Values that add modulo 2^64, componentwise: a potential of
-/// [`Tree::potentials`].
-pub(crate) trait Wrapping: Copy + Default {
-    fn wrapping_add(self, other: Self) -> Self;
-    fn wrapping_neg(self) -> Self;
-}
-
-impl Wrapping for u64 {
-    fn wrapping_add(self, other: u64) -> u64 {
-        u64::wrapping_add(self, other)
-    }
-    fn wrapping_neg(self) -> u64 {
-        u64::wrapping_neg(self)
-    }
-}
-
-/// A spanning forest: the graph's edges `in_tree`, the virtual
-/// `EXIT->ENTRY` edge, and virtual edges `joins` (each `v->EXIT`), all
-/// the virtual ones of value 0.
-pub(crate) struct Tree<'a> {
-    pub num_nodes: usize,
-    pub num_edges: usize,
-    pub in_tree: &'a [bool],
-    pub joins: &'a [NodeId],
-}
-
-impl Tree<'_> {
-    /// Potentials `phi` with `phi(v) = phi(u) + val(i)` along every tree
-    /// edge `i` = `u->v` (`ends(i)`), `phi(ENTRY) = 0`; the nodes ENTRY does
-    /// not reach through the tree are rooted in `nodes` order.
-    pub(crate) fn potentials<T: Wrapping>(
-        &self,
-        ends: impl Fn(usize) -> (NodeId, NodeId),
-        val: impl Fn(usize) -> T,
-        nodes: impl Iterator<Item = NodeId>,
-    ) -> Vec<T> {
-        let n = self.num_nodes;
-        // Tree adjacency, both ways, in compressed rows of half-edges: `2i` is
-        // edge i forwards, `2i + 1` backwards; edge `num_edges` is the
-        // virtual EXIT->ENTRY one, and the joins follow. Four bytes an arc:
-        // the largest function's potentials were the instrumenter's peak
-        // with (from, to, delta) arcs.
-        let m = self.num_edges;
-        let ends = |h: u32| {
-            let i = (h / 2) as usize;
-            let (src, dst) = match i.checked_sub(m) {
-                None => ends(i),
-                Some(0) => (Cfg::EXIT, Cfg::ENTRY),
-                Some(j) => (self.joins[j - 1], Cfg::EXIT),
-            };
-            if h & 1 == 0 {
-                (src, dst)
-            } else {
-                (dst, src)
-            }
-        };
-        let virtuals = 1 + self.joins.len();
-        let halves: Vec<u32> = (0..(m + virtuals) as u32)
-            .filter(|&i| (i as usize) >= m || self.in_tree[i as usize])
-            .flat_map(|i| [2 * i, 2 * i + 1])
-            .collect();
-        let (start, adj) = rows(n, &halves, |&h| ends(h).0.index(), |k| halves[k]);
-        drop(halves);
-        // What going along half-edge h adds to phi.
-        let delta = |h: u32| {
-            let i = (h / 2) as usize;
-            let v = if i >= m { T::default() } else { val(i) };
-            if h & 1 == 0 {
-                v
-            } else {
-                v.wrapping_neg()
-            }
-        };
-        let mut phi = vec![T::default(); n];
-        let mut seen = vec![false; n];
-        let mut work = Vec::new();
-        for root in std::iter::once(Cfg::ENTRY).chain(nodes) {
-            if seen[root.index()] {
-                continue;
-            }
-            seen[root.index()] = true;
-            work.push(root);
-            while let Some(u) = work.pop() {
-                let (from, to) = (start[u.index()] as usize, start[u.index() + 1] as usize);
-                for &h in &adj[from..to] {
-                    let v = ends(h).1;
-                    if !seen[v.index()] {
-                        seen[v.index()] = true;
-                        phi[v.index()] = phi[u.index()].wrapping_add(delta(h));
-                        work.push(v);
-                    }
+    let halves: Vec<u32> = (0..=m as u32)
+        .filter(|&i| (i as usize) == m || in_tree[i as usize])
+        .flat_map(|i| [2 * i, 2 * i + 1])
+        .collect();
+    let (start, adj) = rows(n, &halves, |&h| ends(h).0.index(), |k| halves[k]);
+    drop(halves);
+    // What going along half-edge h adds to phi.
+    let delta = |h: u32| {
+        let i = (h / 2) as usize;
+        let v = if i == m { 0 } else { val(i) };
+        if h & 1 == 0 {
+            v
+        } else {
+            v.wrapping_neg()
+        }
+    };
+    let mut phi = vec![0u64; n];
+    let mut seen = vec![false; n];
+    let mut work = Vec::new();
+    let roots = std::iter::once(Cfg::ENTRY).chain(dag.nodes());
+    for root in roots {
+        if seen[root.index()] {
+            continue;
+        }
+        seen[root.index()] = true;
+        work.push(root);
+        while let Some(u) = work.pop() {
+            let (from, to) = (start[u.index()] as usize, start[u.index() + 1] as usize);
+            for &h in &adj[from..to] {
+                let v = ends(h).1;
+                if !seen[v.index()] {
+                    seen[v.index()] = true;
+                    phi[v.index()] = phi[u.index()].wrapping_add(delta(h));
+                    work.push(v);
                 }
             }
         }
-        phi
     }
+    phi
 }

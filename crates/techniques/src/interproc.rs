@@ -27,17 +27,11 @@
 //!   nvc; afresh (a cut site, `call_indirect`, the host), start along
 //!   `Entry_global -> Entry_P` with nvc 1 (and, piecewise, one open
 //!   parenthesis, the caller's count saved);
-//! - a kept edge: `pathNum += a * nvc + b`, its increment: the rho's moved
-//!   onto the chords of a spanning tree ([`Interproc::placed`], the second
-//!   half of 5.5.1), so edges of the tree add nothing and the others add
-//!   what the rho's of the tree edges around them would have; below,
-//!   "rho" is the increment;
+//! - a kept edge: `pathNum += a * nvc + b`, its rho;
 //! - a backedge: count `pathNum + rho(w -> GExit)`, restart along the
 //!   surrogate entry edge (context: from `pathNumOnEntry`; piecewise: from
 //!   `Entry_global -> GEntry_P`, no parenthesis open);
-//! - an uncut call: the increments that make `pathNum` exact at the call
-//!   vertex, then `pathNum` and `psi_r(nvc)` out, `pathNum` back in after
-//!   (and the increment that starts the return site's stretch)
+//! - an uncut call: `pathNum` and `psi_r(nvc)` out, `pathNum` back in after
 //!   (piecewise: one more parenthesis; on return, with none open, the
 //!   return edge's value and the caller's nvc `numUnbalRLPaths[Exit_S]`);
 //! - a cut call: nothing before (the callee starts afresh and keeps its own
@@ -95,7 +89,6 @@
 //!   function as well as a profiled one through a table that may be
 //!   written, or by `return_call_ref` (which one, only the run knows).
 
-use pathprof_graph::interproc::chords::Placed;
 use pathprof_graph::interproc::numbering::PiecewiseValues;
 use pathprof_graph::interproc::{
     Callee, EdgeRole, FuncId, Interproc, Linear, LocalEdgeId, Mode, TailCall,
@@ -206,7 +199,6 @@ pub fn plan(
         f,
         entry,
         sites: *sites,
-        placed: ip.placed(f),
     };
     let tails = &ip.tail_calls[f.index()];
     let mut counts = entry != Entry::Uncut || !tails.is_empty();
@@ -261,8 +253,6 @@ struct Planner<'a> {
     f: FuncId,
     entry: Entry,
     sites: WasmSites<'a>,
-    /// What each edge adds: its rho moved onto chords.
-    placed: Placed,
 }
 
 /// `reg += rho(src)`, nothing for a zero function.
@@ -312,10 +302,8 @@ impl Planner<'_> {
         pw.expect("a piecewise numbering has its values")
     }
 
-    /// What the instrumentation adds along local edge `d`: not its rho,
-    /// but its increment on the spanning tree's chords ([`Placed`]).
-    fn inc(&self, d: LocalEdgeId) -> Linear {
-        self.placed.inc[d.index()]
+    fn rho(&self, d: LocalEdgeId) -> Linear {
+        self.ip.numbering.functions[self.f.index()].rho[d.index()]
     }
 
     /// The actions of original edge `e`; whether a path is counted there.
@@ -333,11 +321,11 @@ impl Planner<'_> {
         }
         match self.ip.locals[self.f.index()].roles[e.index()] {
             EdgeRole::Kept(d) => {
-                apply(out, PATH, self.inc(d), NVC);
+                apply(out, PATH, self.rho(d), NVC);
                 false
             }
             EdgeRole::Back { exit, entry } => {
-                apply(out, PATH, self.inc(exit), NVC);
+                apply(out, PATH, self.rho(exit), NVC);
                 out.push(Action::CountPath {
                     reg: PATH,
                     offset: 0,
@@ -354,7 +342,7 @@ impl Planner<'_> {
         let u = self.ip.splits[self.f.index()].cfg.src(e);
         // No surrogate exit: ENTRY does not reach the block.
         if let Some(exit) = self.ip.locals[self.f.index()].exit_of[u.index()] {
-            apply(out, PATH, self.inc(exit), NVC);
+            apply(out, PATH, self.rho(exit), NVC);
             out.push(Action::Add {
                 reg: PATH,
                 value: 1,
@@ -445,7 +433,7 @@ impl Planner<'_> {
         let mut before = vec![];
         // No surrogate exit: ENTRY does not reach the block.
         if let Some(exit) = self.ip.locals[self.f.index()].exit_of[u.index()] {
-            apply(&mut before, PATH, self.inc(exit), NVC);
+            apply(&mut before, PATH, self.rho(exit), NVC);
             before.push(Action::CountPath {
                 reg: PATH,
                 offset: 0,
@@ -471,7 +459,7 @@ impl Planner<'_> {
 
     /// A new path along surrogate entry edge `entry`.
     fn restart(&self, entry: LocalEdgeId, out: &mut Vec<Action>) {
-        let rho = self.inc(entry);
+        let rho = self.rho(entry);
         if self.piecewise() {
             let pw = self
                 .ip
@@ -644,7 +632,6 @@ impl Planner<'_> {
         if let Some(link) = split.link_before[k] {
             self.kept(link, &mut before);
         }
-        apply(&mut before, PATH, self.placed.before_call[k], NVC);
         if ip.is_cut(s) {
             self.kept(split.call_edge[k], &mut after);
         } else {
@@ -672,9 +659,6 @@ impl Planner<'_> {
             if self.piecewise() {
                 self.piecewise_call(s, &mut before, &mut after);
             }
-            // After the return: piecewise, nvc may have changed, and the
-            // increment is for the new one.
-            apply(&mut after, PATH, self.placed.after_call[k], NVC);
             if !ip.tail_calls[q.index()].is_empty() {
                 self.tail_callee(k, &mut before, &mut after);
             }
@@ -769,7 +753,7 @@ impl Planner<'_> {
     /// `pathNum += rho(e)` for split edge `e` if G*_fn keeps it.
     fn kept(&self, e: EdgeId, out: &mut Vec<Action>) {
         if let EdgeRole::Kept(d) = self.ip.locals[self.f.index()].roles[e.index()] {
-            apply(out, PATH, self.inc(d), NVC);
+            apply(out, PATH, self.rho(d), NVC);
         }
     }
 }

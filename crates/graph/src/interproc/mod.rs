@@ -11,8 +11,6 @@
 //!   (GEntry, GExit, surrogate edges for backedges, summary edges);
 //! - [`numbering`]: psi and rho as linear functions `<a, b>` (4, 5.2, 5.3)
 //!   and the piecewise values numUnbalRLPaths and edgeValue (6.1);
-//! - [`chords`]: where the instrumentation adds the rho's, on the chords
-//!   of a spanning tree (5.5.1);
 //! - [`walk`]: the run-time instrumentation of 5.5 and 6.3 as an executable
 //!   reference: an execution (a sequence of [`Event`]s) to path counts;
 //! - [`encode`]: a path to its number (Algorithms 5.1 and 6.1);
@@ -102,7 +100,6 @@
 //!   transformed CFG, with no supergraph: [`crate::intra_context`].
 
 pub mod callgraph;
-pub mod chords;
 pub mod decode;
 pub mod encode;
 pub mod hybrid;
@@ -294,31 +291,6 @@ impl Interproc {
     /// The number of observable paths: every path number is below it.
     pub fn total(&self) -> u64 {
         self.numbering.total
-    }
-
-    /// Where the instrumentation of `f` adds its rho's ([`chords`]): on
-    /// the chords of a spanning tree that prefers edges nested in more
-    /// loops of the split CFG, as Ball-Larus placement does.
-    pub fn placed(&self, f: FuncId) -> chords::Placed {
-        let split = &self.splits[f.index()];
-        let local = &self.locals[f.index()];
-        let cfg_weight = crate::weights::loop_nesting_weights(&split.cfg);
-        let mut weight = vec![0u64; local.edges.len()];
-        let mut add = |d: LocalEdgeId, w: u64| {
-            weight[d.index()] = weight[d.index()].saturating_add(w);
-        };
-        for (role, &w) in local.roles.iter().zip(&cfg_weight) {
-            match *role {
-                EdgeRole::Kept(d) => add(d, w),
-                EdgeRole::Back { exit, entry } => {
-                    add(exit, w);
-                    add(entry, w);
-                }
-                EdgeRole::Unreachable => {}
-            }
-        }
-        let rho = &self.numbering.functions[f.index()].rho;
-        chords::place(local, rho, &weight, split.call_vertex.len())
     }
 
     /// psi of node `v` (a split-CFG node, `GExit` or `GEntry`) of `f`.

@@ -3,7 +3,6 @@
 //! [`crate::testing::interproc`].
 
 mod big;
-mod chords;
 mod hybrid;
 mod paper;
 mod props;
