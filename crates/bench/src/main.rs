@@ -86,6 +86,10 @@ struct RunArgs {
     /// Timed `pathprof instrument` processes per program.
     #[arg(long, default_value_t = 3)]
     instrument_runs: usize,
+    /// `ippp-inline`: the truncation bound of the inlined module's path
+    /// profiles (its cuts guided by a train edge profile).
+    #[arg(long, default_value_t = measure::INLINED_TRUNCATE_ABOVE)]
+    inline_truncate_above: u64,
 }
 
 #[derive(clap::Args)]
@@ -161,6 +165,7 @@ fn run(a: RunArgs) -> Result<()> {
         programs: a.programs,
         runs: a.runs.max(1),
         instrument_runs: a.instrument_runs.max(1),
+        inline_truncate_above: a.inline_truncate_above,
     };
     let results = measure::run(&cfg)?;
     let path = a.results.join("results.json");

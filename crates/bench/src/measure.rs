@@ -37,6 +37,8 @@ pub struct Config {
     pub programs: Vec<String>,
     pub runs: usize,
     pub instrument_runs: usize,
+    /// `ippp-inline`'s truncation bound.
+    pub inline_truncate_above: u64,
 }
 
 /// In-process validations of each module, for the yardstick's median.
@@ -57,11 +59,11 @@ pub const MODES: [&str; 11] = [
     "inlined",
 ];
 
-/// The truncation bound of the `ippp-inline` mode's path profiles: the
-/// inlined functions have many more paths, and at the default bound (the
-/// array limit) up to two thirds of lua's ref path executions start or
-/// end at a cut; at 2^40 about 3 %.
-const INLINED_TRUNCATE_ABOVE: u64 = 1 << 40;
+/// The default truncation bound of the `ippp-inline` mode's path profiles:
+/// the inlined functions have many more paths, and at the array limit up
+/// to two thirds of lua's ref path executions started or ended at a cut
+/// before the cuts were guided by a train edge profile; at 2^40 about 3 %.
+pub const INLINED_TRUNCATE_ABOVE: u64 = 1 << 40;
 
 /// Which optional CLI features exist (from `pathprof run --help`).
 struct Caps {
@@ -199,19 +201,34 @@ impl Program {
 
     /// The thesis' own IPPP (3.4.4, Fig. 3.15): the call sites of the
     /// train segments inlined, then (stage II) the inlined module's path
-    /// profile of the train input, whose paths are the interesting ones.
+    /// profile of the train input, whose paths are the interesting ones;
+    /// its truncation cuts are put where the train input's edge profile
+    /// of the inlined module says no path runs, where that fits.
     /// `train_stdout`: the original's output on train.
     fn inline_for_segments(&self, cfg: &Config, train_stdout: &[u8]) -> Result<()> {
         let inlined = self.inlined();
         cfg.pathprof
             .inline(&self.wasm, &self.profile("segments", "train"), &inlined)?;
+        let edges = self.profile("inline-edge", "train");
+        let timings = self.dir.join("inline-edge.train.timings.json");
+        let out = (cfg.pathprof).run(
+            &inlined,
+            &mode_args("edge", None, false),
+            "train",
+            &edges,
+            &timings,
+        )?;
+        check_same(
+            &self.result.name,
+            "inlined edges (train)",
+            train_stdout,
+            &out.stdout,
+        )?;
         let profile = self.profile("inline-path", "train");
         let timings = self.dir.join("inline-path.train.timings.json");
         let mut args = mode_args("path", None, false);
-        args.extend([
-            "--truncate-above".into(),
-            INLINED_TRUNCATE_ABOVE.to_string(),
-        ]);
+        args.extend(["--weights".into(), edges.display().to_string()]);
+        args.extend(truncate_above(cfg.inline_truncate_above));
         let out = cfg
             .pathprof
             .run(&inlined, &args, "train", &profile, &timings)?;
@@ -287,7 +304,12 @@ impl Program {
             "ippp-inline" => self.profile("inline-path", "train"),
             _ => self.profile("path", "train"),
         };
-        let args = mode_args(mode, Some(&train), caps.uninteresting);
+        let mut args = mode_args(mode, Some(&train), caps.uninteresting);
+        if mode == "ippp-inline" {
+            // PPP plans each function with the cuts the profile records;
+            // the bound is for functions the profile does not name.
+            args.extend(truncate_above(cfg.inline_truncate_above));
+        }
         // `inlined`: the inlined module uninstrumented, what inlining
         // alone does to the time.
         let out = if mode == "ippp-inline" || mode == "inlined" {
@@ -366,12 +388,6 @@ fn mode_args(mode: &str, train: Option<&Path>, uninteresting: bool) -> Vec<Strin
                 "--uninteresting".into(),
                 "count".into(),
             ]);
-            if inlined {
-                a.extend([
-                    "--truncate-above".into(),
-                    INLINED_TRUNCATE_ABOVE.to_string(),
-                ]);
-            }
         }
         ("ppp" | "residual", Some(t)) => {
             a.extend([
@@ -387,6 +403,10 @@ fn mode_args(mode: &str, train: Option<&Path>, uninteresting: bool) -> Vec<Strin
         _ => a.push(mode.into()),
     }
     a
+}
+
+fn truncate_above(bound: u64) -> [String; 2] {
+    ["--truncate-above".into(), bound.to_string()]
 }
 
 /// WASM_DIR/NAME.wasm, which must exist.
