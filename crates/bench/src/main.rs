@@ -88,8 +88,12 @@ struct RunArgs {
     instrument_runs: usize,
     /// `ippp-inline`: the truncation bound of the inlined module's path
     /// profiles (its cuts guided by a train edge profile).
-    #[arg(long, default_value_t = measure::INLINED_TRUNCATE_ABOVE)]
+    #[arg(long, default_value_t = measure::INLINED_BOUND)]
     inline_truncate_above: u64,
+    /// `ippp-inline`: count paths in an array up to this many paths a
+    /// function (`pathprof run --array-max`).
+    #[arg(long, default_value_t = measure::INLINED_BOUND)]
+    inline_array_max: u64,
 }
 
 #[derive(clap::Args)]
@@ -166,6 +170,7 @@ fn run(a: RunArgs) -> Result<()> {
         runs: a.runs.max(1),
         instrument_runs: a.instrument_runs.max(1),
         inline_truncate_above: a.inline_truncate_above,
+        inline_array_max: a.inline_array_max,
     };
     let results = measure::run(&cfg)?;
     let path = a.results.join("results.json");

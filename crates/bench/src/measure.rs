@@ -39,6 +39,8 @@ pub struct Config {
     pub instrument_runs: usize,
     /// `ippp-inline`'s truncation bound.
     pub inline_truncate_above: u64,
+    /// `ippp-inline`'s `--array-max`.
+    pub inline_array_max: u64,
 }
 
 /// In-process validations of each module, for the yardstick's median.
@@ -59,11 +61,15 @@ pub const MODES: [&str; 11] = [
     "inlined",
 ];
 
-/// The default truncation bound of the `ippp-inline` mode's path profiles:
-/// the inlined functions have many more paths, and at the array limit up
-/// to two thirds of lua's ref path executions started or ended at a cut
-/// before the cuts were guided by a train edge profile; at 2^40 about 3 %.
-pub const INLINED_TRUNCATE_ABOVE: u64 = 1 << 40;
+/// The default truncation bound and array limit of the `ippp-inline`
+/// mode's runs: the inlined functions have many more paths. At pathprof's
+/// array limit (65,536), even with guided cuts, 32 % of sqlite's ref path
+/// executions start or end at a cut; at 2^40 at most 0.3 % of any
+/// program's, but the largest functions count in hash tables (+17.7 %
+/// geomean); at 2^20, in arrays, 0.01-8.8 % at +8.9 % (BENCHMARKS.md,
+/// "Guided cuts"), with up to 760 MB of counter memory (sqlite), which the
+/// run touches only where paths ran.
+pub const INLINED_BOUND: u64 = 1 << 20;
 
 /// Which optional CLI features exist (from `pathprof run --help`).
 struct Caps {
@@ -228,7 +234,7 @@ impl Program {
         let timings = self.dir.join("inline-path.train.timings.json");
         let mut args = mode_args("path", None, false);
         args.extend(["--weights".into(), edges.display().to_string()]);
-        args.extend(truncate_above(cfg.inline_truncate_above));
+        args.extend(cfg.inline_bounds());
         let out = cfg
             .pathprof
             .run(&inlined, &args, "train", &profile, &timings)?;
@@ -308,7 +314,7 @@ impl Program {
         if mode == "ippp-inline" {
             // PPP plans each function with the cuts the profile records;
             // the bound is for functions the profile does not name.
-            args.extend(truncate_above(cfg.inline_truncate_above));
+            args.extend(cfg.inline_bounds());
         }
         // `inlined`: the inlined module uninstrumented, what inlining
         // alone does to the time.
@@ -405,8 +411,16 @@ fn mode_args(mode: &str, train: Option<&Path>, uninteresting: bool) -> Vec<Strin
     a
 }
 
-fn truncate_above(bound: u64) -> [String; 2] {
-    ["--truncate-above".into(), bound.to_string()]
+impl Config {
+    /// The truncation bound and array limit of `ippp-inline`'s runs.
+    fn inline_bounds(&self) -> Vec<String> {
+        vec![
+            "--truncate-above".into(),
+            self.inline_truncate_above.to_string(),
+            "--array-max".into(),
+            self.inline_array_max.to_string(),
+        ]
+    }
 }
 
 /// WASM_DIR/NAME.wasm, which must exist.
