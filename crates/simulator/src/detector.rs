@@ -231,12 +231,13 @@ impl PathDetector {
     ) -> OpCounts {
         let mut c = OpCounts::default();
         // The path ends here anyway, so whether it is full does not matter.
-        self.update(ev, events, Extension::None, &mut c);
+        if self.stack.is_empty() {
+            self.resync(ev, &mut c);
+        }
+        c.updates += 1;
         c.pushes += 1;
-        match self
-            .stack
-            .replace_top(|e| StackEntry::new(ev.target, e.frames))
-        {
+        let outcome = Outcome::of(ev.kind);
+        match self.stack.update_and_restart(outcome, events, ev.target) {
             Some(e) => self.emit(e, collect, &mut c),
             // Not reached: the update leaves an entry (a resync if need be).
             None => {

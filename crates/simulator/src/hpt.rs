@@ -189,6 +189,10 @@ pub struct HotPathTable {
     entries: Box<[Entry]>,
     clock: u64,
     stats: HptStats,
+    /// The entry the last update hit or filled: a loop that takes one path
+    /// again and again finds it there without indexing its set. (A path is
+    /// in at most one entry, so this is the entry the set's search finds.)
+    last: usize,
 }
 
 impl HotPathTable {
@@ -201,6 +205,7 @@ impl HotPathTable {
             entries: vec![Entry::default(); config.entries as usize].into_boxed_slice(),
             clock: 0,
             stats: HptStats::default(),
+            last: 0,
         })
     }
 
@@ -217,14 +222,24 @@ impl HotPathTable {
     pub fn update(&mut self, path: &PathDescriptor, count: u64) -> bool {
         self.stats.lookups += 1;
         self.clock += 1;
-        let first = self.config.index.set_of(path, self.sets) * self.ways;
-        let set = &mut self.entries[first..first + self.ways];
-        if let Some(e) = set.iter_mut().find(|e| e.valid && e.path == *path) {
+        let repeated = (self.entries.get(self.last)).is_some_and(|e| e.valid && e.path == *path);
+        let (at, first) = if repeated {
+            (Some(self.last), self.last)
+        } else {
+            let first = self.config.index.set_of(path, self.sets) * self.ways;
+            let set = &self.entries[first..first + self.ways];
+            let at = set.iter().position(|e| e.valid && e.path == *path);
+            (at.map(|w| first + w), first)
+        };
+        if let Some(i) = at {
+            self.last = i;
+            let e = &mut self.entries[i];
             self.stats.hits += 1;
             e.last_use = self.clock;
             e.count = saturating_add(e.count, count, &mut self.stats.saturations);
             return true;
         }
+        let set = &mut self.entries[first..first + self.ways];
         self.stats.misses += 1;
         let replacement = self.config.replacement;
         let way = replacement.victim(set);
@@ -249,6 +264,7 @@ impl HotPathTable {
             last_use: self.clock,
             valid: true,
         };
+        self.last = first + way;
         false
     }
 

@@ -24,6 +24,9 @@ pub struct PathMap<V> {
     len: usize,
     /// 64 less log2 of the slot count.
     shift: u32,
+    /// The slot of the key looked up last: a run of one path finds it
+    /// without hashing.
+    last: usize,
 }
 
 impl<V: Clone + Default> Default for PathMap<V> {
@@ -32,6 +35,7 @@ impl<V: Clone + Default> Default for PathMap<V> {
             slots: Box::default(),
             len: 0,
             shift: 64,
+            last: 0,
         }
     }
 }
@@ -76,6 +80,13 @@ impl<V: Clone + Default> PathMap<V> {
     /// `key`'s value, inserted as `fresh()` if absent.
     #[inline]
     pub fn get_or_insert(&mut self, key: &PathDescriptor, fresh: impl FnOnce() -> V) -> &mut V {
+        if self
+            .slots
+            .get(self.last)
+            .is_some_and(|s| s.full && s.key == *key)
+        {
+            return &mut self.slots[self.last].value;
+        }
         if 2 * (self.len + 1) > self.slots.len() {
             self.grow();
         }
@@ -89,6 +100,7 @@ impl<V: Clone + Default> PathMap<V> {
             };
             self.len += 1;
         }
+        self.last = i;
         &mut self.slots[i].value
     }
 
