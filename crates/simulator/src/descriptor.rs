@@ -99,10 +99,15 @@ impl PathDescriptor {
     }
 
     /// Records one more branch with outcome `o`.
+    #[inline]
     pub fn record(&mut self, o: Outcome) {
-        self.outcomes |= u128::from(o.value) << self.nbits;
-        self.nbits += o.width as u16;
-        self.len += 1;
+        // Both counts read before either is written: otherwise the compiler
+        // reads `len` with `nbits` as one word right after storing `nbits`,
+        // which stalls on store forwarding (40 % of a forward branch).
+        let (len, nbits) = (self.len, self.nbits);
+        self.outcomes |= u128::from(o.value) << nbits;
+        self.len = len + 1;
+        self.nbits = nbits + o.width as u16;
     }
 
     /// Whether the path must end now: `max_len` branches recorded or more
