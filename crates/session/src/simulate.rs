@@ -115,26 +115,71 @@ pub fn simulate_saving(
     let feeder = Arc::clone(&state);
     let clock = Instant::now();
     let cpu = crate::run_cmd::thread_cpu_s();
-    let on_branch = move |ev| {
-        feeder
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(ev)
-    };
     let (outcome, _frames) = if with_accesses {
+        // Branches and accesses interleave: one lock each keeps their order.
+        let on_branch = move |ev| lock(&feeder).push(ev);
         let feeder = Arc::clone(&state);
-        let on_access = move |addr, store| {
-            feeder
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .access(addr, store)
-        };
+        let on_access = move |addr, store| lock(&feeder).access(addr, store);
         crate::branch_trace::run_command_with_accesses(&engine, module, opts, on_branch, on_access)?
     } else {
-        crate::branch_trace::run_command(&engine, module, opts, on_branch)?
+        let mut batched = Batched {
+            feeder,
+            events: Vec::with_capacity(LOCAL_BATCH),
+        };
+        crate::branch_trace::run_command(
+            &engine,
+            module,
+            opts,
+            #[inline(always)]
+            move |ev| batched.push(ev),
+        )?
     };
-    let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
+    // The run dropped its sink, and with it the last batch, flushed.
+    if Arc::strong_count(&state) != 1 {
+        bail!("internal error: the branch stream outlived the run");
+    }
+    let mut state = lock(&state);
     state.finish(outcome.exit, with_accesses, (clock, cpu))
+}
+
+fn lock(feeder: &Mutex<Feeder>) -> std::sync::MutexGuard<'_, Feeder> {
+    feeder.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Branches between two locks of the feeder.
+const LOCAL_BATCH: usize = 4096;
+
+/// The branches of a run on their way to the feeder: written where the
+/// branch stream makes them (the push is inlined into it), handed over in
+/// bulk under one lock. Passed one by one, each event was read back as
+/// 16-byte words right after the stream stored it field by field, a
+/// store-forwarding stall, and the feeder was locked for each: a third of
+/// a simulated run (zlib). The last batch goes when the run drops it.
+struct Batched {
+    feeder: Arc<Mutex<Feeder>>,
+    events: Vec<BranchEvent>,
+}
+
+impl Batched {
+    #[inline(always)]
+    fn push(&mut self, ev: BranchEvent) {
+        self.events.push(ev);
+        if self.events.len() == LOCAL_BATCH {
+            self.flush();
+        }
+    }
+
+    #[inline(never)]
+    fn flush(&mut self) {
+        lock(&self.feeder).push_all(&self.events);
+        self.events.clear();
+    }
+}
+
+impl Drop for Batched {
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
 
 /// Simulates the branch stream saved in `trace` (`simulate --save-trace`)
@@ -245,6 +290,19 @@ impl Feeder {
         self.batch.push(ev);
         if self.batch.len() == BATCH {
             self.flush();
+        }
+    }
+
+    /// [`Feeder::push`] of each of `events`, copied in bulk.
+    fn push_all(&mut self, mut events: &[BranchEvent]) {
+        while !events.is_empty() {
+            let room = BATCH - self.batch.len();
+            let (now, rest) = events.split_at(room.min(events.len()));
+            self.batch.extend_from_slice(now);
+            if self.batch.len() == BATCH {
+                self.flush();
+            }
+            events = rest;
         }
     }
 
