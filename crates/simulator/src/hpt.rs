@@ -222,22 +222,16 @@ impl HotPathTable {
     pub fn update(&mut self, path: &PathDescriptor, count: u64) -> bool {
         self.stats.lookups += 1;
         self.clock += 1;
-        let repeated = (self.entries.get(self.last)).is_some_and(|e| e.valid && e.path == *path);
-        let (at, first) = if repeated {
-            (Some(self.last), self.last)
-        } else {
-            let first = self.config.index.set_of(path, self.sets) * self.ways;
-            let set = &self.entries[first..first + self.ways];
-            let at = set.iter().position(|e| e.valid && e.path == *path);
-            (at.map(|w| first + w), first)
-        };
-        if let Some(i) = at {
-            self.last = i;
-            let e = &mut self.entries[i];
-            self.stats.hits += 1;
-            e.last_use = self.clock;
-            e.count = saturating_add(e.count, count, &mut self.stats.saturations);
-            return true;
+        let holds = |e: &Entry| e.valid && e.path == *path;
+        if self.entries.get(self.last).is_some_and(holds) {
+            return self.hit(self.last, count);
+        }
+        let first = self.config.index.set_of(path, self.sets) * self.ways;
+        if let Some(w) = self.entries[first..first + self.ways]
+            .iter()
+            .position(holds)
+        {
+            return self.hit(first + w, count);
         }
         let set = &mut self.entries[first..first + self.ways];
         self.stats.misses += 1;
@@ -266,6 +260,16 @@ impl HotPathTable {
         };
         self.last = first + way;
         false
+    }
+
+    /// A hit on entry `i`: `count` added to it. True.
+    fn hit(&mut self, i: usize, count: u64) -> bool {
+        self.last = i;
+        let e = &mut self.entries[i];
+        self.stats.hits += 1;
+        e.last_use = self.clock;
+        e.count = saturating_add(e.count, count, &mut self.stats.saturations);
+        true
     }
 
     /// The paths in the table, heaviest first (ties by descriptor).
