@@ -348,7 +348,7 @@ fn add(total: &mut BTreeMap<&'static str, u64>, kinds: BTreeMap<&'static str, u6
 
 #[test]
 fn wat_fixtures_branch_paths_equal_the_profile() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let fixtures = programs::wat_fixtures();
     let (mut total, mut checked) = (BTreeMap::new(), 0);
     for path in fixtures {
@@ -379,7 +379,7 @@ fn wat_fixtures_branch_paths_equal_the_profile() {
 
 #[test]
 fn c_programs_branch_paths_equal_the_profile() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let (mut total, mut runs) = (BTreeMap::new(), 0);
     for (name, inv) in programs::c_cases() {

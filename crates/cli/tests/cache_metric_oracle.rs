@@ -60,13 +60,13 @@ const LOOP: &str = r#"(module
 fn a_loops_accesses_are_recorded_in_order_between_its_backedges() {
     let module = wat::parse_str(LOOP).unwrap();
     let (_, with) = traced_with_accesses(&module);
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let events = Arc::new(Mutex::new(Vec::<TraceEvent>::new()));
     let opts = RunOptions {
         trace: Some(TraceTo::new(events.clone())),
         ..RunOptions::captured(["module"])
     };
-    let compiled = pathprof_runner::compile(&engine, &with).unwrap();
+    let compiled = crate::common::programs::compile(&engine, &with).unwrap();
     let out =
         pathprof_runner::invoke_compiled(&compiled, "run", &["3".to_string()], &opts).unwrap();
     assert_eq!(out.results.len(), 1);
@@ -101,12 +101,12 @@ fn a_loops_accesses_are_recorded_in_order_between_its_backedges() {
 
 #[test]
 fn access_records_change_neither_output_nor_the_edge_trace() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (mut runs, mut accesses) = (0, 0u64);
     for (name, module, invs) in c_modules() {
         let (traced, with) = traced_with_accesses(&module);
-        let traced = pathprof_runner::compile(&engine, &traced).unwrap();
-        let with = pathprof_runner::compile(&engine, &with).unwrap();
+        let traced = crate::common::programs::compile(&engine, &traced).unwrap();
+        let with = crate::common::programs::compile(&engine, &with).unwrap();
         for inv in invs {
             let plain = programs::run_compiled(&traced, &inv, true);
             let recorded = programs::run_compiled(&with, &inv, true);
@@ -294,11 +294,11 @@ fn unbounded(metric: Metric) -> SimConfig {
 
 #[test]
 fn each_paths_misses_are_those_of_its_own_accesses() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (mut runs, mut paths, mut misses) = (0, 0, 0u64);
     for (name, module, invs) in c_modules() {
         let (_, with) = traced_with_accesses(&module);
-        let compiled = pathprof_runner::compile(&engine, &with).unwrap();
+        let compiled = crate::common::programs::compile(&engine, &with).unwrap();
         // Two cases of each module: `simulate` compiles the module for
         // every run, which is most of this test's time.
         for inv in invs.into_iter().take(2) {

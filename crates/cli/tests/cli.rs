@@ -505,7 +505,7 @@ fn instrumented_run(
     cmd.extend([input.as_str(), "-o", &inst]);
     let o = pathprof(&cmd);
     assert!(o.status.success(), "{}", stderr(&o));
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let argv = std::iter::once(fixture).chain(args.iter().copied());
     let opts = pathprof_runner::RunOptions::captured(argv);
     let run = pathprof_runner::run_command(&engine, &std::fs::read(&inst).unwrap(), &opts).unwrap();

@@ -508,7 +508,7 @@ fn entry_edges(module: &[u8]) -> std::collections::BTreeSet<(u32, u32)> {
 
 #[test]
 fn a_technique_defined_outside_pathprof_counts_what_the_trace_counts() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (mut runs, mut edges, mut nested, mut recursive) = (0, 0, 0, 0);
     for (name, module, inv) in programs::oracle_runs() {
         let checked = check(&engine, &name, &module, &inv);
@@ -533,7 +533,7 @@ fn a_technique_defined_outside_pathprof_counts_what_the_trace_counts() {
 /// counts from chords.
 #[test]
 fn the_toy_technique_agrees_with_edge_profiling() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let opts = driver::Options::default();
     let path = programs::root().join("tests/fixtures/c/build/sort.O0.wasm");
     let module = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh");

@@ -114,7 +114,7 @@ fn fixture(name: &str) -> Vec<u8> {
 /// trace's.
 #[test]
 fn lcov_records_equal_the_counts_of_a_trace() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let mut runs = 0;
     let mut hit_lines = 0;
     for (name, inv) in programs::c_cases() {
@@ -148,7 +148,7 @@ fn lcov_records_equal_the_counts_of_a_trace() {
 
 /// A path profile of `sort.O0 -q 5 3 9 -1 7`, and the trace of the run.
 fn sort_run() -> (Profile, Vec<(u32, u32)>) {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let module = fixture("sort.O0");
     let inv = Invocation::command(&["sort", "-q", "5", "3", "9", "-1", "7"]);
     let (_, profile) =
@@ -233,7 +233,7 @@ fn shares(p: &Profile) -> BTreeMap<(u32, bool, u64), f64> {
 
 #[test]
 fn diff_finds_the_paths_whose_share_changed() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let module = fixture("sort.O2");
     let run = |i: &Invocation| {
         programs::profiled_run(&engine, &module, Technique::Path, &Default::default(), i).1
@@ -287,7 +287,7 @@ fn diff_finds_the_paths_whose_share_changed() {
 /// interprocedural modes, whose functions carry no edge counts.
 #[test]
 fn export_refuses_what_has_no_lines() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let wat = programs::root().join("tests/fixtures/interproc/figure4.wat");
     let module = pathprof::input::read_module(&wat).unwrap();
     let inv = programs::export_calls(&engine, &module).remove(0);
@@ -314,7 +314,7 @@ fn export_refuses_what_has_no_lines() {
 /// module without DWARF gets its blocks.
 #[test]
 fn show_annotates_the_source_with_the_counts_of_a_trace() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (profile, trace) = sort_run();
     // The oracle of main's lines: the trace's counts of main's blocks.
     let mut main_only = profile.clone();

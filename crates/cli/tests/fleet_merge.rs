@@ -34,7 +34,7 @@ fn pathprof() -> Command {
 
 #[test]
 fn merge_adds_up_a_directory_and_a_list_and_names_the_odd_one() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let module = std::fs::read(programs::root().join("tests/fixtures/c/build/sort.O2.wasm"))
         .expect("run scripts/build-c-fixtures.sh first");
     let dir = tempfile::tempdir().unwrap();

@@ -156,6 +156,17 @@ struct Covered {
     inlined_entries: u64,
 }
 
+impl Covered {
+    /// What the threads of [`c_modules`] covered, together.
+    fn sum(parts: Vec<Covered>) -> Covered {
+        parts.into_iter().fold(Covered::default(), |a, b| Covered {
+            runs: a.runs + b.runs,
+            sites: a.sites + b.sites,
+            inlined_entries: a.inlined_entries + b.inlined_entries,
+        })
+    }
+}
+
 fn check(engine: &wasmtime::Engine, m: &Module, invs: &[Invocation], covered: &mut Covered) {
     let num = m.prepared.numbering();
     let originals: Vec<programs::Outcome> = invs
@@ -190,9 +201,10 @@ fn check(engine: &wasmtime::Engine, m: &Module, invs: &[Invocation], covered: &m
 
 #[test]
 fn c_programs_inlined_enter_only_their_real_frames() {
-    let engine = pathprof_runner::engine().unwrap();
-    let mut covered = Covered::default();
-    c_modules(&engine, |m, invs| check(&engine, m, invs, &mut covered));
+    let engine = crate::common::programs::engine();
+    let covered = Covered::sum(c_modules(&engine, |m, invs, covered| {
+        check(&engine, m, invs, covered)
+    }));
     eprintln!(
         "{} runs, {} call sites inlined, {} entries inlined away",
         covered.runs, covered.sites, covered.inlined_entries
@@ -204,7 +216,7 @@ fn c_programs_inlined_enter_only_their_real_frames() {
 
 #[test]
 fn wat_fixtures_inlined_enter_only_their_real_frames() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let mut covered = Covered::default();
     wat_recorded(&engine, |m, invs| check(&engine, m, invs, &mut covered));
     eprintln!(
@@ -287,11 +299,10 @@ fn check_executed(
 
 #[test]
 fn c_programs_inlined_from_path_profiles_enter_only_their_real_frames() {
-    let engine = pathprof_runner::engine().unwrap();
-    let mut covered = Covered::default();
-    c_modules(&engine, |m, invs| {
-        check_executed(&engine, m, invs, &mut covered)
-    });
+    let engine = crate::common::programs::engine();
+    let covered = Covered::sum(c_modules(&engine, |m, invs, covered| {
+        check_executed(&engine, m, invs, covered)
+    }));
     eprintln!(
         "{} runs, {} call sites inlined",
         covered.runs, covered.sites

@@ -72,7 +72,7 @@ fn prepare_with(
         };
         let built = match driver::instrument(module, technique, opts) {
             Ok(inst) => Some((
-                pathprof_runner::compile(engine, &inst.bytes).unwrap(),
+                crate::common::programs::compile(engine, &inst.bytes).unwrap(),
                 inst.meta().unwrap(),
             )),
             Err(e) => panic!("{name}: {e:#}"),
@@ -81,7 +81,7 @@ fn prepare_with(
     }
     let traced = driver::instrument(module, Technique::Trace, &Default::default())
         .expect("trace instrument");
-    let traced = pathprof_runner::compile(engine, &traced.bytes).unwrap();
+    let traced = crate::common::programs::compile(engine, &traced.bytes).unwrap();
     Prepared {
         msg,
         numbered,
@@ -229,7 +229,7 @@ type Figures = BTreeMap<String, ([u64; 2], [usize; 2])>;
 
 #[test]
 fn c_programs_decoded_walk_equals_observable_paths() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let mut figures = Figures::new();
     let mut prepared: BTreeMap<String, Prepared> = BTreeMap::new();
@@ -276,7 +276,7 @@ fn c_programs_decoded_walk_equals_observable_paths() {
 /// each export called with a few arguments.
 #[test]
 fn wat_fixtures_decoded_walk_equals_observable_paths() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let fixtures = programs::wat_fixtures();
     let (mut checked, mut instrumented, mut thrown, mut at_exit) = (0, 0, 0, 0);
     for path in fixtures {
@@ -324,7 +324,7 @@ fn wat_fixtures_decoded_walk_equals_observable_paths() {
 /// `PATHPROF_RANDOM_PROGRAMS=n` tries n seeds.
 #[test]
 fn generated_modules_with_calls_count_the_observable_paths() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let seeds: u64 = std::env::var("PATHPROF_RANDOM_PROGRAMS")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -382,7 +382,7 @@ fn generated_modules_with_calls_count_the_observable_paths() {
 /// observable paths.
 #[test]
 fn a_prior_profile_narrows_the_cases_to_the_functions_that_ran() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let module = std::fs::read(programs::root().join("tests/fixtures/c/build/fnptr.O2.wasm"))
         .expect("run scripts/build-c-fixtures.sh first");
     let runs: Vec<programs::Invocation> = programs::c_cases()
@@ -457,7 +457,7 @@ fn a_prior_profile_narrows_the_cases_to_the_functions_that_ran() {
 /// call, and no output.
 #[test]
 fn a_tail_call_that_may_reach_an_import_is_told_apart_by_its_slot() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let module = |table: &str| {
         format!(
             r#"(module

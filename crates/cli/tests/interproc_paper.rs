@@ -16,7 +16,7 @@ use pathprof_graph::interproc::{CallSiteId, PathStep};
 use pathprof_profile::interproc::InterprocProfile;
 
 fn profile(technique: Technique) -> (Vec<String>, InterprocProfile) {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let root = programs::root();
     let module =
         pathprof::input::read_module(&root.join("tests/fixtures/interproc/figure4.wat")).unwrap();
@@ -87,7 +87,7 @@ fn piecewise_profile_is_the_reports() {
 
 #[test]
 fn merged_runs_add_up() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let module = pathprof::input::read_module(
         &programs::root().join("tests/fixtures/interproc/figure4.wat"),
     )

@@ -107,10 +107,10 @@ fn build_with(engine: &wasmtime::Engine, bytes: &[u8], opts: &driver::Options) -
     let inst = driver::instrument(bytes, Technique::IntraContext, opts).expect("instrument");
     let traced = driver::instrument(bytes, Technique::Trace, &Default::default()).unwrap();
     Built {
-        module: pathprof_runner::compile(engine, &inst.bytes).unwrap(),
+        module: crate::common::programs::compile(engine, &inst.bytes).unwrap(),
         bytes: inst.bytes.clone(),
         meta: inst.meta().unwrap(),
-        traced: pathprof_runner::compile(engine, &traced.bytes).unwrap(),
+        traced: crate::common::programs::compile(engine, &traced.bytes).unwrap(),
         graphs: programs::graphs(bytes),
     }
 }
@@ -190,7 +190,7 @@ fn check(b: &Built, name: &str, inv: &Invocation) -> (usize, usize) {
 
 #[test]
 fn c_programs_count_exactly_the_context_paths_of_their_runs() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let dir = programs::root().join("tests/fixtures/c/build");
     let mut built: BTreeMap<String, Built> = BTreeMap::new();
     let (mut runs, mut paths, mut in_context) = (0, 0, 0);
@@ -225,7 +225,7 @@ fn c_programs_count_exactly_the_context_paths_of_their_runs() {
 #[test]
 fn hash_tables_past_the_array_memory_are_small_and_count_exactly() {
     use pathprof_techniques::PathTable;
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let bytes = std::fs::read(programs::root().join("tests/fixtures/c/build/interp.O0.wasm"))
         .expect("run scripts/build-c-fixtures.sh first");
     let mut opts = driver::Options::default();
@@ -260,7 +260,7 @@ fn hash_tables_past_the_array_memory_are_small_and_count_exactly() {
 
 #[test]
 fn wat_fixtures_count_exactly_the_context_paths_of_their_calls() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let mut calls = 0;
     for path in programs::wat_fixtures() {
         let bytes = pathprof::input::read_module(&path).unwrap();
@@ -282,7 +282,7 @@ fn wat_fixtures_count_exactly_the_context_paths_of_their_calls() {
 /// main's 18 iterations, 17 of them after a backedge.
 #[test]
 fn figure_4_paths_and_counts() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let module = pathprof::input::read_module(
         &programs::root().join("tests/fixtures/interproc/figure4.wat"),
     )

@@ -102,6 +102,24 @@ struct Covered {
     at_throw: usize,
 }
 
+impl Covered {
+    /// What the threads of [`c_modules`] covered, together.
+    fn sum(parts: Vec<Covered>) -> Covered {
+        parts.into_iter().fold(Covered::default(), |a, b| Covered {
+            runs: a.runs + b.runs,
+            interesting_counted: a.interesting_counted + b.interesting_counted,
+            untested: a.untested + b.untested,
+            through_indirect: a.through_indirect + b.through_indirect,
+            too_many_paths: a.too_many_paths + b.too_many_paths,
+            truncated: a.truncated + b.truncated,
+            truncated_starts: a.truncated_starts + b.truncated_starts,
+            resolved_indirect: a.resolved_indirect + b.resolved_indirect,
+            at_tail_call: a.at_tail_call + b.at_tail_call,
+            at_throw: a.at_throw + b.at_throw,
+        })
+    }
+}
+
 /// The oracle's segments of a run cut where the instrumentation cuts them:
 /// at calls into contexts no interesting segment enters, and below the
 /// start functions the profile says were truncated, at edges no
@@ -177,7 +195,7 @@ fn check(engine: &wasmtime::Engine, m: &Module, invs: &[Invocation], covered: &m
         let kept = inst.take_kept_meta().expect("metadata kept");
         let meta = inst.meta().expect("metadata decodes");
         assert!(kept == meta, "{} k={k}: kept metadata", m.name);
-        let compiled = pathprof_runner::compile(engine, &inst.bytes).unwrap();
+        let compiled = crate::common::programs::compile(engine, &inst.bytes).unwrap();
         for o in &oracles {
             let out = programs::run_compiled(&compiled, &o.inv, false);
             let collect = |meta| {
@@ -289,9 +307,10 @@ fn check_run(
 
 #[test]
 fn c_programs_count_their_interesting_segments_exactly() {
-    let engine = pathprof_runner::engine().unwrap();
-    let mut covered = Covered::default();
-    c_modules(&engine, |m, invs| check(&engine, m, invs, &mut covered));
+    let engine = crate::common::programs::engine();
+    let covered = Covered::sum(c_modules(&engine, |m, invs, covered| {
+        check(&engine, m, invs, covered)
+    }));
     eprintln!(
         "{} runs: {} interesting segments counted ({} through resolved indirect calls ran), {} others, {} through unresolved indirect calls, {} left out (too many paths), {} truncated below {} truncated start functions",
         covered.runs, covered.interesting_counted, covered.resolved_indirect, covered.untested, covered.through_indirect, covered.too_many_paths, covered.truncated, covered.truncated_starts
@@ -316,7 +335,7 @@ fn c_programs_count_their_interesting_segments_exactly() {
 
 #[test]
 fn wat_fixtures_count_their_interesting_segments_exactly() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let mut covered = Covered::default();
     wat_recorded(&engine, |m, invs| check(&engine, m, invs, &mut covered));
     assert!(covered.runs >= 60, "only {} WAT runs checked", covered.runs);
@@ -332,7 +351,7 @@ fn wat_fixtures_count_their_interesting_segments_exactly() {
 /// cut where the field build cuts them, and Table 3.2's columns.
 #[test]
 fn residual_of_a_field_build_is_the_oracles_untested_segments() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let path = programs::root().join("tests/fixtures/c/build/sort.O2.wasm");
     let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
     let m = module(&engine, "sort.O2", &bytes).unwrap();

@@ -19,7 +19,7 @@ type Rows = BTreeMap<(u32, String, String), u64>;
 
 /// The trace oracle's paths of `inv`, with the cuts the profile made.
 fn traced_rows(module: &[u8], profile: &pathprof_profile::Profile, inv: &Invocation) -> Rows {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let traced = driver::instrument(module, Technique::Trace, &driver::Options::default())
         .unwrap()
         .bytes;
@@ -84,7 +84,7 @@ fn parquet_rows_are_the_traced_paths_and_duckdb_adds_up_runs() {
     let dir = tempfile::tempdir().unwrap();
     let module_path = programs::root().join("tests/fixtures/c/build/sort.O2.wasm");
     let module = std::fs::read(&module_path).expect("run scripts/build-c-fixtures.sh first");
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let runs = [
         Invocation::command(&["sort", "-q", "5", "3", "9", "-1", "7"]),
         Invocation::command(&["sort", "-i", "9", "8", "7", "6", "5", "4"]),

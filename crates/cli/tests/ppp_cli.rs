@@ -398,7 +398,7 @@ fn residual_workflow_on_a_standalone_build() {
         &d("field.wasm"),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let bytes = std::fs::read(d("field.wasm")).unwrap();
     let args = std::iter::once("sort").chain(FIELD_ARGS);
     let run = pathprof_runner::run_command(

@@ -233,7 +233,7 @@ fn check_pair(
 
 #[test]
 fn ppp_counts_and_classifies_exactly_and_residual_is_the_untested_set() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let cases = programs::c_cases();
     let (mut untested, mut tested, mut pairs) = (0, 0, 0);
@@ -290,7 +290,7 @@ fn ppp_counts_and_classifies_exactly_and_residual_is_the_untested_set() {
 /// profiles' own path numbers, with counts from the field profile).
 #[test]
 fn residual_of_plain_profiles_is_their_set_difference() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let cases = programs::c_cases();
     let runs: Vec<&Invocation> = cases

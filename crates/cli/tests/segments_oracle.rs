@@ -70,7 +70,7 @@ fn check(m: &Module, inv: &Invocation) -> ([usize; 3], [usize; 2]) {
 
 #[test]
 fn c_programs_record_exactly_the_segments_of_their_runs() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let mut modules: BTreeMap<String, Option<Module>> = BTreeMap::new();
     let mut runs = 0;
@@ -103,7 +103,7 @@ fn c_programs_record_exactly_the_segments_of_their_runs() {
 
 #[test]
 fn wat_fixtures_record_exactly_the_segments_of_their_runs() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (mut checked, mut closed_by) = (0, [0, 0]);
     for (name, bytes, m) in wat_modules(&engine) {
         let m = m.unwrap_or_else(|| panic!("{name} refused"));
@@ -124,7 +124,7 @@ fn wat_fixtures_record_exactly_the_segments_of_their_runs() {
 /// and the columns computed by the test from the oracle's segments.
 #[test]
 fn residual_of_segments_is_the_oracles_set_difference() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let path = programs::root().join("tests/fixtures/c/build/sort.O2.wasm");
     let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
     let m = module(&engine, "sort.O2", &bytes).unwrap();
@@ -193,7 +193,7 @@ fn residual_of_segments_is_the_oracles_set_difference() {
 /// What the mode refuses, with the file and the reason.
 #[test]
 fn segment_residuals_refuse_what_they_cannot_compare() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let path = programs::root().join("tests/fixtures/c/build/recurse.O0.wasm");
     let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
     let m = module(&engine, "recurse.O0", &bytes).unwrap();
@@ -253,7 +253,7 @@ fn segment_residuals_refuse_what_they_cannot_compare() {
 /// sum of its counts, as the oracle counts the two runs.
 #[test]
 fn merged_segment_profiles_add_the_runs() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let path = programs::root().join("tests/fixtures/c/build/recurse.O2.wasm");
     let bytes = std::fs::read(&path).expect("run scripts/build-c-fixtures.sh first");
     let m = module(&engine, "recurse.O2", &bytes).unwrap();
@@ -282,7 +282,7 @@ fn merged_segment_profiles_add_the_runs() {
 /// oracle, told which edges are truncated, agrees.
 #[test]
 fn truncated_functions_end_subpaths_at_their_cuts() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let mut truncated = 0;
     for name in ["interp.O2", "sort.O0", "strproc.O2"] {

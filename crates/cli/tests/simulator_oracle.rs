@@ -57,7 +57,7 @@ fn owner(funcs: &HashMap<u32, pathprof_wasm::FunctionCfg>, offset: u32) -> u32 {
 /// every backward branch, self loops included, so the two name different
 /// paths there by definition.
 fn profile_by_start(module: &[u8], inv: &Invocation) -> (ByStart, HashSet<u32>) {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let opts = driver::Options::default();
     let (_, profile) = programs::profiled_run(&engine, module, Technique::Path, &opts, inv);
     let counts = programs::path_counts(&profile);
@@ -116,7 +116,7 @@ fn simulate(
     })
     .unwrap();
     let sink = Arc::new(Mutex::new(sink));
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let traced = driver::instrument(module, Technique::Trace, &driver::Options::default()).unwrap();
     programs::run_to(
         &engine,

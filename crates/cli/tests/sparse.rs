@@ -70,7 +70,7 @@ fn funcs<K>(m: &BTreeMap<K, u64>, func: impl Fn(&K) -> u32) -> BTreeSet<u32> {
 
 #[test]
 fn sparse_profiles_list_the_functions_the_trace_saw_count() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (mut runs, mut left_out) = (0, 0);
     for (name, module, inv) in programs::oracle_runs() {
         let what = format!("{name} {inv:?}");
@@ -157,7 +157,7 @@ fn the_command_line_writes_reads_and_merges_sparse_profiles() {
     run(&["-o", &dense]);
     ok(&["instrument", &program, "-o", &inst]);
     // `collect --sparse` of the counters a host saved is `run --sparse`'s.
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let opts = pathprof_runner::RunOptions::captured(std::iter::once("sort").chain(args));
     let saved = pathprof_runner::run_command(&engine, &std::fs::read(&inst).unwrap(), &opts)
         .unwrap()

@@ -98,7 +98,7 @@ fn assert_same(
 
 #[test]
 fn wat_fixtures_counts_equal_trace() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let fixtures = programs::wat_fixtures();
     let mut checked = 0;
     for path in fixtures.iter() {
@@ -117,7 +117,7 @@ fn wat_fixtures_counts_equal_trace() {
 
 #[test]
 fn c_programs_counts_equal_trace() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let mut runs = 0;
     let mut abrupt = 0;
@@ -150,7 +150,7 @@ fn c_programs_counts_equal_trace() {
 /// count exact, nothing lost.
 #[test]
 fn hash_tables_count_exactly_even_when_they_overflow() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let mut overflowed = false;
     for (name, inv) in programs::c_cases()
@@ -194,7 +194,7 @@ fn hash_tables_count_exactly_even_when_they_overflow() {
 /// the counts of both kinds must equal the trace's.
 #[test]
 fn array_budget_goes_in_function_order_and_counts_stay_exact() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (module, inv) = interp();
     let name = "interp";
     let mut opts = driver::Options::default();
@@ -302,7 +302,7 @@ fn path_totals(profile: &pathprof_profile::Profile) -> Vec<(u32, u64)> {
 fn array_memory_goes_in_function_order_then_small_hash_tables() {
     use pathprof_techniques::ball_larus::SPILL_HASH_CAPACITY;
     use pathprof_techniques::PathTable;
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (module, inv) = interp();
     let mut opts = driver::Options::default();
     let (_, all_arrays) = programs::profiled_run(&engine, &module, Technique::Path, &opts, &inv);
@@ -366,7 +366,7 @@ fn array_memory_goes_in_function_order_then_small_hash_tables() {
 fn hash_tables_draw_on_the_array_memory_too() {
     use pathprof_techniques::ball_larus::SPILL_HASH_CAPACITY;
     use pathprof_techniques::PathTable;
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let (module, _) = interp();
     let mut opts = driver::Options::default();
     opts.ball_larus.array_max = 0;
@@ -405,7 +405,7 @@ fn hash_tables_draw_on_the_array_memory_too() {
 /// counts must still equal the trace's, cut exactly where the profile says.
 #[test]
 fn truncated_paths_count_exactly() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let mut cuts = 0;
     for (name, inv) in programs::c_cases()
@@ -447,7 +447,7 @@ fn truncated_paths_count_exactly() {
 /// and the counts must stay exact.
 #[test]
 fn weights_from_a_prior_profile_keep_counts_exact() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let module =
         std::fs::read(build.join("interp.O2.wasm")).expect("run scripts/build-c-fixtures.sh");
@@ -543,7 +543,7 @@ fn truncated_at_1024(
 /// trained on leaves fewer functions with a path cut.
 #[test]
 fn weights_guide_truncation_to_blocks_that_did_not_run() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let cases = interp_cases();
     for opt in ["O0", "O2"] {
         let module = interp_built(opt);
@@ -597,7 +597,7 @@ fn weights_guide_truncation_to_blocks_that_did_not_run() {
 /// interesting) and on the others (whose new paths are recorded).
 #[test]
 fn ppp_counts_the_paths_of_a_profile_truncated_by_weights() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let cases = interp_cases();
     let dir = tempfile::tempdir().unwrap();
     let module = interp_built("O2");
@@ -674,7 +674,7 @@ fn peeled_loops_fixture_is_peeled() {
 /// return only: see below.
 #[test]
 fn edge_counts_of_truncated_path_profiles_equal_the_trace() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let build = programs::root().join("tests/fixtures/c/build");
     let (mut settled_boundary, mut guessed) = (0, 0);
     for (name, inv) in programs::c_cases() {
@@ -809,7 +809,7 @@ fn unwinding_dispatch(cases: u32) -> String {
 /// pathprof did before) took E.
 #[test]
 fn edge_profiles_of_a_large_function_that_exceptions_unwind_through() {
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = crate::common::programs::engine();
     let cases = 300;
     let module = wat::parse_str(unwinding_dispatch(cases)).unwrap();
     let mut thrown = 0;

@@ -1,12 +1,13 @@
 //! Fixture programs and their inputs, and running them under each technique.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use pathprof::driver::{self, Technique};
 use pathprof_profile::{FunctionData, Profile};
 use pathprof_runner::{Exit, RunOptions, TraceEvent, TraceTo};
+use sha2::{Digest, Sha256};
 use wasmtime::{Engine, ExternType, Module, ValType};
 
 use super::oracle::{Counts, FuncGraph, PathKey};
@@ -46,16 +47,63 @@ pub struct Outcome {
     pub abrupt_stack: Vec<(u32, u32)>,
 }
 
+/// The engine of the tests, one for the whole test binary, so that
+/// [`compile`] can reuse what an earlier test compiled. Without fuel
+/// metering, as `pathprof run` compiles unless given `--fuel`: metering
+/// made the oracles' compiles about a sixth slower (the fuzzer, whose
+/// generated modules may loop forever, builds its own engine with fuel).
+pub fn engine() -> Engine {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| pathprof_runner::engine_without_fuel().expect("engine"))
+        .clone()
+}
+
+/// [`pathprof_runner::compile`], once per module and engine in a test
+/// binary: the oracles run the same fixtures, traced or instrumented the
+/// same way, under many tests and invocations (before this, the
+/// integration tests compiled 13,822 modules, 1,823 of them distinct,
+/// and spent two thirds of their time in Cranelift). Keyed by the
+/// module's SHA-256.
+pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Module, pathprof_runner::RunError> {
+    type Compiled = Vec<(Engine, HashMap<[u8; 32], Module>)>;
+    static COMPILED: Mutex<Compiled> = Mutex::new(Vec::new());
+    let key: [u8; 32] = Sha256::digest(bytes).into();
+    let known = |compiled: &mut Compiled| {
+        let at = match compiled.iter().position(|(e, _)| Engine::same(e, engine)) {
+            Some(at) => at,
+            None => {
+                compiled.push((engine.clone(), HashMap::new()));
+                compiled.len() - 1
+            }
+        };
+        at
+    };
+    {
+        let mut compiled = COMPILED.lock().unwrap();
+        let at = known(&mut compiled);
+        if let Some(m) = compiled[at].1.get(&key) {
+            return Ok(m.clone());
+        }
+    }
+    // Compiled outside the lock: other tests compile theirs meanwhile.
+    let module = pathprof_runner::compile(engine, bytes)?;
+    let mut compiled = COMPILED.lock().unwrap();
+    let at = known(&mut compiled);
+    compiled[at].1.insert(key, module.clone());
+    Ok(module)
+}
+
 /// Runs `inv` on the module `bytes`; with `trace`, every trace event it
 /// makes is kept in [`Outcome::trace`].
 pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outcome {
-    let module = pathprof_runner::compile(engine, bytes).expect("compile");
+    let module = compile(engine, bytes).expect("compile");
     run_compiled(&module, inv, trace)
 }
 
 /// Runs `inv` on the module `bytes`, its trace events sent to `trace`.
 pub fn run_to(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: Option<TraceTo>) -> Outcome {
-    let module = pathprof_runner::compile(engine, bytes).expect("compile");
+    let module = compile(engine, bytes).expect("compile");
     run_compiled_to(&module, inv, trace)
 }
 
@@ -109,7 +157,7 @@ pub fn run_compiled_to(module: &Module, inv: &Invocation, trace: Option<TraceTo>
 /// Whether the module imports anything but WASI (the embedded engine
 /// provides nothing else).
 pub fn needs_host_imports(engine: &Engine, bytes: &[u8]) -> bool {
-    Module::new(engine, bytes)
+    compile(engine, bytes)
         .expect("fixture compiles")
         .imports()
         .any(|i| i.module() != "wasi_snapshot_preview1")
@@ -118,7 +166,7 @@ pub fn needs_host_imports(engine: &Engine, bytes: &[u8]) -> bool {
 /// Calls of every exported function whose parameters are all numbers, each
 /// with a few argument vectors.
 pub fn export_calls(engine: &Engine, bytes: &[u8]) -> Vec<Invocation> {
-    let module = Module::new(engine, bytes).expect("fixture compiles");
+    let module = compile(engine, bytes).expect("fixture compiles");
     let mut out = Vec::new();
     for export in module.exports() {
         let ExternType::Func(ft) = export.ty() else {
@@ -319,7 +367,7 @@ pub fn oracle_runs() -> Vec<(String, Vec<u8>, Invocation)> {
             out.push((format!("{name}.{opt}"), module, inv.clone()));
         }
     }
-    let engine = pathprof_runner::engine().unwrap();
+    let engine = engine();
     for path in wat_fixtures() {
         let module = pathprof::input::read_module(&path).unwrap();
         if needs_host_imports(&engine, &module) {

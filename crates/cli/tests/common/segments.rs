@@ -54,7 +54,7 @@ pub fn prepared(
         Err(e) => panic!("{name}: the recorder refused it: {e:#}"),
     };
     let traced = driver::instrument(bytes, Technique::Trace, &Default::default()).unwrap();
-    let traced = pathprof_runner::compile(engine, &traced.bytes).unwrap();
+    let traced = super::programs::compile(engine, &traced.bytes).unwrap();
     Some(Module {
         name: name.to_string(),
         bytes: bytes.to_vec(),
@@ -79,24 +79,48 @@ pub fn wat_modules(engine: &wasmtime::Engine) -> Vec<(String, Vec<u8>, Option<Mo
     out
 }
 
-/// Each C fixture at -O0 and -O2, with its invocations (the recorder
-/// takes every one: none throws).
-pub fn c_modules(engine: &wasmtime::Engine, mut each: impl FnMut(&Module, &[Invocation])) {
+/// Each C fixture (O0 and O2 builds) with every invocation of it, made
+/// ready on two threads: `each` adds what it saw to its thread's `S`, and
+/// the states of both threads come back. The IPPP and inlining oracles
+/// spend most of their time compiling instrumented builds, one module at
+/// a time, so a single-threaded loop left a core idle.
+pub fn c_modules<S: Default + Send>(
+    engine: &wasmtime::Engine,
+    each: impl Fn(&Module, &[Invocation], &mut S) + Sync,
+) -> Vec<S> {
     let build = super::programs::root().join("tests/fixtures/c/build");
     let mut invocations: BTreeMap<String, Vec<Invocation>> = BTreeMap::new();
     for (name, inv) in super::programs::c_cases() {
         invocations.entry(name).or_default().push(inv);
     }
-    for (name, invs) in &invocations {
-        for opt in ["O0", "O2"] {
-            let build_name = format!("{name}.{opt}");
+    let work: Vec<(String, &Vec<Invocation>)> = invocations
+        .iter()
+        .flat_map(|(name, invs)| ["O0", "O2"].map(|opt| (format!("{name}.{opt}"), invs)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let worker = || {
+        let mut state = S::default();
+        while let Some((build_name, invs)) =
+            work.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        {
             let bytes = std::fs::read(build.join(format!("{build_name}.wasm")))
                 .expect("run scripts/build-c-fixtures.sh first");
-            let m = module(engine, &build_name, &bytes)
+            let m = module(engine, build_name, &bytes)
                 .unwrap_or_else(|| panic!("{build_name} refused"));
-            each(&m, invs);
+            each(&m, invs, &mut state);
         }
-    }
+        state
+    };
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| worker());
+        let mine = worker();
+        vec![
+            mine,
+            other
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+        ]
+    })
 }
 
 /// Each WAT fixture the recorder takes, with a call of each export.
