@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build-c-fixtures.sh
 echo "test.sh: building and running every test binary (a first build compiles" \
-    "wasmtime: about half an hour on 2 cores)" >&2
+    "wasmtime: about 10 minutes on 2 cores; after scripts/demo.sh, about 2)" >&2
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e

@@ -13,7 +13,7 @@
 //! missing event gives other paths. Truncation cuts (5.3) are a parameter
 //! of the profile, taken from it as the trace oracle takes them.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -14,7 +14,7 @@
 //!   5.3's shapes) and a path segmentation of the edge trace (the trace
 //!   oracle's `PathCounter`); the simulator's cache totals equal the model's.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};

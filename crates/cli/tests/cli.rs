@@ -1,7 +1,7 @@
 //! The `pathprof` binary as a user meets it: exit codes, one-line errors that
 //! name the file, no output file after a failure, and the commands end to end.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

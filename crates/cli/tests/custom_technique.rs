@@ -19,7 +19,7 @@
 //!   strongly connected components (`Profiler::needs_call_graph`). The
 //!   oracle finds the recursive functions by brute-force reachability.
 
-mod common;
+use crate::common;
 
 use common::oracle;
 use common::programs::{self, Invocation};

@@ -6,7 +6,7 @@
 //! read from the file, and diffs against shares computed from the raw
 //! path counts.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! input): the sum equals the counts added up by the test from the raw
 //! profiles, and a profile of another module is named in the error.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use pathprof::driver::{self, Technique};
 
-mod common;
+use crate::common;
 #[path = "support/differential.rs"]
 mod differential;
 use common::{oracle, programs};

@@ -4,7 +4,7 @@
 //! lines of the path the URL fragment names), checked against what the
 //! test derives from the profile itself.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

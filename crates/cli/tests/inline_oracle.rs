@@ -14,7 +14,7 @@
 //!   oracle counts real frames of it in the original run;
 //! - the output and the exit are the original's.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -11,7 +11,7 @@
 //!   decoded (for every module the instrumentation accepts: every one but
 //!   those with exceptions).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -8,7 +8,7 @@
 //! - piecewise profiling: 21 potential paths, nine non-zero paths counted
 //!   1, 9, 3, 5, 1, 15, 3, 6, 6.
 
-mod common;
+use crate::common;
 
 use common::programs::{self, Invocation};
 use pathprof::driver::{self, Technique};

@@ -8,7 +8,7 @@
 //! one trip from `v`. Every C fixture run (O0 and O2) and every WAT fixture
 //! export: the decoded profile must equal the oracle's paths and counts.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 

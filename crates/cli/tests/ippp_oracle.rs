@@ -15,7 +15,7 @@
 //!   call into a context no interesting segment enters;
 //! - the program's output and exit are those of the uninstrumented run.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

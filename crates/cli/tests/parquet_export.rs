@@ -4,7 +4,7 @@
 //! files of several runs as one table, adds them up to the traces' sums:
 //! the fleet query docs/profile-format.md documents.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Command;

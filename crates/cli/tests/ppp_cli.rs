@@ -3,7 +3,7 @@
 //! the residual workflow on a build that runs on any engine, `stats --ppp`,
 //! and merging PPP profiles. Exact counts are proved in ppp_oracle.rs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

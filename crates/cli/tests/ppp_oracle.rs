@@ -8,7 +8,7 @@
 //! the code under test): the interesting paths are the test trace's paths, and
 //! every count must equal the field trace's.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

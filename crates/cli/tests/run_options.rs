@@ -3,7 +3,7 @@
 //! the engine enables on request. One-line errors that name the file, exit
 //! codes, and no output after a failure.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

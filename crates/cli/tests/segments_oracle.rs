@@ -9,7 +9,7 @@
 //! subpaths, each segment followed forward from a subpath ending in a
 //! call), and every edge count the trace gives.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! too; and every kind of bad trace is a one-line error naming the file,
 //! with no output left.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -13,7 +13,7 @@
 //! on both sides: a mapping of outcomes that merged two paths or split one
 //! would change it. It shares nothing with the simulator but the stream.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! the command line: `run`, `collect` and `merge --sparse`, and `export
 //! --module`, which gives the dense profile's LCOV.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};

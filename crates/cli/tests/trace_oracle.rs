@@ -5,7 +5,7 @@
 //! recomputed from the trace alone must equal the profiles exactly, and the
 //! program's output, results and exit must be the same in every run.
 
-mod common;
+use crate::common;
 
 use common::oracle;
 use common::programs::{self, Invocation};

@@ -3,7 +3,7 @@
 //! before the program runs. Expected figures are worked by hand from the
 //! `.wat` programs below.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -8,7 +8,7 @@
 //! installed machine-wide: other checkouts' builds would change); these
 //! tests put its wasm-opt first on clang's PATH, and fail without it.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -59,39 +59,61 @@ pub fn engine() -> Engine {
         .clone()
 }
 
-/// [`pathprof_runner::compile`], once per module and engine in a test
-/// binary: the oracles run the same fixtures, traced or instrumented the
+/// [`pathprof_runner::compile`], once per module and engine while it is
+/// kept: the oracles run the same fixtures, traced or instrumented the
 /// same way, under many tests and invocations (before this, the
 /// integration tests compiled 13,822 modules, 1,823 of them distinct,
 /// and spent two thirds of their time in Cranelift). Keyed by the
-/// module's SHA-256.
+/// module's SHA-256; forgotten all at once when the modules kept reach
+/// [`KEPT_WASM_BYTES`] (the same module is mostly asked for again by the
+/// same test, soon).
 pub fn compile(engine: &Engine, bytes: &[u8]) -> Result<Module, pathprof_runner::RunError> {
-    type Compiled = Vec<(Engine, HashMap<[u8; 32], Module>)>;
-    static COMPILED: Mutex<Compiled> = Mutex::new(Vec::new());
+    static KEPT: Mutex<Kept> = Mutex::new(Kept {
+        engines: Vec::new(),
+        wasm_bytes: 0,
+    });
     let key: [u8; 32] = Sha256::digest(bytes).into();
-    let known = |compiled: &mut Compiled| {
-        let at = match compiled.iter().position(|(e, _)| Engine::same(e, engine)) {
-            Some(at) => at,
-            None => {
-                compiled.push((engine.clone(), HashMap::new()));
-                compiled.len() - 1
-            }
-        };
-        at
-    };
-    {
-        let mut compiled = COMPILED.lock().unwrap();
-        let at = known(&mut compiled);
-        if let Some(m) = compiled[at].1.get(&key) {
-            return Ok(m.clone());
-        }
+    if let Some(m) = KEPT.lock().unwrap().modules(engine).get(&key) {
+        return Ok(m.clone());
     }
     // Compiled outside the lock: other tests compile theirs meanwhile.
     let module = pathprof_runner::compile(engine, bytes)?;
-    let mut compiled = COMPILED.lock().unwrap();
-    let at = known(&mut compiled);
-    compiled[at].1.insert(key, module.clone());
+    let mut kept = KEPT.lock().unwrap();
+    if kept.wasm_bytes + bytes.len() > KEPT_WASM_BYTES {
+        kept.engines.clear();
+        kept.wasm_bytes = 0;
+    }
+    kept.wasm_bytes += bytes.len();
+    kept.modules(engine).insert(key, module.clone());
     Ok(module)
+}
+
+/// How much wasm [`compile`] keeps compiled: the 1,823 distinct modules of
+/// the tests are 158 MB of wasm, more than their machine code should hold
+/// in one process.
+const KEPT_WASM_BYTES: usize = 64 << 20;
+
+/// The modules [`compile`] keeps, per engine.
+struct Kept {
+    engines: Vec<(Engine, HashMap<[u8; 32], Module>)>,
+    wasm_bytes: usize,
+}
+
+impl Kept {
+    fn modules(&mut self, engine: &Engine) -> &mut HashMap<[u8; 32], Module> {
+        let at = match self
+            .engines
+            .iter()
+            .position(|(e, _)| Engine::same(e, engine))
+        {
+            Some(at) => at,
+            None => {
+                self.engines.push((engine.clone(), HashMap::new()));
+                self.engines.len() - 1
+            }
+        };
+        &mut self.engines[at].1
+    }
 }
 
 /// Runs `inv` on the module `bytes`; with `trace`, every trace event it
