@@ -178,23 +178,16 @@ const EXACT_SEEDS: u64 = 300;
 fn generated_modules_count_exactly() {
     let start = Instant::now();
     let engine = pathprof_runner::engine().unwrap();
-    // Two threads, the seeds dealt between them: each module is compiled
-    // in several instrumentations, one at a time.
-    let all: Vec<u64> = seeds(EXACT_SEEDS).collect();
-    let half = |parity: usize| {
-        let mut tally = Exact::default();
-        for &seed in all.iter().skip(parity).step_by(2) {
-            if let Some(original) = generate(seed) {
-                exact_module(&engine, &original, &format!("seed {seed}"), &mut tally);
-            }
+    // On two threads: each module is compiled in several
+    // instrumentations, one at a time.
+    let seeds: Vec<u64> = seeds(EXACT_SEEDS).collect();
+    let tally = programs::on_two_threads(&seeds, |&seed, tally: &mut Exact| {
+        if let Some(original) = generate(seed) {
+            exact_module(&engine, &original, &format!("seed {seed}"), tally);
         }
-        tally
-    };
-    let tally = std::thread::scope(|scope| {
-        let odd = scope.spawn(|| half(1));
-        let even = half(0);
-        even.add(odd.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-    });
+    })
+    .into_iter()
+    .fold(Exact::default(), Exact::add);
     println!(
         "exact: {} modules, {} calls checked ({} returned, {} trapped), {} paths, {} edge events, {} inconclusive, in {:.1?}",
         tally.modules,

@@ -116,6 +116,31 @@ impl Kept {
     }
 }
 
+/// `each` over `items` on two threads, each taking the next item not yet
+/// taken and adding what it saw to its own `S`; both states come back. A
+/// panic on either thread is the caller's.
+pub fn on_two_threads<T: Sync, S: Default + Send>(
+    items: &[T],
+    each: impl Fn(&T, &mut S) + Sync,
+) -> Vec<S> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let worker = || {
+        let mut state = S::default();
+        while let Some(item) = items.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+            each(item, &mut state);
+        }
+        state
+    };
+    std::thread::scope(|scope| {
+        let other = scope.spawn(worker);
+        let mine = worker();
+        let other = other
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        vec![mine, other]
+    })
+}
+
 /// Runs `inv` on the module `bytes`; with `trace`, every trace event it
 /// makes is kept in [`Outcome::trace`].
 pub fn run(engine: &Engine, bytes: &[u8], inv: &Invocation, trace: bool) -> Outcome {

@@ -79,11 +79,11 @@ pub fn wat_modules(engine: &wasmtime::Engine) -> Vec<(String, Vec<u8>, Option<Mo
     out
 }
 
-/// Each C fixture (O0 and O2 builds) with every invocation of it, made
-/// ready on two threads: `each` adds what it saw to its thread's `S`, and
-/// the states of both threads come back. The IPPP and inlining oracles
-/// spend most of their time compiling instrumented builds, one module at
-/// a time, so a single-threaded loop left a core idle.
+/// Each C fixture at -O0 and -O2, with its invocations (the recorder
+/// takes every one: none throws), made ready on two threads
+/// ([`super::programs::on_two_threads`]): `each` adds what it saw to its
+/// thread's `S`. The IPPP and inlining oracles spend most of their time
+/// compiling instrumented builds, one module at a time.
 pub fn c_modules<S: Default + Send>(
     engine: &wasmtime::Engine,
     each: impl Fn(&Module, &[Invocation], &mut S) + Sync,
@@ -97,29 +97,12 @@ pub fn c_modules<S: Default + Send>(
         .iter()
         .flat_map(|(name, invs)| ["O0", "O2"].map(|opt| (format!("{name}.{opt}"), invs)))
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let worker = || {
-        let mut state = S::default();
-        while let Some((build_name, invs)) =
-            work.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
-        {
-            let bytes = std::fs::read(build.join(format!("{build_name}.wasm")))
-                .expect("run scripts/build-c-fixtures.sh first");
-            let m = module(engine, build_name, &bytes)
-                .unwrap_or_else(|| panic!("{build_name} refused"));
-            each(&m, invs, &mut state);
-        }
-        state
-    };
-    std::thread::scope(|scope| {
-        let other = scope.spawn(|| worker());
-        let mine = worker();
-        vec![
-            mine,
-            other
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e)),
-        ]
+    super::programs::on_two_threads(&work, |(build_name, invs), state| {
+        let bytes = std::fs::read(build.join(format!("{build_name}.wasm")))
+            .expect("run scripts/build-c-fixtures.sh first");
+        let m =
+            module(engine, build_name, &bytes).unwrap_or_else(|| panic!("{build_name} refused"));
+        each(&m, invs, state);
     })
 }
 
