@@ -177,13 +177,16 @@ const EXACT_SEEDS: u64 = 300;
 #[test]
 fn generated_modules_count_exactly() {
     let start = Instant::now();
-    let engine = pathprof_runner::engine().unwrap();
+    let engines = Engines {
+        counted: pathprof_runner::engine().unwrap(),
+        traced: tracing_engine(),
+    };
     // On two threads: each module is compiled in several
     // instrumentations, one at a time.
     let seeds: Vec<u64> = seeds(EXACT_SEEDS).collect();
     let tally = programs::on_two_threads(&seeds, |&seed, tally: &mut Exact| {
         if let Some(original) = generate(seed) {
-            exact_module(&engine, &original, &format!("seed {seed}"), tally);
+            exact_module(&engines, &original, &format!("seed {seed}"), tally);
         }
     })
     .into_iter()
@@ -249,11 +252,31 @@ fn exact_variants() -> Vec<(&'static str, Technique, driver::Options)> {
     ]
 }
 
-fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut Exact) {
+/// The engines of [`exact_module`]: the project's, and one for the traced
+/// runs that only counts frames.
+struct Engines {
+    counted: wasmtime::Engine,
+    traced: wasmtime::Engine,
+}
+
+/// The project's engine without the address map from machine code to wasm
+/// offsets: the traced runs capture a backtrace at every edge only to count
+/// its frames, and mapping each frame's address back to its wasm offset was
+/// 43 % of this test's time.
+fn tracing_engine() -> wasmtime::Engine {
+    let mut config = pathprof_runner::config().unwrap();
+    config
+        .generate_address_map(false)
+        .wasm_backtrace_details(wasmtime::WasmBacktraceDetails::Disable);
+    wasmtime::Engine::new(&config).unwrap()
+}
+
+fn exact_module(engines: &Engines, original: &[u8], label: &str, t: &mut Exact) {
+    let engine = &engines.counted;
     let Ok(module) = wasmtime::Module::new(engine, original) else {
         return; // the differential test reports what the engine rejects
     };
-    let compile = |technique, opts: &driver::Options| {
+    let compile = |engine, technique, opts: &driver::Options| {
         let inst = driver::instrument(original, technique, opts).expect("instruments");
         let meta = inst.meta().expect("metadata decodes");
         // The oracle's graphs, cut where this instrumentation truncates.
@@ -266,10 +289,10 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
         trace_mode: pathprof_wasm::TraceMode::PerEdge,
         ..driver::Options::default()
     };
-    let traced = compile(Technique::Trace, &per_edge).0;
+    let traced = compile(&engines.traced, Technique::Trace, &per_edge).0;
     let variants: Vec<_> = exact_variants()
         .into_iter()
-        .map(|(name, technique, opts)| (name, technique, compile(technique, &opts)))
+        .map(|(name, technique, opts)| (name, technique, compile(engine, technique, &opts)))
         .collect();
     t.modules += 1;
     for (export, params) in differential::numeric_exports(&module) {
@@ -279,7 +302,7 @@ fn exact_module(engine: &wasmtime::Engine, original: &[u8], label: &str, t: &mut
                 returned,
                 trace,
                 depths,
-            }) = run_traced(engine, &traced, &export, &args)
+            }) = run_traced(&engines.traced, &traced, &export, &args)
             else {
                 t.inconclusive += 1;
                 continue;
