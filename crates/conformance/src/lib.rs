@@ -483,7 +483,41 @@ impl World {
         self.store.set_epoch_deadline(DEADLINE_TICKS);
         let result = func.call(&mut self.store, &args, &mut results);
         self.clear_exception(&result);
+        if result.is_err() {
+            self.reset_module_registers();
+        }
         Ok(result.map(|()| results))
+    }
+
+    /// Zeroes the module registers (`__pathprof_g<i>`) of every instance,
+    /// as at instantiation, after a call that failed: a trap leaves them
+    /// as the frames it unwound left them, without their exit actions (an
+    /// IPPP stack pointer above their member lists), and a host that calls
+    /// the instance again resets them (docs/decisions.md#ips-recorded).
+    fn reset_module_registers(&mut self) {
+        let instances: Vec<Instance> = self
+            .instances
+            .values()
+            .copied()
+            .chain(self.current)
+            .collect();
+        for instance in instances {
+            let globals: Vec<wasmtime::Global> = instance
+                .exports(&mut self.store)
+                .filter(|e| {
+                    e.name()
+                        .starts_with(pathprof_techniques::GLOBAL_EXPORT_PREFIX)
+                })
+                .filter_map(|e| e.into_global())
+                .collect();
+            for g in globals {
+                let zero = match g.ty(&self.store).content() {
+                    ValType::I64 => Val::I64(0),
+                    _ => Val::I32(0),
+                };
+                let _ = g.set(&mut self.store, zero);
+            }
+        }
     }
 
     fn get(

@@ -538,9 +538,12 @@ impl Planner<'_> {
         }))]
     }
 
-    /// Classifies and empties group `g`, every member plus `extra`.
+    /// Classifies and empties group `g`, every member plus `extra`. The
+    /// constants go with the loop, not its body: every loop that counts in
+    /// the same tables then has the same body, which the rewriter emits
+    /// once, out of line.
     fn close(&self, g: &Group, extra: (i64, i64), out: &mut Vec<Action>) {
-        let body = self.classify(g.root, TMP, extra);
+        let body = self.classify(g.root, TMP, (0, 0));
         if body.is_empty() {
             out.push(Action::Set {
                 reg: g.len,
@@ -553,6 +556,7 @@ impl Planner<'_> {
             len: g.len,
             index: INDEX,
             acc: g.acc,
+            extra,
             tmp: TMP,
             body,
         })));

@@ -24,5 +24,5 @@ pub mod trace;
 pub use plan::{
     global_export_name, Action, CallActions, EdgeActions, ForEachMember, FunctionPlan, GlobalReg,
     IfNonZero, In, Interproc, ModulePlan, MulAdd, Otherwise, PathTable, PppEnd, PppTable, Push,
-    RawCounters, Reg, Width, PPP_HOLE,
+    RawCounters, Reg, Width, GLOBAL_EXPORT_PREFIX, PPP_HOLE,
 };

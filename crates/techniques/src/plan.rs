@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 /// Width of a path register. Register arithmetic wraps: a path's final sum is
 /// exact modulo 2^width, so `I32` is enough whenever every path number of the
 /// function is below 2^32, even when partial sums on chords are not.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Width {
     I32,
     I64,
@@ -34,7 +34,7 @@ pub type GlobalReg = u32;
 /// One step executed when control crosses an edge. The steps on an edge run in
 /// the order given; register values are unsigned path numbers, increments may
 /// be negative, and all arithmetic wraps at the register's width.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Action {
     /// `r = value` (Fig. 8: register initialisation, pushed to first chords).
     Set { reg: Reg, value: i64 },
@@ -81,8 +81,13 @@ pub enum Action {
     /// Boxed to keep actions 16 bytes.
     Push(Box<Push>),
     /// For each of the `len` members of the group stored at `ptr` in the
-    /// stack region: `tmp = member + acc` (Ball-Larus and PPP halves), then
-    /// `body`; afterwards `len = 0`. Boxed to keep actions 16 bytes.
+    /// stack region: `tmp = member + acc + extra` (Ball-Larus and PPP
+    /// halves), then `body`; afterwards `len = 0`. `body` only counts
+    /// (`CountPath`, `CountSlot`, `CountPpp`, or one of them `In` another
+    /// function's tables) and reads no register but `tmp`: the rewriter
+    /// runs the loop out of line, in a helper function shared by every
+    /// loop with the same body (docs/decisions.md#member-loops-out-of-line).
+    /// Boxed to keep actions 16 bytes.
     ForEachMember(Box<ForEachMember>),
     /// Traps (`unreachable`) if `reg`, unsigned, is above `limit`: the
     /// stack region of [`Action::Push`] overflowed.
@@ -129,7 +134,7 @@ pub fn if_slot(
 }
 
 /// The operands of [`Action::In`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct In {
     /// The other function, by index in the module's function index space.
     pub func: u32,
@@ -139,7 +144,7 @@ pub struct In {
 const _: () = assert!(std::mem::size_of::<Action>() == 16);
 
 /// The operands of [`Action::MulAdd`]: `reg += a * src + b`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MulAdd {
     pub reg: Reg,
     pub a: i64,
@@ -149,7 +154,7 @@ pub struct MulAdd {
 
 /// The operands of [`Action::Push`]: `(bl, ppp)` stored as member `len`
 /// of the group at byte `ptr` of the stack region.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Push {
     pub ptr: Reg,
     pub len: Reg,
@@ -159,20 +164,22 @@ pub struct Push {
 
 /// The operands of [`Action::ForEachMember`]. `index` is a scratch
 /// register for the loop.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ForEachMember {
     pub ptr: Reg,
     pub len: Reg,
     pub index: Reg,
     /// `(Ball-Larus, PPP)` accumulators added to every member.
     pub acc: (Reg, Reg),
+    /// `(Ball-Larus, PPP)` constants added to every member too.
+    pub extra: (i64, i64),
     /// Where each member's value goes before `body` runs.
     pub tmp: (Reg, Reg),
     pub body: Vec<Action>,
 }
 
 /// The operands of [`Action::IfNonZero`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct IfNonZero {
     pub reg: Reg,
     pub then: Vec<Action>,
@@ -180,7 +187,7 @@ pub struct IfNonZero {
 }
 
 /// The operands of [`Action::CountPpp`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PppEnd {
     pub bl: Reg,
     pub bl_offset: i64,
@@ -190,7 +197,7 @@ pub struct PppEnd {
 }
 
 /// What [`Action::CountPpp`] does with a path that is not interesting.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Otherwise {
     /// Count its Ball-Larus id in the path table (an array or hash table), so
     /// it can be regenerated.
@@ -323,8 +330,11 @@ pub struct ModulePlan {
 
 /// The export name of module-level register `g`: `__pathprof_g<g>`.
 pub fn global_export_name(g: GlobalReg) -> String {
-    format!("__pathprof_g{g}")
+    format!("{GLOBAL_EXPORT_PREFIX}{g}")
 }
+
+/// What the export names of the module-level registers begin with.
+pub const GLOBAL_EXPORT_PREFIX: &str = "__pathprof_g";
 
 /// The actions of every edge of a function, in one vector: edge `e`'s are
 /// `self[e]`. A vector per edge cost an allocation for each edge with code,

@@ -293,3 +293,123 @@ fn the_counter_memory_header_is_the_identity_given() {
     assert!(hashes[0] != hashes[1] && hashes[0] != hashes[2] && hashes[1] != hashes[2]);
     assert_eq!(with(&slots, 1).layout.header(), header);
 }
+
+/// The member loops of a plan ([`Action::ForEachMember`]) run in helper
+/// functions, one per body and tables: two loops of one function that
+/// count in its own tables share one, a loop that counts in another's
+/// tables has its own. What they count is checked against the number of
+/// entries the trace saw.
+#[test]
+fn member_loops_share_one_helper_per_body_and_count_every_member() {
+    use pathprof_graph::{Cfg, EdgeId};
+    use pathprof_techniques::{Action, EdgeActions, ForEachMember, In, Push, Width};
+    let bytes = wat::parse_str(
+        r#"(module
+             (func (export "a") (result i32) (call 1) (call 1) (i32.add))
+             (func (export "b") (result i32) (i32.const 7)))"#,
+    )
+    .unwrap();
+    let info = analyze(&bytes).unwrap();
+    let push = Action::Push(Box::new(Push {
+        ptr: 0,
+        len: 1,
+        bl: 4,
+        ppp: 5,
+    }));
+    let set = |reg, value| Action::Set { reg, value };
+    // Every member is (3, 0), the accumulators (1, 0): a member counts at
+    // path 4 + extra.
+    let close = |extra: i64, body: Action| {
+        Action::ForEachMember(Box::new(ForEachMember {
+            ptr: 0,
+            len: 1,
+            index: 8,
+            acc: (2, 3),
+            extra: (extra, 0),
+            tmp: (6, 7),
+            body: vec![body],
+        }))
+    };
+    let count = Action::CountPath { reg: 6, offset: 0 };
+    let plans = plans_with(&info, |c| {
+        let mut p = FunctionPlan::empty(c.cfg.num_edges());
+        p.registers = vec![Width::I64; 9];
+        p.paths = PathTable::Array { len: 16 };
+        p.edges = EdgeActions::from_fn(c.cfg.num_edges(), |e, a| {
+            a.push(Action::Trace { edge: e as u32 });
+            if c.cfg.src(EdgeId::new(e)) != Cfg::ENTRY {
+                return;
+            }
+            a.extend([
+                set(0, 0),
+                set(1, 0),
+                set(2, 1),
+                set(3, 0),
+                set(4, 3),
+                set(5, 0),
+            ]);
+            a.extend([push.clone(), push.clone(), close(2, count.clone())]);
+            a.extend([push.clone(), close(4, count.clone())]);
+            if c.func_index == 1 {
+                let elsewhere = Action::In(Box::new(In {
+                    func: 0,
+                    action: count.clone(),
+                }));
+                a.extend([push.clone(), close(0, elsewhere)]);
+            }
+        });
+        p
+    });
+    let module_plan = ModulePlan {
+        stack_bytes: 64,
+        ..ModulePlan::default()
+    };
+    let out = pathprof_wasm::instrument_module(
+        &bytes,
+        &info,
+        &module_plan,
+        &plans,
+        &[],
+        OutputCheck::Validate,
+        CounterIdentity::default(),
+    )
+    .unwrap();
+    // The hash helper, then one helper for each function's own loops and
+    // one for the loop that counts in function 0's tables.
+    let again = analyze(&out.bytes).unwrap();
+    assert_eq!(again.functions.len(), 2 + 1 + 3);
+
+    let calls = ["a", "b", "a"].map(|export| Call {
+        export: export.into(),
+        args: vec![],
+    });
+    let r = run(&out.bytes, &calls);
+    let entries = |f: u32| {
+        let cfg = &function(&info, f).cfg;
+        r.events
+            .iter()
+            .filter(|&&(g, e)| g == f && cfg.src(EdgeId::new(e as usize)) == Cfg::ENTRY)
+            .count() as u64
+    };
+    let (e0, e1) = (entries(0), entries(1));
+    assert_eq!((e0, e1), (2, 5));
+    let memory = r.counters.expect("counter memory");
+    let counts = |f: u32| -> Vec<u64> {
+        let base = out.layout.function(f).unwrap().paths_offset as usize;
+        (0..16)
+            .map(|i| {
+                let at = base + 8 * i;
+                u64::from_le_bytes(memory[at..at + 8].try_into().unwrap())
+            })
+            .collect()
+    };
+    let expected = |at: &[(usize, u64)]| {
+        let mut v = vec![0u64; 16];
+        for &(i, n) in at {
+            v[i] = n;
+        }
+        v
+    };
+    assert_eq!(counts(0), expected(&[(4, e1), (6, 2 * e0), (8, e0)]));
+    assert_eq!(counts(1), expected(&[(6, 2 * e1), (8, e1)]));
+}

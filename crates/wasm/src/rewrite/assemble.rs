@@ -31,6 +31,10 @@ pub(crate) struct Assembler<'a> {
     /// A buffered trace's memory and global, added after all others.
     pub trace_buffer: Option<TraceBuffer>,
     pub helper_ty: Option<u32>,
+    /// The type of the member loops' helpers, and how many there are
+    /// (after the hash helper).
+    pub closer_ty: Option<u32>,
+    pub num_closers: usize,
     pub memory: u32,
     pub pages: u64,
     pub segments: Vec<(u32, Vec<u8>)>,
@@ -190,18 +194,18 @@ fn check_placeholder(module: &[u8], at: usize) -> Result<()> {
 }
 
 /// `module` with its empty code section at `at` replaced by one holding
-/// `code` and the helper, and the module offset where each body of `code`
+/// `code` and the helpers, and the module offset where each body of `code`
 /// begins. `code` must be in memory.
 pub(crate) fn splice_code(
     module: &[u8],
     at: usize,
     mut code: CodeEntries,
-    helper: Option<wasm_encoder::Function>,
+    helpers: Vec<wasm_encoder::Function>,
 ) -> Result<(Vec<u8>, Vec<usize>)> {
     check_placeholder(module, at)?;
     debug_assert!(code.spill.is_none());
     let bodies = code.len();
-    if let Some(helper) = helper {
+    for helper in helpers {
         code.push(&helper.into_raw_body())?;
     }
     let header = code_header(code.len() as u32, code.size);
@@ -223,7 +227,7 @@ pub(crate) fn splice_code(
 }
 
 /// Writes `module` to `out` with its empty code section at `at` (if it has
-/// one) replaced by one holding `code` and the helper, as [`splice_code`]
+/// one) replaced by one holding `code` and the helpers, as [`splice_code`]
 /// builds it, and the contents of the `deferred` custom sections from
 /// `input` and the `holes`; returns the module offset where each body of
 /// `code` begins.
@@ -231,7 +235,7 @@ pub(crate) fn write_code(
     module: &[u8],
     at: Option<usize>,
     code: CodeEntries,
-    helper: Option<wasm_encoder::Function>,
+    helpers: Vec<wasm_encoder::Function>,
     deferred: DeferredFrom<'_>,
     out: &mut File,
 ) -> Result<Vec<usize>> {
@@ -242,12 +246,13 @@ pub(crate) fn write_code(
     };
     check_placeholder(module, at)?;
     let mut helper_entry = Vec::new();
-    if let Some(helper) = helper {
+    let num_helpers = helpers.len();
+    for helper in helpers {
         let body = helper.into_raw_body();
         (body.len() as u32).encode(&mut helper_entry);
         helper_entry.extend_from_slice(&body);
     }
-    let count = code.len() + usize::from(!helper_entry.is_empty());
+    let count = code.len() + num_helpers;
     let header = code_header(count as u32, code.size + helper_entry.len());
     let written_before = write_with_deferred(out, module, 0..at, &deferred)?;
     let before = written_before + header.len();
@@ -367,6 +372,11 @@ impl Assembler<'_> {
     fn add_functions(&self, functions: &mut wasm_encoder::FunctionSection) {
         if let Some(ty) = self.helper_ty {
             functions.function(ty);
+        }
+        if let Some(ty) = self.closer_ty {
+            for _ in 0..self.num_closers {
+                functions.function(ty);
+            }
         }
     }
     fn add_memory(&self, memories: &mut wasm_encoder::MemorySection) {

@@ -46,7 +46,55 @@ pub(crate) struct Lowerer {
     pub stack_base: u32,
     /// The tables of the other functions [`Action::In`] counts in.
     pub foreign: Vec<(u32, Foreign)>,
+    /// The helper function (its index in the new module) that runs each
+    /// member loop of this function's plan: [`Closers`].
+    pub closers: Vec<(CloserKey, u32)>,
 }
+
+/// What makes two member loops ([`Action::ForEachMember`]) the same helper
+/// function: their body, the registers it reads the member from, and,
+/// when the body counts in the function's own tables rather than only
+/// [`Action::In`] another's, the function.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CloserKey {
+    tables: Option<u32>,
+    tmp: (u8, u8),
+    body: Vec<Action>,
+}
+
+impl CloserKey {
+    /// The key of loop `m` of the function `func_index` (of the original
+    /// module).
+    pub fn of(m: &ForEachMember, func_index: u32) -> CloserKey {
+        let own = m.body.iter().any(|a| !matches!(a, Action::In(_)));
+        CloserKey {
+            tables: own.then_some(func_index),
+            tmp: m.tmp,
+            body: m.body.clone(),
+        }
+    }
+}
+
+/// The member loops of a module, each emitted once as a helper function
+/// `closer(ptr, len, acc_bl, acc_ppp)` and called where a plan closes a
+/// group (docs/decisions.md#member-loops-out-of-line).
+#[derive(Default)]
+pub(crate) struct Closers {
+    /// Each loop's position among the helpers.
+    pub index: std::collections::HashMap<CloserKey, u32>,
+    /// Each helper's loop, with the lowering of the first function that
+    /// has it (its tables); lowered when every function is laid out, since
+    /// the body may count in the tables of a function after it.
+    pub loops: Vec<(Lowerer, ForEachMember)>,
+}
+
+/// The locals of a closer: its four i64 parameters, then its own.
+const CLOSER_PTR: u32 = 0;
+const CLOSER_LEN: u32 = 1;
+const CLOSER_ACC: (u32, u32) = (2, 3);
+const CLOSER_INDEX: u32 = 4;
+const CLOSER_TMP: (u32, u32) = (5, 6);
+const CLOSER_SCRATCH: u32 = 7;
 
 /// Another function's tables, as [`Action::In`] counts in them.
 #[derive(Copy, Clone, Debug)]
@@ -168,10 +216,7 @@ impl Lowerer {
                     self.emit_in(out, inner);
                     sink = InstructionSink::new(out);
                 }
-                Action::ForEachMember(ref each) => {
-                    self.for_each_member(out, each);
-                    sink = InstructionSink::new(out);
-                }
+                Action::ForEachMember(ref each) => self.call_closer(&mut sink, each),
                 Action::IfNonZero(ref branch) => {
                     let (local, width) = self.regs[branch.reg as usize];
                     sink.local_get(local);
@@ -205,6 +250,7 @@ impl Lowerer {
         let other = Lowerer {
             regs: self.regs.clone(),
             foreign: Vec::new(),
+            closers: Vec::new(),
             paths: t.paths,
             paths_offset: t.paths_offset,
             slots_offset: t.slots_offset,
@@ -216,11 +262,11 @@ impl Lowerer {
         other.emit(out, std::slice::from_ref(&inner.action));
     }
 
-    /// Pushes the address `ptr + 16 * i` (i64 registers) as an i32 and
-    /// keeps it in the scratch local.
-    fn member_address(&self, sink: &mut InstructionSink<'_>, ptr: u8, i: u8) {
-        sink.local_get(self.regs[ptr as usize].0)
-            .local_get(self.regs[i as usize].0)
+    /// Pushes the address `ptr + 16 * i` (i64 locals) as an i32 and keeps
+    /// it in the scratch local.
+    fn member_address(&self, sink: &mut InstructionSink<'_>, ptr: u32, i: u32) {
+        sink.local_get(ptr)
+            .local_get(i)
             .i64_const(4)
             .i64_shl()
             .i64_add()
@@ -231,21 +277,55 @@ impl Lowerer {
     /// `stack[ptr + 16 * len] = (bl, ppp); len += 1`.
     fn push(&self, sink: &mut InstructionSink<'_>, p: &Push) {
         let base = u64::from(self.stack_base);
-        self.member_address(sink, p.ptr, p.len);
-        sink.local_get(self.regs[p.bl as usize].0)
+        let local = |r: u8| self.regs[r as usize].0;
+        self.member_address(sink, local(p.ptr), local(p.len));
+        sink.local_get(local(p.bl))
             .i64_store(mem64(self.memory, base));
         sink.local_get(self.scratch)
-            .local_get(self.regs[p.ppp as usize].0)
+            .local_get(local(p.ppp))
             .i64_store(mem64(self.memory, base + 8));
-        let len = self.regs[p.len as usize].0;
+        let len = local(p.len);
         sink.local_get(len).i64_const(1).i64_add().local_set(len);
     }
 
-    /// The loop over a group's members:
+    /// A member loop where the plan has it: its helper called when the
+    /// group has members, then `len = 0`.
     ///
     /// ```text
-    /// block $done
-    ///   br_if $done (len == 0)
+    /// if len != 0 { closer(ptr, len, acc.0 + extra.0, acc.1 + extra.1) }
+    /// len = 0
+    /// ```
+    fn call_closer(&self, sink: &mut InstructionSink<'_>, m: &ForEachMember) {
+        let key = CloserKey::of(m, self.func_index);
+        let (_, helper) = self
+            .closers
+            .iter()
+            .find(|(k, _)| *k == key)
+            .expect("member loops settled before lowering");
+        let local = |r: u8| self.regs[r as usize].0;
+        sink.local_get(local(m.len))
+            .i64_const(0)
+            .i64_ne()
+            .if_(BlockType::Empty)
+            .local_get(local(m.ptr))
+            .local_get(local(m.len));
+        for (acc, extra) in [(m.acc.0, m.extra.0), (m.acc.1, m.extra.1)] {
+            sink.local_get(local(acc));
+            if extra != 0 {
+                sink.i64_const(extra).i64_add();
+            }
+        }
+        sink.call(*helper)
+            .end()
+            .i64_const(0)
+            .local_set(local(m.len));
+    }
+
+    /// The helper function that runs member loop `m` (its body lowered
+    /// with this function's tables), for a group that has members:
+    ///
+    /// ```text
+    /// closer(ptr, len, acc_bl, acc_ppp):
     ///   index = 0
     ///   loop $next
     ///     tmp = stack[ptr + 16 * index] + acc     ;; both halves
@@ -253,43 +333,49 @@ impl Lowerer {
     ///     index += 1
     ///     br_if $next (index <u len)
     ///   end
-    /// end
-    /// len = 0
     /// ```
-    fn for_each_member(&self, out: &mut Vec<u8>, m: &ForEachMember) {
+    pub fn closer_body(&self, m: &ForEachMember) -> Function {
+        let mut regs = vec![(u32::MAX, Width::I64); usize::from(m.tmp.0.max(m.tmp.1)) + 1];
+        regs[usize::from(m.tmp.0)] = (CLOSER_TMP.0, Width::I64);
+        regs[usize::from(m.tmp.1)] = (CLOSER_TMP.1, Width::I64);
+        let closer = Lowerer {
+            regs,
+            scaled: false,
+            scratch: CLOSER_SCRATCH,
+            foreign: self.foreign.clone(),
+            closers: Vec::new(),
+            ..*self
+        };
+        let mut f = Function::new([(3, ValType::I64), (1, ValType::I32)]);
         let base = u64::from(self.stack_base);
-        let local = |r: u8| self.regs[r as usize].0;
-        let mut sink = InstructionSink::new(out);
-        sink.block(BlockType::Empty)
-            .local_get(local(m.len))
-            .i64_eqz()
-            .br_if(0)
-            .i64_const(0)
-            .local_set(local(m.index))
+        let mut out = Vec::new();
+        let mut sink = InstructionSink::new(&mut out);
+        sink.i64_const(0)
+            .local_set(CLOSER_INDEX)
             .loop_(BlockType::Empty);
-        self.member_address(&mut sink, m.ptr, m.index);
+        closer.member_address(&mut sink, CLOSER_PTR, CLOSER_INDEX);
         sink.i64_load(mem64(self.memory, base))
-            .local_get(local(m.acc.0))
+            .local_get(CLOSER_ACC.0)
             .i64_add()
-            .local_set(local(m.tmp.0));
-        sink.local_get(self.scratch)
+            .local_set(CLOSER_TMP.0);
+        sink.local_get(CLOSER_SCRATCH)
             .i64_load(mem64(self.memory, base + 8))
-            .local_get(local(m.acc.1))
+            .local_get(CLOSER_ACC.1)
             .i64_add()
-            .local_set(local(m.tmp.1));
-        self.emit(out, &m.body);
-        let mut sink = InstructionSink::new(out);
-        sink.local_get(local(m.index))
+            .local_set(CLOSER_TMP.1);
+        closer.emit(&mut out, &m.body);
+        let mut sink = InstructionSink::new(&mut out);
+        sink.local_get(CLOSER_INDEX)
             .i64_const(1)
             .i64_add()
-            .local_tee(local(m.index))
-            .local_get(local(m.len))
+            .local_tee(CLOSER_INDEX)
+            .local_get(CLOSER_LEN)
             .i64_lt_u()
             .br_if(0)
             .end()
-            .end()
-            .i64_const(0)
-            .local_set(local(m.len));
+            .end();
+        f.raw(out);
+        f
     }
 
     /// `r += a * s + b` at `r`'s width (`s` has it too: checked).

@@ -67,7 +67,8 @@ use crate::error::{Result, WasmError};
 use crate::module;
 use pathprof_graph::NodeId;
 use pathprof_techniques::{
-    Action, FunctionPlan, Interproc, ModulePlan, Otherwise, PathTable, PppEnd, Reg, Width,
+    Action, ForEachMember, FunctionPlan, Interproc, ModulePlan, Otherwise, PathTable, PppEnd, Reg,
+    Width,
 };
 
 /// An instrumented module and where its counters are.
@@ -433,6 +434,9 @@ fn check_actions(
             }
             Action::ForEachMember(each) => {
                 uses.stack = true;
+                if let Some(fault) = member_body_fault(each) {
+                    return Some(fault);
+                }
                 if let Some(fault) = check_actions(plan, globals, &each.body, uses) {
                     return Some(fault);
                 }
@@ -494,6 +498,27 @@ fn check_action(plan: &FunctionPlan, globals: &[Width], action: &Action) -> Opti
         }),
         _ => None,
     }
+}
+
+/// What keeps the body of a member loop from running out of line, in a
+/// helper function that has only the member's value (`tmp`): an action
+/// other than a count, or a register other than `tmp`.
+fn member_body_fault(m: &ForEachMember) -> Option<String> {
+    let reads_only_tmp = |action: &Action| match action {
+        Action::CountPath { reg, .. } => [m.tmp.0, m.tmp.1].contains(reg),
+        Action::CountPpp(end) => [end.bl, end.ppp]
+            .iter()
+            .all(|r| [m.tmp.0, m.tmp.1].contains(r)),
+        Action::CountSlot { .. } => true,
+        _ => false,
+    };
+    let fits = m.body.iter().all(|action| match action {
+        Action::In(inner) => reads_only_tmp(&inner.action),
+        other => reads_only_tmp(other),
+    });
+    (!fits).then(|| {
+        "a member loop's body may only count, and read no register but the member's".into()
+    })
 }
 
 /// Whether `regs` are not all declared i64 registers of `plan`.

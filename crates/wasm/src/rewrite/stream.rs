@@ -18,14 +18,14 @@ use super::body::{self, ModuleCtx};
 use super::hollow::Holes;
 use super::layout::CounterLayout;
 use super::layout::{FunctionLayout, LayoutBuilder};
-use super::lower::{self, Foreign, Lowerer};
+use super::lower::{self, CloserKey, Foreign, Lowerer};
 use super::trace::{TraceBuffer, TraceMode};
 use super::types::NewTypes;
 use super::{check_plan, layout_entry, BlockMarks, CodeMap, Instrumented, PlanUse, Written};
 use crate::cfg::FunctionCfg;
 use crate::error::{Result, WasmError};
 use crate::module::{self, ModuleScan};
-use pathprof_techniques::{Action, FunctionPlan, ModulePlan, PathTable, Width};
+use pathprof_techniques::{Action, ForEachMember, FunctionPlan, ModulePlan, PathTable, Width};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use wasm_encoder::reencode::Reencode;
@@ -155,6 +155,10 @@ pub struct Instrumenter<'a> {
     trace_ty: Option<u32>,
     trace_mode: Option<TraceMode>,
     helper_ty: Option<u32>,
+    /// The member loops' helper functions, after the hash helper, and their
+    /// type.
+    closers: lower::Closers,
+    closer_ty: Option<u32>,
     layout: LayoutBuilder,
     /// The PPP tables' initial contents, in function order.
     ppp_segments: Vec<(u32, Vec<u8>)>,
@@ -190,6 +194,8 @@ pub enum OutputCheck {
 pub(crate) struct Prepared {
     uses: PlanUse,
     layout: FunctionLayout,
+    /// The helper of each member loop of the plan.
+    closers: Vec<(CloserKey, u32)>,
 }
 
 impl<'a> Instrumenter<'a> {
@@ -212,6 +218,8 @@ impl<'a> Instrumenter<'a> {
             trace_ty,
             trace_mode: trace,
             helper_ty: None,
+            closers: lower::Closers::default(),
+            closer_ty: None,
             layout: LayoutBuilder::new(),
             ppp_segments: Vec::new(),
             code: CodeEntries::default(),
@@ -329,7 +337,76 @@ impl<'a> Instrumenter<'a> {
             }
             self.ppp_segments.push((layout.ppp_offset, bytes));
         }
-        Ok(Prepared { uses, layout })
+        let closers = self.settle_closers(fcfg, plan, &layout)?;
+        Ok(Prepared {
+            uses,
+            layout,
+            closers,
+        })
+    }
+
+    /// The helper function of each member loop of `plan`, made when no
+    /// function before needed the same one. The helpers follow the hash
+    /// helper, which is then added even if no table hashes, so that its
+    /// index, already in earlier bodies, stays right.
+    fn settle_closers(
+        &mut self,
+        fcfg: &FunctionCfg,
+        plan: &FunctionPlan,
+        layout: &FunctionLayout,
+    ) -> Result<Vec<(CloserKey, u32)>> {
+        let mut loops = Vec::new();
+        each_action_list(plan, |actions| member_loops(actions, &mut loops));
+        if loops.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.helper_ty.is_none() {
+            self.helper_ty = Some(self.types.intern(&[ValType::I32, ValType::I64], &[]));
+        }
+        if self.closer_ty.is_none() {
+            self.closer_ty = Some(self.types.intern(&[ValType::I64; 4], &[]));
+        }
+        let first = self.hash_helper_index() + 1;
+        let mut used: Vec<(CloserKey, u32)> = Vec::new();
+        for m in loops {
+            let key = CloserKey::of(m, fcfg.func_index);
+            if used.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            let at = match self.closers.index.get(&key) {
+                Some(&at) => at,
+                None => {
+                    let at = self.closers.loops.len() as u32;
+                    let base = self.lowerer(fcfg, plan, layout);
+                    self.closers.loops.push((base, m.clone()));
+                    self.closers.index.insert(key.clone(), at);
+                    at
+                }
+            };
+            used.push((key, first + at));
+        }
+        Ok(used)
+    }
+
+    /// The member loops' helpers, lowered now that every function's tables
+    /// are laid out.
+    fn closer_bodies(&mut self) -> Result<Vec<wasm_encoder::Function>> {
+        let loops = std::mem::take(&mut self.closers.loops);
+        loops
+            .into_iter()
+            .map(|(mut lower, m)| {
+                let mut funcs = std::collections::BTreeSet::new();
+                foreign_funcs(&m.body, &mut funcs);
+                lower.foreign = self.foreign_of(lower.func_index, funcs)?;
+                Ok(lower.closer_body(&m))
+            })
+            .collect()
+    }
+
+    /// The index of the hash helper in the new module: after every
+    /// defined function.
+    fn hash_helper_index(&self) -> u32 {
+        self.scan.num_imported_funcs + self.shift + self.num_functions() as u32
     }
 
     fn ctx(&self) -> ModuleCtx<'_> {
@@ -352,8 +429,17 @@ impl<'a> Instrumenter<'a> {
         prepared: &Prepared,
         out: &mut Vec<u8>,
     ) -> Result<BlockMarks> {
-        let fl = &prepared.layout;
-        let lower = Lowerer {
+        let mut lower = self.lowerer(fcfg, plan, &prepared.layout);
+        lower.foreign = self.foreign_tables(fcfg.func_index, plan)?;
+        lower.closers = prepared.closers.clone();
+        let body = &self.scan.bodies[i];
+        body::rewrite_body(&self.ctx(), fcfg, plan, prepared.uses, lower, body, out)
+    }
+
+    /// The lowering of `plan`'s actions, laid out at `fl`, before its
+    /// registers have locals and the other functions' tables are known.
+    fn lowerer(&self, fcfg: &FunctionCfg, plan: &FunctionPlan, fl: &FunctionLayout) -> Lowerer {
+        Lowerer {
             regs: Vec::new(),
             scaled: false,
             scratch: 0,
@@ -364,17 +450,16 @@ impl<'a> Instrumenter<'a> {
             ppp_offset: fl.ppp_offset,
             ppp_min: plan.ppp.as_ref().map_or(0, |t| t.min),
             ppp_len: fl.ppp_len,
-            hash_helper: self.scan.num_imported_funcs + self.shift + self.num_functions() as u32,
+            hash_helper: self.hash_helper_index(),
             trace: self.scan.num_imported_funcs,
             trace_buffer: self.trace_buffer(),
             func_index: fcfg.func_index,
             // After the buffered trace's position global (`trace_buffer`).
             globals_base: self.scan.num_globals + u32::from(self.trace_buffer().is_some()),
             stack_base: super::layout::STACK_BASE as u32,
-            foreign: self.foreign_tables(fcfg.func_index, plan)?,
-        };
-        let body = &self.scan.bodies[i];
-        body::rewrite_body(&self.ctx(), fcfg, plan, prepared.uses, lower, body, out)
+            foreign: Vec::new(),
+            closers: Vec::new(),
+        }
     }
 
     /// The tables of the functions `plan` counts in with [`Action::In`]:
@@ -382,16 +467,16 @@ impl<'a> Instrumenter<'a> {
     /// module is instrumented at once).
     fn foreign_tables(&self, func_index: u32, plan: &FunctionPlan) -> Result<Vec<(u32, Foreign)>> {
         let mut funcs = std::collections::BTreeSet::new();
-        let mut visit = |actions: &[Action]| foreign_funcs(actions, &mut funcs);
-        plan.edges.iter().for_each(&mut visit);
-        if let Some(inter) = &plan.interproc {
-            visit(&inter.entry);
-            visit(&inter.exit);
-            for c in &inter.calls {
-                visit(&c.before);
-                visit(&c.after);
-            }
-        }
+        each_action_list(plan, |actions| foreign_funcs(actions, &mut funcs));
+        self.foreign_of(func_index, funcs)
+    }
+
+    /// The tables of `funcs`, which function `func_index` counts in.
+    fn foreign_of(
+        &self,
+        func_index: u32,
+        funcs: std::collections::BTreeSet<u32>,
+    ) -> Result<Vec<(u32, Foreign)>> {
         funcs
             .into_iter()
             .map(|f| {
@@ -449,7 +534,7 @@ impl<'a> Instrumenter<'a> {
         let check = self.check;
         let a = self.assemble(custom_sections, false, None)?;
         let (out, body_starts) = match a.code_at {
-            Some(at) => splice_code(&a.module, at, a.code, a.helper)?,
+            Some(at) => splice_code(&a.module, at, a.code, a.helpers)?,
             None => (a.module, Vec::new()),
         };
         let code_map = code_map(a.marks, &body_starts, a.num_imported);
@@ -483,7 +568,7 @@ impl<'a> Instrumenter<'a> {
             input,
             holes,
         };
-        let body_starts = write_code(&a.module, a.code_at, a.code, a.helper, deferred, out)?;
+        let body_starts = write_code(&a.module, a.code_at, a.code, a.helpers, deferred, out)?;
         let code_map = code_map(a.marks, &body_starts, a.num_imported);
         if check == OutputCheck::Validate {
             let end = out.stream_position()?;
@@ -500,7 +585,7 @@ impl<'a> Instrumenter<'a> {
     /// with `defer_custom`, the unchanged custom sections' contents are left
     /// to be written from the input ([`Deferred`]).
     fn assemble(
-        self,
+        mut self,
         custom_sections: &[(&str, &[u8])],
         defer_custom: bool,
         holes: Option<&Holes>,
@@ -512,6 +597,7 @@ impl<'a> Instrumenter<'a> {
             });
         }
         let trace_buffer = self.trace_buffer();
+        let closers = self.closer_bodies()?;
         let layout = self.layout.finish()?;
         let mut segments = layout.init_segments();
         segments.extend(self.ppp_segments);
@@ -523,6 +609,8 @@ impl<'a> Instrumenter<'a> {
             trace_ty: self.trace_ty,
             trace_buffer,
             helper_ty: self.helper_ty,
+            closer_ty: self.closer_ty,
+            num_closers: closers.len(),
             memory,
             pages: layout.pages(),
             segments,
@@ -540,7 +628,12 @@ impl<'a> Instrumenter<'a> {
             module: module.finish(),
             code_at: asm.code_at,
             deferred: asm.deferred,
-            helper: asm.helper_ty.map(|_| lower::hash_helper_body(memory)),
+            helpers: asm
+                .helper_ty
+                .map(|_| lower::hash_helper_body(memory))
+                .into_iter()
+                .chain(closers)
+                .collect(),
             layout,
             code: self.code,
             marks: self.marks,
@@ -556,8 +649,9 @@ struct Assembled {
     code_at: Option<usize>,
     /// Custom sections whose contents are still in the input.
     deferred: Vec<Deferred>,
-    /// The hash helper's body, the last entry of the code section.
-    helper: Option<wasm_encoder::Function>,
+    /// The hash helper's body and the member loops' helpers, the last
+    /// entries of the code section.
+    helpers: Vec<wasm_encoder::Function>,
     layout: CounterLayout,
     code: CodeEntries,
     marks: Vec<Option<BlockMarks>>,
@@ -729,6 +823,33 @@ mod tests {
             let truncated = &valid[..cut];
             assert_eq!(streamed(truncated), whole(truncated), "cut at {cut}");
             assert!(streamed(truncated).is_err());
+        }
+    }
+}
+
+/// Calls `visit` with each list of actions of `plan`.
+fn each_action_list<'p>(plan: &'p FunctionPlan, mut visit: impl FnMut(&'p [Action])) {
+    plan.edges.iter().for_each(&mut visit);
+    if let Some(inter) = &plan.interproc {
+        visit(&inter.entry);
+        visit(&inter.exit);
+        for c in &inter.calls {
+            visit(&c.before);
+            visit(&c.after);
+        }
+    }
+}
+
+/// The member loops of `actions`, in order.
+fn member_loops<'p>(actions: &'p [Action], out: &mut Vec<&'p ForEachMember>) {
+    for a in actions {
+        match a {
+            Action::ForEachMember(m) => out.push(m),
+            Action::IfNonZero(b) => {
+                member_loops(&b.then, out);
+                member_loops(&b.otherwise, out);
+            }
+            _ => {}
         }
     }
 }
