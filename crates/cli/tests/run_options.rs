@@ -158,9 +158,10 @@ fn legacy_exception_handling_is_a_one_line_error() {
             last,
             format!(
                 "pathprof: error: {module}: the module uses legacy exception handling (`try`, \
-                 `catch`, `rethrow`, `delegate`), which the embedded engine cannot run; convert \
-                 it to the standard exception handling (`try_table`), e.g. with binaryen's \
-                 `wasm-opt --translate-to-exnref`, and profile that"
+                 `catch`, `rethrow`, `delegate`), which the embedded engine cannot run: \
+                 `pathprof instrument` it, run that on an engine that can (V8: node 22 or \
+                 later, browsers) and `pathprof collect` its counters, or convert it to \
+                 `try_table` (binaryen's `wasm-opt --translate-to-exnref`) and profile that"
             ),
             "{mode}: {err}"
         );

@@ -24,6 +24,7 @@ mod interproc_oracle;
 mod interproc_paper;
 mod intra_context_oracle;
 mod ippp_oracle;
+mod legacy_exceptions;
 mod meta;
 mod parquet_export;
 mod ppp_cli;

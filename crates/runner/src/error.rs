@@ -27,11 +27,13 @@ pub enum RunError {
     Compile(String),
 
     /// The module uses the legacy exception handling proposal, which the
-    /// engine cannot compile.
+    /// engine cannot compile (pathprof instruments it: the instrumented
+    /// module runs on engines that have it).
     #[error(
         "the module uses legacy exception handling (`try`, `catch`, `rethrow`, `delegate`), \
-         which the embedded engine cannot run; convert it to the standard exception handling \
-         (`try_table`), e.g. with binaryen's `wasm-opt --translate-to-exnref`, and profile that"
+         which the embedded engine cannot run: `pathprof instrument` it, run that on an engine \
+         that can (V8: node 22 or later, browsers) and `pathprof collect` its counters, or \
+         convert it to `try_table` (binaryen's `wasm-opt --translate-to-exnref`) and profile that"
     )]
     LegacyExceptions,
 

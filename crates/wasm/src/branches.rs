@@ -527,11 +527,8 @@ fn block(bytes: &[u8], b: crate::BlockInfo, traced: &dyn Fn(u32) -> bool) -> Res
 
 /// The instruction at `at` in `code`, and the offset after it.
 fn read_op(code: &[u8], at: usize) -> Result<(Operator<'_>, usize)> {
-    // A reader of one instruction has no `if` open, so it would reject
-    // `else`, which has no immediates.
-    const ELSE: u8 = 0x05;
-    if code.get(at) == Some(&ELSE) {
-        return Ok((Operator::Else, at + 1));
+    if let Some(op) = crate::module::frame_op(code, at).map_err(|e| WasmError::invalid(&e))? {
+        return Ok(op);
     }
     let mut ops = OperatorsReader::new(BinaryReader::new(&code[at..], at));
     let op = ops.read().map_err(|e| WasmError::invalid(&e))?;

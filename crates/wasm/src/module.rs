@@ -324,3 +324,32 @@ pub fn code_section_size(bytes: &[u8]) -> usize {
     }
     0
 }
+
+/// The instruction at module offset `at` of `code`, when it is one of those
+/// that wasmparser's operator reader checks against the frames it has read
+/// (`else`, `catch`, `catch_all`, `delegate`), with the offset after it. A
+/// reader made for one instruction has no `if` or legacy `try` open, so it
+/// rejects them; their immediates are at most one index, decoded here.
+pub(crate) fn frame_op(
+    code: &[u8],
+    at: usize,
+) -> wasmparser::Result<Option<(wasmparser::Operator<'static>, usize)>> {
+    use wasmparser::Operator;
+    let index = || {
+        let mut r = wasmparser::BinaryReader::new(code.get(at + 1..).unwrap_or_default(), at + 1);
+        Ok::<_, wasmparser::BinaryReaderError>((r.read_var_u32()?, r.original_position()))
+    };
+    Ok(match code.get(at) {
+        Some(0x05) => Some((Operator::Else, at + 1)),
+        Some(0x19) => Some((Operator::CatchAll, at + 1)),
+        Some(0x07) => {
+            let (tag_index, end) = index()?;
+            Some((Operator::Catch { tag_index }, end))
+        }
+        Some(0x18) => {
+            let (relative_depth, end) = index()?;
+            Some((Operator::Delegate { relative_depth }, end))
+        }
+        _ => None,
+    })
+}

@@ -5,7 +5,8 @@ mod common;
 use common::*;
 use pathprof_techniques::{Action, FunctionPlan, PathTable, Width};
 use pathprof_wasm::{
-    analyze, custom_section, instrument, read_counters, FunctionLayout, WasmError, LAYOUT_VERSION,
+    analyze, custom_section, instrument, read_counters, EdgeKind, FunctionLayout, WasmError,
+    LAYOUT_VERSION,
 };
 
 fn small() -> Vec<u8> {
@@ -72,9 +73,8 @@ fn invalid_module_reports_the_offset() {
 #[test]
 fn bodies_are_validated_as_wasmparser_validates_them() {
     // The builder validates each body as it reads it: an invalid body after
-    // a valid one, an operand mismatch past a construct, and an invalid
-    // instruction past a legacy `try` the builder refuses (the body is
-    // still validated to its end) are reported as `validate_all` does.
+    // a valid one, an operand mismatch past a construct, and one past a
+    // legacy `try` are reported as `validate_all` does.
     let features =
         wasmparser::WasmFeatures::default() | wasmparser::WasmFeatures::LEGACY_EXCEPTIONS;
     for wat in [
@@ -98,47 +98,74 @@ fn bodies_are_validated_as_wasmparser_validates_them() {
     }
 }
 
+/// Legacy exception handling is modelled as `try_table` is (cfg/mod.rs):
+/// the CFG of a function with `catch_all`, `delegate` and `rethrow`,
+/// worked out by hand, edge by edge in instruction order.
 #[test]
-fn legacy_exceptions_are_unsupported_and_untouched() {
+fn legacy_exceptions_are_modelled_as_try_table() {
     let bytes = wat::parse_str(
         r#"(module
-            (tag $t)
-            (func (export "legacy") (result i32)
-              try (result i32)
-                throw $t
-              catch $t
-                i32.const 7
-              end)
-            (func (export "fine") (result i32) i32.const 1))"#,
+            (func $g)
+            (func (export "legacy") (param i32) (result i32)
+              try $a (result i32)  ;; a plain opener: block 2 begins here
+                try $b
+                  local.get 0
+                  br_if $b         ;; e1 2 -> 4 taken, e2 2 -> 3
+                  call $g
+                delegate $a        ;; ends $b: e3 3 -> 4, join 4
+                i32.const 1
+              catch_all            ;; e4 4 -> 8; handler 5: e5 ENTRY -> 5
+                local.get 0
+                if                 ;; e6 5 -> 6
+                  rethrow 1        ;; e7 6 -> EXIT
+                end                ;; no else: e8 5 -> 7, join 7
+                i32.const 2
+              end)                 ;; e9 7 -> 8, join 8; e10 8 -> EXIT
+          )"#,
     )
     .unwrap();
     let info = analyze(&bytes).unwrap();
-    let u = info.functions[0].as_ref().unwrap_err();
-    assert_eq!(u.func_index, 0);
-    assert!(u.reason.contains("`try`"), "{}", u.reason);
-    assert!(info.functions[1].is_ok());
-    // Instrumenting the other function (with a trace import, which shifts
-    // indices) leaves the unsupported body as it was.
-    let f = info.functions[1].as_ref().unwrap();
-    let plans = vec![None, Some(trace_plan(f))];
+    let f = info.functions[1].as_ref().expect("modelled");
+    use EdgeKind::*;
+    let expected = [
+        ((0, 2), Entry),
+        ((2, 4), BrIf),
+        ((2, 3), Fallthrough),
+        ((3, 4), Fallthrough),
+        ((4, 8), Fallthrough),
+        ((0, 5), Catch),
+        ((5, 6), IfThen),
+        ((6, 1), ThrowRef),
+        ((5, 7), IfElse),
+        ((7, 8), Fallthrough),
+        ((8, 1), Fallthrough),
+    ];
+    let got: Vec<_> = f
+        .cfg
+        .edge_ids()
+        .map(|e| {
+            let (s, d) = f.cfg.edge(e);
+            ((s.index(), d.index()), f.edge_kinds[e.index()])
+        })
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(f.calls.len(), 1);
+    // Traced on every edge (a trace import shifts the function indices),
+    // the rewritten module validates with legacy exception handling: the
+    // delegate and rethrow labels stay right past the landing pad of the
+    // taken `br_if` (`delegated` in tests/fixtures/legacy/exceptions.wat is
+    // run, traced and counted, under V8 by crates/cli/tests).
+    let plans: Vec<_> = info
+        .functions
+        .iter()
+        .map(|f| Some(trace_plan(f.as_ref().unwrap())))
+        .collect();
     let out = instrument(&bytes, &info, &plans, &[]).unwrap();
-    let body = |b: &[u8], i: usize| {
-        wasmparser::Parser::new(0)
-            .parse_all(b)
-            .filter_map(|p| match p {
-                Ok(wasmparser::Payload::CodeSectionEntry(body)) => Some(b[body.range()].to_vec()),
-                _ => None,
-            })
-            .nth(i)
-            .unwrap()
-    };
-    assert_eq!(body(&bytes, 0), body(&out.bytes, 0));
-    // A plan for the unsupported function is refused.
-    let plans = vec![Some(FunctionPlan::empty(1)), None];
-    assert!(matches!(
-        instrument(&bytes, &info, &plans, &[]),
-        Err(WasmError::BadPlan { func_index: 0, .. })
-    ));
+    let features =
+        wasmparser::WasmFeatures::default() | wasmparser::WasmFeatures::LEGACY_EXCEPTIONS;
+    wasmparser::Validator::new_with_features(features)
+        .validate_all(&out.bytes)
+        .expect("valid output");
 }
 
 #[test]

@@ -58,13 +58,15 @@ enum FrameKind {
     Loop,
     If,
     TryTable,
+    /// A legacy `try`, up to its `end` or `delegate` (its handlers included).
+    Try,
 }
 
 #[derive(Copy, Clone, Debug)]
 struct Frame {
     kind: FrameKind,
-    /// Loop: its header node; If: its condition node; NONE when the construct
-    /// is unreachable.
+    /// Loop: its header node; If: its condition node; Try: ENTRY, where its
+    /// handlers are entered from; NONE when the construct is unreachable.
     node: u32,
     /// Head of the list of edges targeting this label (all of them for a
     /// forward label, only the taken ones for a loop or the function).
@@ -196,9 +198,7 @@ pub(crate) fn build(
 
 fn unsupported(what: &str, offset: usize) -> BuildError {
     BuildError::Unsupported {
-        reason: format!(
-            "`{what}` is not supported (legacy exception handling or a disabled proposal)"
-        ),
+        reason: format!("`{what}` is not supported (a disabled proposal)"),
         offset: offset as u32,
     }
 }
@@ -585,6 +585,47 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// `catch` or `catch_all` of a legacy `try`: as at `else`, the code
+    /// before it falls through to the construct's end, and a new block
+    /// begins, entered by a `Catch` edge from ENTRY whose code runs right
+    /// after the instruction (the caught values are on the stack; the
+    /// edge's code leaves them there).
+    fn handler(&mut self) -> Visit {
+        let top = self.fall_to_end();
+        if self.frames[top].node != NONE {
+            self.arm(Cfg::ENTRY.index() as u32, EdgeKind::Catch);
+        }
+        Ok(())
+    }
+
+    /// At `else` or a legacy `catch`/`catch_all`: the code before it falls
+    /// through to the end of the innermost construct, whose frame index
+    /// this returns; the code after it is unreachable until an arm begins.
+    fn fall_to_end(&mut self) -> usize {
+        self.control();
+        self.count();
+        let top = self.frames.len() - 1;
+        if self.live() {
+            let e = self.edge(self.cur, NONE, EdgeKind::Fallthrough);
+            self.link(top, e);
+            self.site(self.at, SiteKind::Before(e));
+        }
+        self.cur = NONE;
+        top
+    }
+
+    /// A new block right after the instruction, entered from `src` by an
+    /// edge whose code goes after the instruction.
+    fn arm(&mut self, src: u32, kind: EdgeKind) {
+        let n = self.node();
+        let e = self.edge(src, n, kind);
+        self.site(self.at, SiteKind::After(e));
+        self.cur = n;
+        self.cur_plain = true;
+    }
+}
+
 /// What visiting one instruction gives: nothing, or why building stops.
 type Visit = Result<(), BuildError>;
 
@@ -637,34 +678,18 @@ impl<'a> VisitOperator<'a> for Builder {
         let cond = self.cur;
         self.open(self.at, FrameKind::If, cond, live);
         if live {
-            let t = self.node();
-            let e = self.edge(cond, t, EdgeKind::IfThen);
-            self.site(self.at, SiteKind::After(e));
-            self.cur = t;
-            self.cur_plain = true;
+            self.arm(cond, EdgeKind::IfThen);
         }
         Ok(())
     }
 
     fn visit_else(&mut self) -> Visit {
-        self.control();
-        self.count();
-        let top = self.frames.len() - 1;
-        if self.live() {
-            let e = self.edge(self.cur, NONE, EdgeKind::Fallthrough);
-            self.link(top, e);
-            self.site(self.at, SiteKind::Before(e));
-        }
+        let top = self.fall_to_end();
         let frame = &mut self.frames[top];
         frame.else_seen = true;
         let cond = frame.node;
-        self.cur = NONE;
         if cond != NONE {
-            let n = self.node();
-            let e = self.edge(cond, n, EdgeKind::IfElse);
-            self.site(self.at, SiteKind::After(e));
-            self.cur = n;
-            self.cur_plain = true;
+            self.arm(cond, EdgeKind::IfElse);
         }
         Ok(())
     }
@@ -798,27 +823,42 @@ impl<'a> VisitOperator<'a> for Builder {
         self.leave(EdgeKind::ThrowRef)
     }
 
-    // Control transfers the builder does not model.
+    // Legacy exception handling, modelled as `try_table` is: a handler is
+    // entered from ENTRY, a `rethrow` leaves for EXIT.
     fn visit_try(&mut self, _: BlockType) -> Visit {
-        self.refuse("try")
+        self.control();
+        self.count_plain();
+        let live = self.live();
+        let node = if live {
+            Cfg::ENTRY.index() as u32
+        } else {
+            NONE
+        };
+        self.open(self.at, FrameKind::Try, node, live);
+        Ok(())
     }
 
     fn visit_catch(&mut self, _: u32) -> Visit {
-        self.refuse("catch")
+        self.handler()
     }
 
     fn visit_catch_all(&mut self) -> Visit {
-        self.refuse("catch_all")
+        self.handler()
     }
 
+    /// Ends the `try` as `end` does: where its body's exceptions go is the
+    /// engine's business, and a handler that catches them is entered from
+    /// ENTRY wherever it is.
     fn visit_delegate(&mut self, _: u32) -> Visit {
-        self.refuse("delegate")
+        self.visit_end()
     }
 
     fn visit_rethrow(&mut self, _: u32) -> Visit {
-        self.refuse("rethrow")
+        self.control();
+        self.leave(EdgeKind::ThrowRef)
     }
 
+    // Control transfers the builder does not model.
     fn visit_resume(&mut self, _: u32, _: ResumeTable) -> Visit {
         self.refuse("resume")
     }

@@ -14,7 +14,13 @@
 //! - Arrival at a `try_table` catch target is an edge ENTRY -> the target
 //!   block ([`EdgeKind::Catch`]): a new path begins there. One such edge per
 //!   target label, shared by every catch clause that names it (a clause
-//!   naming the function's own label gives ENTRY -> EXIT). When an
+//!   naming the function's own label gives ENTRY -> EXIT). Legacy exception
+//!   handling is the same model: each `catch`/`catch_all` clause of a `try`
+//!   begins a block entered by its own `Catch` edge from ENTRY (the code
+//!   before the clause falls through to the `try`'s end, as before `else`),
+//!   `rethrow` is an edge to EXIT as `throw_ref` is, and `delegate` ends its
+//!   `try` as `end` does (where the body's exceptions go is the engine's
+//!   business; whichever handler catches them begins a path from ENTRY). When an
 //!   exception thrown by a callee (or a trap) unwinds through a function,
 //!   the path in flight in that function is lost: nothing counts it. A
 //!   `throw` in the function itself is an edge to EXIT, so its path counts.
@@ -33,10 +39,9 @@
 //! - Every reachable call instruction is a [`CallSite`], in code order
 //!   ([`FunctionCfg::calls`]).
 //!
-//! Functions using instructions outside this model (the legacy exception
-//! handling `try`/`catch`/`catch_all`/`delegate`/`rethrow`, and the
-//! stack-switching and custom-descriptor branches, which the validator
-//! rejects anyway) are reported [`Unsupported`] and left untouched.
+//! Functions using instructions outside this model (the stack-switching
+//! and custom-descriptor branches, which the validator rejects anyway) are
+//! reported [`Unsupported`] and left untouched.
 
 mod builder;
 mod calls;
@@ -77,9 +82,10 @@ pub enum EdgeKind {
     TailCall,
     /// `throw` (to EXIT).
     Throw,
-    /// `throw_ref` (to EXIT).
+    /// `throw_ref`, or a legacy `rethrow` (to EXIT).
     ThrowRef,
-    /// ENTRY -> the target of a try_table catch clause.
+    /// ENTRY -> the target of a try_table catch clause, or the first block
+    /// of a legacy `catch`/`catch_all` handler.
     Catch,
     /// Taken `br_on_null`.
     BrOnNull,

@@ -60,7 +60,8 @@ pub(crate) fn open_blockty(
     Ok(match ops.read()? {
         wasmparser::Operator::Block { blockty }
         | wasmparser::Operator::Loop { blockty }
-        | wasmparser::Operator::If { blockty } => blockty,
+        | wasmparser::Operator::If { blockty }
+        | wasmparser::Operator::Try { blockty } => blockty,
         wasmparser::Operator::TryTable { try_table } => try_table.ty,
         _ => wasmparser::BlockType::Empty,
     })

@@ -210,10 +210,8 @@ impl<'a> Source<'a> {
                 ..
             } => {
                 *next += 1;
-                // A reader of this instruction alone has no `if` frame
-                // open, so it would reject `else`, which has no immediates.
-                if bytes[start] == ELSE_OPCODE {
-                    return Ok(Some((Operator::Else, start + 1)));
+                if let Some(op) = crate::module::frame_op(bytes, start).map_err(read_err)? {
+                    return Ok(Some(op));
                 }
                 let reader = BinaryReader::new(&bytes[start..*end], start);
                 let mut ops =
@@ -226,8 +224,6 @@ impl<'a> Source<'a> {
         }
     }
 }
-
-const ELSE_OPCODE: u8 = 0x05;
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Kind {
@@ -844,11 +840,16 @@ impl<'a> Rewriter<'a, '_> {
             Operator::TryTable { ref try_table } => {
                 self.open_forward(raw, try_table.ty, open, Some(try_table))
             }
+            Operator::Try { blockty } => self.open_forward(raw, blockty, open, None),
             Operator::Loop { blockty } => {
                 self.open_loop(Some(raw), blockty, open);
                 Ok(())
             }
-            Operator::End => self.close(raw),
+            Operator::End => self.close(raw, None),
+            Operator::Delegate { relative_depth } => self.close(raw, Some(relative_depth)),
+            Operator::Rethrow { relative_depth } => self.branch(raw, relative_depth, |s, d| {
+                s.rethrow(d);
+            }),
             Operator::Br { relative_depth } => self.branch(raw, relative_depth, |s, d| {
                 s.br(d);
             }),
@@ -1039,6 +1040,24 @@ impl<'a> Rewriter<'a, '_> {
         });
     }
 
+    /// The instruction that ends `frame`, just popped: `end` as it is, or
+    /// `delegate` with its label renumbered. That label is relative to the
+    /// label around the `try`, `frame.label - 1` as emitted (a pad of the
+    /// `try`'s own, if it has any: pads are plain blocks, which an
+    /// exception passes through as the original's labels).
+    fn end(&mut self, raw: &[u8], frame: &Frame, delegate: Option<u32>) {
+        let Some(depth) = delegate else {
+            return self.copy(raw);
+        };
+        let target = self.frames[self.frames.len() - 1 - depth as usize].label;
+        let new = frame.label - 1 - target;
+        if new == depth {
+            self.copy(raw);
+        } else {
+            self.sink().delegate(new);
+        }
+    }
+
     /// Before the `end` of a peeled loop's first copy: leave `$after`, as
     /// falling off the loop does, rather than fall into the loop proper.
     fn leave_first_copy(&mut self, frame: &Frame) {
@@ -1054,20 +1073,21 @@ impl<'a> Rewriter<'a, '_> {
         }
     }
 
-    /// `end`: closes the frame and emits its pads.
-    fn close(&mut self, raw: &[u8]) -> Result<()> {
+    /// `end`, or the `delegate` to `delegate` that ends a legacy `try`:
+    /// closes the frame and emits its pads.
+    fn close(&mut self, raw: &[u8], delegate: Option<u32>) -> Result<()> {
         let Some(frame) = self.frames.pop() else {
             return Ok(());
         };
         let (start, k) = frame.pads;
         if k == 0 {
             self.leave_first_copy(&frame);
-            self.copy(raw);
+            self.end(raw, &frame, delegate);
             self.height = frame.label;
             return Ok(());
         }
         if frame.kind == Kind::Forward {
-            self.copy(raw);
+            self.end(raw, &frame, delegate);
         }
         // Inside $land_k: leave to $after (forward) or $exit (loop).
         self.sink().br(k);

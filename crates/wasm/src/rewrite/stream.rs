@@ -135,7 +135,12 @@ fn body_may_throw_or_catch(body: &wasmparser::FunctionBody<'_>) -> bool {
     };
     while !ops.eof() {
         match ops.read() {
-            Ok(Operator::Throw { .. } | Operator::ThrowRef) => return true,
+            Ok(
+                Operator::Throw { .. }
+                | Operator::ThrowRef
+                | Operator::Try { .. }
+                | Operator::Rethrow { .. },
+            ) => return true,
             Ok(Operator::TryTable { try_table }) if !try_table.catches.is_empty() => return true,
             Ok(_) => {}
             Err(_) => return true,
