@@ -2,18 +2,22 @@
 //! `delegate`; issue 27 point 8), instrumented as `try_table` is: a handler
 //! is entered by a `Catch` edge from ENTRY and begins a new path, `rethrow`
 //! leaves for EXIT as `throw_ref` does, `delegate` ends its `try` as `end`
-//! does (crates/wasm/src/cfg/builder.rs).
+//! does (crates/wasm/src/cfg/builder.rs). The embedded engine runs such
+//! modules translated to `try_table` (crates/runner/src/legacy/).
 //!
-//! The embedded engine cannot run such modules, so these tests run
-//! tests/fixtures/legacy/exceptions.wat under V8: node 24, which
+//! The tests run tests/fixtures/legacy/*.wat under V8 too: node 24, which
 //! scripts/setup.sh unpacks into target/node, with the host
-//! `support/v8-host.js`. The oracle is a second run of each call under V8,
-//! traced edge by edge (`Technique::Trace`, one host call per edge), cut
-//! into intraprocedural paths by `common::oracle` and into Melski and Reps'
-//! observable context and piecewise paths by the enumerator of
-//! `pathprof_graph::testing::interproc`, both of which share only the CFG
-//! with the numbering; a third is the uninstrumented original, whose
-//! results the instrumented runs must give.
+//! `support/v8-host.js`, an engine that runs the legacy instructions
+//! themselves. The oracles:
+//! * V8 running the original: the translation must give its results on
+//!   every export of both fixtures;
+//! * a run of each call traced edge by edge (`Technique::Trace`), cut into
+//!   intraprocedural paths by `common::oracle` and into Melski and Reps'
+//!   observable context and piecewise paths by the enumerator of
+//!   `pathprof_graph::testing::interproc`, both of which share only the
+//!   CFG with the numbering: under V8, the instrumented module's counts
+//!   (path, edge, context, piecewise); under wasmtime, translated, the
+//!   path profile, which must also be V8's profile of the same module.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,6 +32,7 @@ use pathprof_wasm::supergraph::{EventStream, ModuleSupergraph};
 use crate::common::{oracle, programs};
 
 const FIXTURE: &str = "tests/fixtures/legacy/exceptions.wat";
+const TRANSLATION: &str = "tests/fixtures/legacy/translation.wat";
 
 /// The calls made, each in a fresh instance. `outer`'s arguments avoid a
 /// `$f` that unwinds two frames (the oracle, without stack depths, takes
@@ -91,9 +96,12 @@ fn v8(module: &[u8], export: &str, arg: i32, counters: bool) -> V8Run {
         String::from_utf8_lossy(&o.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
-    let outcome = match (&v["returned"], &v["threw"]) {
-        (serde_json::Value::Null, threw) => format!("threw {threw}"),
-        (returned, _) => format!("returned {returned}"),
+    let outcome = match &v["returned"] {
+        serde_json::Value::Null => {
+            assert_eq!(v["threw"], "wasm exception", "{export}({arg})");
+            "threw".to_string()
+        }
+        returned => format!("returned {returned}"),
     };
     let trace = v["trace"]
         .as_array()
@@ -121,7 +129,26 @@ fn traced(module: &[u8]) -> Vec<u8> {
 }
 
 fn original() -> Vec<u8> {
-    wat::parse_file(programs::root().join(FIXTURE)).expect("fixture parses")
+    parse(FIXTURE)
+}
+
+fn parse(fixture: &str) -> Vec<u8> {
+    wat::parse_file(programs::root().join(fixture)).expect("fixture parses")
+}
+
+/// An outcome of the embedded engine as [`V8Run::outcome`] spells it.
+fn outcome(o: &programs::Outcome) -> String {
+    match (&o.exit, &o.results[..]) {
+        (pathprof_runner::Exit::Returned, [r]) => format!("returned {r}"),
+        _ => "threw".to_string(),
+    }
+}
+
+fn call(export: &str, arg: i32) -> programs::Invocation {
+    programs::Invocation::Call {
+        export: export.to_string(),
+        args: vec![arg.to_string()],
+    }
 }
 
 #[test]
@@ -235,4 +262,255 @@ fn interprocedural_counts_under_v8_equal_the_observable_paths() {
         }
     }
     assert!(counted > 0);
+}
+
+/// The translation gives what V8 gives running the original, on every
+/// export of both fixtures, for arguments that reach every clause.
+#[test]
+fn the_translation_returns_what_v8_returns() {
+    let engine = programs::engine();
+    let mut outcomes = BTreeMap::<String, usize>::new();
+    for fixture in [FIXTURE, TRANSLATION] {
+        let module = parse(fixture);
+        let compiled = programs::compile(&engine, &module).expect("translated and compiled");
+        let exports: Vec<String> = compiled.exports().map(|e| e.name().to_string()).collect();
+        assert!(exports.len() >= 4, "{exports:?}");
+        for export in &exports {
+            for arg in 0..14 {
+                let expected = v8(&module, export, arg, false).outcome;
+                let got = outcome(&programs::run_compiled(
+                    &compiled,
+                    &call(export, arg),
+                    false,
+                ));
+                assert_eq!(got, expected, "{fixture}: {export}({arg})");
+                *outcomes.entry(expected).or_default() += 1;
+            }
+        }
+    }
+    // Calls that return many values, and some that throw out.
+    assert!(outcomes.len() > 40, "{outcomes:?}");
+    assert!(outcomes.contains_key("threw"), "{outcomes:?}");
+}
+
+/// `pathprof`'s own pipeline on the embedded engine: a path profile of a
+/// translated run equals the trace of the same run (translated too) and
+/// V8's profile of the same instrumented module.
+#[test]
+fn translated_runs_count_as_v8_runs() {
+    let engine = programs::engine();
+    let module = original();
+    let graphs = programs::graphs(&module);
+    let inst = driver::instrument(&module, Technique::Path, &driver::Options::default())
+        .expect("instruments");
+    let meta = inst.meta().expect("metadata");
+    let traced =
+        driver::instrument(&module, Technique::Trace, &driver::Options::default()).expect("trace");
+    for &(export, args) in CALLS {
+        for &arg in args {
+            let what = format!("{export}({arg})");
+            let inv = call(export, arg);
+            let run = programs::run(&engine, &inst.bytes, &inv, false);
+            let profile =
+                driver::collect(&meta, run.counters.as_ref().unwrap(), None).expect("collect");
+            let got = programs::path_counts(&profile);
+            let t = programs::run(&engine, &traced.bytes, &inv, true);
+            let expected = oracle::count(&t.trace, &graphs);
+            let mut d = oracle::differences(&got.paths, &expected.paths);
+            d.extend(oracle::differences(&got.self_loops, &expected.self_loops));
+            assert!(d.is_empty(), "{what}:\n{}", d.join("\n"));
+            let on_v8 = v8(&inst.bytes, export, arg, true);
+            assert_eq!(outcome(&run), on_v8.outcome, "{what}");
+            let v8_profile =
+                driver::collect(&meta, &on_v8.counters.unwrap(), None).expect("collect");
+            assert_eq!(got, programs::path_counts(&v8_profile), "{what}");
+        }
+    }
+}
+
+/// Runs that trap inside legacy handlers' code on the embedded engine: the
+/// backtrace's offsets are the translation's, taken back to the
+/// original's (`pathprof_runner::legacy::OffsetMap`), so an edge profile
+/// finds the frames the trap leaves; path, edge and self-loop counts equal
+/// the trace's, as trace_oracle.rs checks every other module.
+#[test]
+fn traps_in_translated_code_leave_frames_at_their_original_offsets() {
+    let engine = programs::engine();
+    let module = wat::parse_str(
+        r#"(module
+             (tag $e)
+             (func $leaf (param $x i32) (result i32)
+               try (result i32)
+                 i32.const 100       ;; traps for x >= 3
+                 local.get $x
+                 i32.const 3
+                 i32.lt_u
+                 i32.div_u
+                 drop
+                 local.get $x
+                 i32.const 1
+                 i32.and
+                 if
+                   throw $e
+                 end
+                 local.get $x
+               catch $e
+                 i32.const 50
+               end)
+             (func (export "run") (param $x i32) (result i32)
+               try (result i32)
+                 local.get $x
+                 call $leaf
+                 local.get $x
+                 i32.const 1
+                 i32.add
+                 call $leaf
+                 i32.add
+               catch_all
+                 i32.const -1
+               end))"#,
+    )
+    .unwrap();
+    let mut trapped = 0;
+    for arg in 0..6 {
+        let inv = call("run", arg);
+        crate::trace_oracle::check(&engine, "legacy traps", &module, &inv);
+        let out = programs::run(&engine, &module, &inv, false);
+        trapped += usize::from(out.exit.is_abrupt());
+        if out.exit.is_abrupt() {
+            // The trap's frames, innermost first: the division in $leaf
+            // (function 0) and the call in `run` that reached it, as the
+            // original module places them.
+            let div = original_offset_of(&module, 0, 0x6e, 0);
+            let call = original_offset_of(&module, 1, 0x10, usize::from(arg < 3));
+            assert_eq!(out.abrupt_stack[..2], [(0, div), (1, call)], "run({arg})");
+        }
+    }
+    assert_eq!(trapped, 4);
+}
+
+/// Module offset of the instruction `nth` (from 0) with opcode `opcode`
+/// in the body of function `func` (no imports).
+fn original_offset_of(module: &[u8], func: usize, opcode: u8, mut nth: usize) -> u32 {
+    let body = wasmparser::Parser::new(0)
+        .parse_all(module)
+        .filter_map(|p| match p {
+            Ok(wasmparser::Payload::CodeSectionEntry(b)) => Some(b),
+            _ => None,
+        })
+        .nth(func)
+        .unwrap();
+    let mut ops = body.get_operators_reader().unwrap();
+    loop {
+        let at = ops.original_position();
+        ops.read().unwrap();
+        if module[at] == opcode {
+            if nth == 0 {
+                return at as u32;
+            }
+            nth -= 1;
+        }
+    }
+}
+
+/// Random modules of `common::legacygen` (nested tries, delegates to any
+/// label, rethrows of any handler, branches out of handlers, calls):
+/// under the embedded engine, the original and its path instrumentation
+/// (both translated) return what V8 returns running them as they are.
+/// `PATHPROF_LEGACY_SEEDS=n` tries n seeds.
+#[test]
+fn generated_modules_run_translated_as_v8_runs_them() {
+    let seeds: u64 = std::env::var("PATHPROF_LEGACY_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let engine = programs::engine();
+    let dir = tempfile::tempdir().unwrap();
+    let features =
+        wasmparser::WasmFeatures::default() | wasmparser::WasmFeatures::LEGACY_EXCEPTIONS;
+    let (mut calls, mut ours) = (Vec::new(), Vec::new());
+    let mut constructs = BTreeMap::<&str, u64>::new();
+    for seed in 0..seeds {
+        let text = crate::common::legacygen::module(seed);
+        for c in [
+            "delegate",
+            "rethrow",
+            "catch $a",
+            "catch $b",
+            "catch_all",
+            "br_if",
+            "call",
+        ] {
+            *constructs.entry(c).or_default() += u64::from(text.contains(c));
+        }
+        let original = wat::parse_str(&text).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        wasmparser::Validator::new_with_features(features)
+            .validate_all(&original)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        let inst = driver::instrument(&original, Technique::Path, &driver::Options::default())
+            .expect("instruments");
+        for (variant, bytes) in [("original", &original), ("path", &inst.bytes)] {
+            let path = dir.path().join(format!("{seed}-{variant}.wasm"));
+            std::fs::write(&path, bytes).unwrap();
+            let compiled = programs::compile(&engine, bytes)
+                .unwrap_or_else(|e| panic!("seed {seed} {variant}: {e}\n{text}"));
+            for export in compiled.exports().filter(|e| e.name().starts_with('f')) {
+                for arg in [0, 1, 2, 5] {
+                    let o = programs::run_compiled(&compiled, &call(export.name(), arg), false);
+                    calls.push(serde_json::json!({
+                        "module": path, "export": export.name(), "arg": arg,
+                    }));
+                    ours.push((seed, variant, export.name().to_string(), arg, outcome(&o)));
+                }
+            }
+        }
+    }
+    let list = dir.path().join("calls.json");
+    std::fs::write(&list, serde_json::to_vec(&calls).unwrap()).unwrap();
+    let o = Command::new(node())
+        .arg(programs::root().join("crates/cli/tests/support/v8-host.js"))
+        .arg("--batch")
+        .arg(&list)
+        .output()
+        .expect("node runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(theirs.len(), ours.len());
+    let mut tally = BTreeMap::<&str, usize>::new();
+    for ((seed, variant, export, arg, got), v8) in ours.iter().zip(&theirs) {
+        let expected = match (&v8["returned"], &v8["threw"]) {
+            (serde_json::Value::Null, t) if t == "wasm exception" => "threw".to_string(),
+            (serde_json::Value::Null, t) => panic!("seed {seed} {variant} {export}({arg}): {t}"),
+            (r, _) => format!("returned {r}"),
+        };
+        assert_eq!(
+            got,
+            &expected,
+            "seed {seed} {variant} {export}({arg}):\n{}",
+            crate::common::legacygen::module(*seed)
+        );
+        *tally
+            .entry(if expected == "threw" {
+                "threw"
+            } else {
+                "returned"
+            })
+            .or_default() += 1;
+    }
+    eprintln!(
+        "{seeds} modules, {} calls: {tally:?}; modules with each construct: {constructs:?}",
+        ours.len()
+    );
+    assert!(
+        constructs.values().all(|&n| n * 4 > seeds),
+        "{constructs:?}"
+    );
+    assert!(
+        tally.get("threw").is_some_and(|&n| n * 20 > ours.len()),
+        "{tally:?}"
+    );
+    assert!(
+        tally.get("returned").is_some_and(|&n| n * 3 > ours.len()),
+        "{tally:?}"
+    );
 }

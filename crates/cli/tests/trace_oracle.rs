@@ -15,7 +15,12 @@ use std::sync::{Arc, Mutex};
 
 /// Runs `inv` four ways and checks everything agrees. Returns how many paths
 /// the run executed, so callers can assert the fixtures are not trivial.
-fn check(engine: &wasmtime::Engine, name: &str, module: &[u8], inv: &Invocation) -> usize {
+pub(crate) fn check(
+    engine: &wasmtime::Engine,
+    name: &str,
+    module: &[u8],
+    inv: &Invocation,
+) -> usize {
     let plain = programs::run(engine, module, inv, false);
 
     let (p, profile) = programs::profiled_run(

@@ -27,15 +27,16 @@ pub enum RunError {
     Compile(String),
 
     /// The module uses the legacy exception handling proposal, which the
-    /// engine cannot compile (pathprof instruments it: the instrumented
-    /// module runs on engines that have it).
+    /// engine cannot compile, and translating it to the standard one
+    /// failed (legacy/: pathprof instruments it all the same, and the
+    /// instrumented module runs on engines that have it).
     #[error(
         "the module uses legacy exception handling (`try`, `catch`, `rethrow`, `delegate`), \
-         which the embedded engine cannot run: `pathprof instrument` it, run that on an engine \
-         that can (V8: node 22 or later, browsers) and `pathprof collect` its counters, or \
-         convert it to `try_table` (binaryen's `wasm-opt --translate-to-exnref`) and profile that"
+         which the embedded engine cannot run, and translating it to `try_table` failed ({0}): \
+         `pathprof instrument` it, run that on an engine that can (V8: node 22 or later, \
+         browsers) and `pathprof collect` its counters"
     )]
-    LegacyExceptions,
+    LegacyExceptions(String),
 
     /// The module imports what the runner does not provide (found before
     /// compiling it, by [`crate::check_imports`]).

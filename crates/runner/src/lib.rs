@@ -10,6 +10,9 @@
 //!   steps, to compile a module once and run it many times; [`run_ended`]
 //!   and [`invoke_ended`] keep the instance, so that its counters are read
 //!   where they are ([`Ended::counters`]) instead of copied.
+//! * A module that uses legacy exception handling, which the engine does
+//!   not compile, is compiled translated to `try_table` ([`legacy`]); the
+//!   frames of its backtraces are given at the original's offsets.
 //!
 //! Both report how the run ended ([`Exit`]) and, whatever the ending, the
 //! data an instrumented module leaves behind:
@@ -39,6 +42,7 @@
 //! runs also give 134.
 
 mod error;
+pub mod legacy;
 pub mod trace;
 mod value;
 
@@ -441,18 +445,49 @@ pub fn compile(engine: &Engine, module_bytes: &[u8]) -> Result<Module, RunError>
     if is_component_binary(module_bytes) || looks_like_component_text(module_bytes) {
         return Err(RunError::Component);
     }
-    Module::new(engine, module_bytes).map_err(|e| {
+    Module::new(engine, module_bytes).or_else(|e| {
         let message = error::describe(&e);
         // Cranelift translates the standard exception handling (try_table)
         // only; wasmtime's legacy-exceptions switch is for its own tests.
+        // The module is translated to it (legacy/) and compiled again.
         if message.contains("legacy_exceptions feature required")
             || message.contains("legacy exception")
         {
-            RunError::LegacyExceptions
+            compile_translated(engine, module_bytes)
         } else {
-            RunError::Compile(message)
+            Err(RunError::Compile(message))
         }
     })
+}
+
+/// Modules compiled from a translation of legacy exception handling, with
+/// the way back to the original's offsets for their backtraces.
+static TRANSLATED: std::sync::Mutex<Vec<(Module, std::sync::Arc<legacy::OffsetMap>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn compile_translated(engine: &Engine, module_bytes: &[u8]) -> Result<Module, RunError> {
+    let t = legacy::translate(module_bytes).map_err(|e| RunError::LegacyExceptions(e.0))?;
+    let module = Module::new(engine, &t.bytes).map_err(|e| {
+        RunError::LegacyExceptions(format!(
+            "the translation does not compile: {}",
+            error::describe(&e)
+        ))
+    })?;
+    let mut maps = TRANSLATED.lock().unwrap_or_else(|p| p.into_inner());
+    maps.push((module.clone(), std::sync::Arc::new(t.offsets)));
+    Ok(module)
+}
+
+/// The original module's offsets of the frames of a backtrace of `module`.
+fn original_offsets(module: &Module, stack: &mut [(u32, u32)]) {
+    let maps = TRANSLATED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, map)) = maps.iter().find(|(m, _)| Module::same(m, module)) {
+        for (func, offset) in stack {
+            if *offset != u32::MAX {
+                *offset = map.original(*func, *offset);
+            }
+        }
+    }
 }
 
 /// [`run_command`] for a module already compiled (by [`compile`]).
@@ -472,7 +507,7 @@ pub fn run_ended(module: &Module, opts: &RunOptions) -> Result<Ended, RunError> 
         .map_err(|e| RunError::NoStart(error::describe(&e)))?;
     let (exit, abrupt_stack) = match start.call(&mut prepared.store, ()) {
         Ok(()) => (Exit::Returned, Vec::new()),
-        Err(e) => classify(&e),
+        Err(e) => classify(module, &e),
     };
     prepared.end(exit, abrupt_stack, Vec::new())
 }
@@ -572,7 +607,7 @@ pub fn invoke_ended(
             .get_typed_func::<(), ()>(&mut prepared.store, "_initialize")
         {
             if let Err(e) = init.call(&mut prepared.store, ()) {
-                let (exit, stack) = classify(&e);
+                let (exit, stack) = classify(module, &e);
                 return prepared.end(exit, stack, Vec::new());
             }
         }
@@ -590,7 +625,7 @@ pub fn invoke_ended(
             results.iter().map(Value::from_val).collect(),
         ),
         Err(e) => {
-            let (exit, stack) = classify(&e);
+            let (exit, stack) = classify(module, &e);
             (exit, stack, Vec::new())
         }
     };
@@ -763,7 +798,7 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
         Err(e) if e.downcast_ref::<Trap>().is_some() || e.downcast_ref::<I32Exit>().is_some() => {
             // The start function ended the run; there is no instance to read
             // counters from.
-            let (exit, abrupt_stack) = classify(&e);
+            let (exit, abrupt_stack) = classify(module, &e);
             store.data_mut().tracer.finish();
             Ok(Setup::Ended(RunOutcome {
                 exit,
@@ -867,8 +902,9 @@ impl Ended {
     }
 }
 
-/// Turns the error that ended a call into an [`Exit`] and the live frames.
-fn classify(err: &wasmtime::Error) -> (Exit, Vec<(u32, u32)>) {
+/// Turns the error that ended a call of `module` into an [`Exit`] and the
+/// live frames, at the original module's offsets.
+fn classify(module: &Module, err: &wasmtime::Error) -> (Exit, Vec<(u32, u32)>) {
     let exit = match err.downcast_ref::<I32Exit>() {
         Some(I32Exit(code)) => Exit::ProcExit(*code),
         None => Exit::Trap(error::describe(err)),
@@ -888,6 +924,8 @@ fn classify(err: &wasmtime::Error) -> (Exit, Vec<(u32, u32)>) {
                 .collect()
         })
         .unwrap_or_default();
+    let mut stack: Vec<(u32, u32)> = stack;
+    original_offsets(module, &mut stack);
     (exit, stack)
 }
 

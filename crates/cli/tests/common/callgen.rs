@@ -26,9 +26,7 @@ const BURN: &str = "global.get $fuel i32.eqz if local.get 0 return end \
 
 impl Gen {
     fn line(&mut self, s: &str) {
-        self.out.push_str("    ");
-        self.out.push_str(s);
-        self.out.push('\n');
+        super::wat_line(&mut self.out, s);
     }
 
     fn cond(&mut self) {
