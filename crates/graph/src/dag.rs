@@ -456,7 +456,7 @@ impl Dag {
 /// backedge, whose target the search finished before its source; or a dummy
 /// out of ENTRY, the root, finished last; or a dummy into EXIT, put last
 /// here. Nodes ENTRY does not reach have no DAG edge and go at the end.
-pub(crate) fn order_from_dfs(cfg: &Cfg) -> Vec<NodeId> {
+pub fn order_from_dfs(cfg: &Cfg) -> Vec<NodeId> {
     let dfs = cfg.dfs();
     let mut order = Vec::with_capacity(cfg.num_nodes());
     order.extend(dfs.postorder().iter().rev().filter(|&&v| v != Cfg::EXIT));

@@ -54,12 +54,9 @@ pub mod placement;
 pub mod ppp;
 pub mod regenerate;
 pub mod spanning;
-#[cfg(any(test, feature = "testing"))]
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod weights;
-
-#[cfg(test)]
-mod tests;
 
 pub use cfg::{Cfg, EdgeId, NodeId};
 pub use dag::{Dag, DagEdgeId, DagEdgeKind};

@@ -253,7 +253,7 @@ fn numbered_within(
 
 /// One round of truncation: the vertices cut, and what the DAG they make
 /// would count, so that a round that does not fit costs no DAG.
-pub(crate) struct Round {
+pub struct Round {
     pub cuts: Vec<NodeId>,
     /// NumPaths(ENTRY) of the cut DAG, `None` if some NumPaths overflows.
     pub total: Option<u64>,
@@ -267,7 +267,7 @@ pub(crate) struct Round {
 /// Cutting only removes edges `v->w` and adds `ENTRY->w` and `v->EXIT`, so the
 /// uncut DAG's topological `order` stays valid, and the count of every vertex
 /// but ENTRY is the one the cut DAG's numbering will find.
-pub(crate) fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64, protect: Option<&[bool]>) -> Round {
+pub fn choose_cuts(dag: &Dag, order: &[NodeId], t: u64, protect: Option<&[bool]>) -> Round {
     let mut num_paths = vec![0u64; dag.num_nodes];
     let mut cuts = Vec::new();
     let mut overflow = false;

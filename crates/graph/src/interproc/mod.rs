@@ -129,7 +129,7 @@ use crate::error::GraphError;
 /// whose own call sites were cut differently: on a module of 100,000
 /// functions, a round rebuilt every one of them.
 #[derive(Default)]
-pub(crate) struct Transformed {
+pub struct Transformed {
     mode: Option<Mode>,
     splits: Option<Arc<Vec<Split>>>,
     /// Per function: the cuts of its call sites and its local graph.
@@ -245,7 +245,7 @@ impl Interproc {
 
     /// [`Interproc::build_with_cuts`], reusing the local graphs `cache`
     /// holds of the same supergraph.
-    pub(crate) fn build_reusing(
+    pub fn build_reusing(
         sg: &Supergraph,
         mode: Mode,
         cuts: &[CallSiteId],

@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use crate::interproc::{Event, FuncId, Supergraph};
-use crate::ippp::{ips_profile, Segmenter, Subpath, SubpathEnd, SubpathNumbering, SubpathRef};
-use crate::testing::interproc::{arb_supergraph, random_execution};
-use crate::testing::ippp::{ips, wpp, Spelt};
+use pathprof_graph::interproc::{Event, FuncId, Supergraph};
+use pathprof_graph::ippp::{
+    ips_profile, Segmenter, Subpath, SubpathEnd, SubpathNumbering, SubpathRef,
+};
+use pathprof_graph::testing::interproc::{arb_supergraph, random_execution};
+use pathprof_graph::testing::ippp::{ips, wpp, Spelt};
 
 /// Random supergraphs with no cases: interprocedural PPP resolves
 /// indirect calls its own way, and a call's cases left in are calls of
@@ -87,8 +89,8 @@ proptest! {
 /// `pow`, whose loop runs twice per call).
 #[test]
 fn figure4_segments_match_brute_force() {
-    let sg = crate::testing::interproc::figure4();
-    let events = crate::testing::interproc::figure4_execution();
+    let sg = pathprof_graph::testing::interproc::figure4();
+    let events = pathprof_graph::testing::interproc::figure4_execution();
     check(&sg, &events).unwrap();
     let num = SubpathNumbering::new(&sg).unwrap();
     let profile = ips_profile(&num, 1, &events).unwrap();

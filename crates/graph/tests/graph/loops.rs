@@ -4,9 +4,9 @@
 
 use proptest::prelude::*;
 
-use crate::testing::{arb_cfg, cfg_from_lists};
-use crate::weights::{loop_nesting_depths, loop_nesting_weights};
-use crate::{Cfg, NodeId};
+use pathprof_graph::testing::{arb_cfg, cfg_from_lists};
+use pathprof_graph::weights::{loop_nesting_depths, loop_nesting_weights};
+use pathprof_graph::{Cfg, NodeId};
 
 #[test]
 fn nested_loops_with_a_self_loop() {
@@ -161,7 +161,7 @@ proptest! {
     fn weights_on_random_cfgs(cfg in arb_cfg(10)) {
         let depth = loop_nesting_depths(&cfg);
         let weights = loop_nesting_weights(&cfg);
-        let reach = crate::tests::oracle::cfg_reachable(&cfg);
+        let reach = crate::oracle::cfg_reachable(&cfg);
         for (e, &(v, w)) in cfg.edge_list().iter().enumerate() {
             prop_assert_eq!(weights[e] > 0, reach[v.index()]);
             // v->w on a cycle: w reaches v.

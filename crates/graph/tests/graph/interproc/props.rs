@@ -2,7 +2,7 @@
 //! indirect calls, several calls per block, host callbacks, throws caught
 //! up the stack, hybrid cuts):
 //! the walk's counts decoded equal the observable paths the enumerator of
-//! [`crate::testing::interproc`] cuts the same execution into, by the
+//! [`pathprof_graph::testing::interproc`] cuts the same execution into, by the
 //! definitions alone, and Algorithms 5.1/6.1 number those paths as the walk
 //! did; numbers are dense and decoding inverts numbering; the call graph's classification
 //! agrees with brute-force reachability.
@@ -12,10 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use crate::interproc::hybrid::build_within;
-use crate::interproc::{CallSiteId, Callee, Interproc, Mode, ProfiledPath, Supergraph};
-use crate::testing::interproc::{arb_supergraph, observable_paths, random_execution};
-use crate::GraphError;
+use pathprof_graph::interproc::hybrid::build_within;
+use pathprof_graph::interproc::{CallSiteId, Callee, Interproc, Mode, ProfiledPath, Supergraph};
+use pathprof_graph::testing::interproc::{arb_supergraph, observable_paths, random_execution};
+use pathprof_graph::GraphError;
 
 fn mode(piecewise: bool) -> Mode {
     match piecewise {
@@ -194,7 +194,7 @@ proptest! {
     ) {
         let mode = mode(piecewise);
         let sites = sg.sites().len();
-        let cache = &mut crate::interproc::Transformed::default();
+        let cache = &mut pathprof_graph::interproc::Transformed::default();
         for extra in rounds {
             let cuts: Vec<CallSiteId> = match sites {
                 0 => Vec::new(),

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use crate::flow::{derive_edge_counts, edge_spanning_tree};
-use crate::testing::{arb_cfg, figure1, random_walk, WalkEnd};
-use crate::{Cfg, GraphError, NodeId};
+use pathprof_graph::flow::{derive_edge_counts, edge_spanning_tree};
+use pathprof_graph::testing::{arb_cfg, figure1, random_walk, WalkEnd};
+use pathprof_graph::{Cfg, GraphError, NodeId};
 
 /// Fig. 1 weighted so that the chords are A->C, B->C, B->D, E->F (edges 2,
 /// 3, 4, 8), as in Fig. 3.

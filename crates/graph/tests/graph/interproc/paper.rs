@@ -5,11 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::interproc::{
+use pathprof_graph::interproc::{
     Event, FuncId, Interproc, Linear, LocalEdgeKind, Mode, PathStep, ProfiledPath,
 };
-use crate::testing::interproc::{figure4, figure4_execution, figure4_name, MAIN, POW};
-use crate::{Cfg, GraphError, NodeId};
+use pathprof_graph::testing::interproc::{figure4, figure4_execution, figure4_name, MAIN, POW};
+use pathprof_graph::{Cfg, GraphError, NodeId};
 
 fn lin(a: u64, b: u64) -> Linear {
     Linear::new(a, b)

@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
-use crate::numbering::{number, topological_order, Numbering};
-use crate::ppp::{
+use pathprof_graph::dag::{Dag, DagEdgeId, DagEdgeKind};
+use pathprof_graph::numbering::{number, topological_order, Numbering};
+use pathprof_graph::ppp::{
     ball_larus_delta, choose, compute_ppp_increments, delta, ppp_id, PppNumbering, Scheme,
 };
-use crate::testing::{arb_cfg, enumerate_paths};
-use crate::{Cfg, EdgeId, GraphError, NodeId};
+use pathprof_graph::testing::{arb_cfg, enumerate_paths};
+use pathprof_graph::{Cfg, EdgeId, GraphError, NodeId};
 
 /// A DAG over the named vertices: `s` is ENTRY, `t` EXIT, the others nodes 2..
 /// in the order of `names` (which excludes `s` and `t`). Edges are given as

@@ -4,11 +4,11 @@
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use crate::dag::{order_from_dfs, Dag};
-use crate::numbering::{build_numbered, choose_cuts, number};
-use crate::testing::{arb_cfg, enumerate_paths, random_walk, Walk};
-use crate::tests::oracle::check_pipeline;
-use crate::{Cfg, NodeId};
+use crate::oracle::check_pipeline;
+use pathprof_graph::dag::{order_from_dfs, Dag};
+use pathprof_graph::numbering::{build_numbered, choose_cuts, number};
+use pathprof_graph::testing::{arb_cfg, enumerate_paths, random_walk, Walk};
+use pathprof_graph::{Cfg, NodeId};
 
 /// A CFG with per-edge weights (a narrow range, so ties are common),
 /// executions as successor choices, and path numbers to sample.

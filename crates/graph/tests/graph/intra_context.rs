@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
-use crate::intra_context::{ContextPath, ContextStep, IntraContext};
-use crate::testing::interproc::backedges;
-use crate::testing::{arb_cfg, cfg_from_lists, random_walk};
-use crate::{Cfg, EdgeId, GraphError, NodeId};
+use pathprof_graph::intra_context::{ContextPath, ContextStep, IntraContext};
+use pathprof_graph::testing::interproc::backedges;
+use pathprof_graph::testing::{arb_cfg, cfg_from_lists, random_walk};
+use pathprof_graph::{Cfg, EdgeId, GraphError, NodeId};
 
 fn e(i: usize) -> EdgeId {
     EdgeId::new(i)

@@ -1,14 +1,14 @@
 //! Graphs of 10^5+ nodes: nothing may recurse that deep or take quadratic
 //! time. Each test also checks a value known by construction.
 
-use crate::flow::{derive_edge_counts, edge_spanning_tree};
-use crate::numbering::build_numbered;
-use crate::placement::place;
-use crate::spanning::{chord_increments, dag_weights};
-use crate::testing::{cfg_from_lists, random_walk, WalkEnd};
-use crate::tests::{cases::diamonds, loops::nested, oracle};
-use crate::weights::{loop_nesting_depths, loop_nesting_weights};
-use crate::Cfg;
+use crate::{cases::diamonds, loops::nested, oracle};
+use pathprof_graph::flow::{derive_edge_counts, edge_spanning_tree};
+use pathprof_graph::numbering::build_numbered;
+use pathprof_graph::placement::place;
+use pathprof_graph::spanning::{chord_increments, dag_weights};
+use pathprof_graph::testing::{cfg_from_lists, random_walk, WalkEnd};
+use pathprof_graph::weights::{loop_nesting_depths, loop_nesting_weights};
+use pathprof_graph::Cfg;
 
 /// A chain of `n` blocks, the last looping back to the first, a self loop
 /// in the middle: 200 000 frames deep for a recursive search.

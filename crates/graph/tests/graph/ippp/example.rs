@@ -3,9 +3,11 @@
 //! after `f2` returns, which the thesis' substring leaves out), with the
 //! depth-1 IPS the thesis lists and depths 2 and 3 worked by hand.
 
-use crate::cfg::{Cfg, EdgeId, NodeId};
-use crate::interproc::{CallSite, CallSiteId, Callee, Event, FuncId, Function, Supergraph};
-use crate::ippp::{
+use pathprof_graph::cfg::{Cfg, EdgeId, NodeId};
+use pathprof_graph::interproc::{
+    CallSite, CallSiteId, Callee, Event, FuncId, Function, Supergraph,
+};
+use pathprof_graph::ippp::{
     ips_profile, Segmenter, Subpath, SubpathEnd, SubpathNumbering, SubpathRef, SubpathStart,
 };
 

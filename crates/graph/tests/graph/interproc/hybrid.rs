@@ -2,10 +2,10 @@
 //! (the hook), and the budget policy. Values worked out by hand with eqs.
 //! (19)-(22) and (27).
 
-use crate::interproc::hybrid::build_within;
-use crate::interproc::{CallSiteId, Interproc, Linear, Mode};
-use crate::testing::interproc::{figure4, MAIN, POW};
-use crate::GraphError;
+use pathprof_graph::interproc::hybrid::build_within;
+use pathprof_graph::interproc::{CallSiteId, Interproc, Linear, Mode};
+use pathprof_graph::testing::interproc::{figure4, MAIN, POW};
+use pathprof_graph::GraphError;
 
 #[test]
 fn cutting_the_first_call_site() {

@@ -10,10 +10,10 @@ use proptest::prelude::*;
 
 use super::example::{program, run};
 use super::props::{arb_plain_supergraph, spell};
-use crate::interproc::{Event, FuncId, Supergraph};
-use crate::ippp::{expand_all_truncated, ips_profile, Ippp, Ips, SubpathNumbering};
-use crate::testing::interproc::random_execution;
-use crate::testing::ippp::{
+use pathprof_graph::interproc::{Event, FuncId, Supergraph};
+use pathprof_graph::ippp::{expand_all_truncated, ips_profile, Ippp, Ips, SubpathNumbering};
+use pathprof_graph::testing::interproc::random_execution;
+use pathprof_graph::testing::ippp::{
     edge_marks, ips, ips_truncated, marks, wpp_unfinished, Spelt, Truncation,
 };
 
@@ -72,7 +72,7 @@ fn per_context_increments() {
     // f2 -> f3 (depth 2, no f4); f2 f3 -> f4; f3 f4 and f5.
     assert_eq!(copies_of_f4, 2);
     // L -> M (edge 1 of f4) in each copy of f4: an increment per context.
-    let crate::ippp::subpath::CutRole::Real(d) = num.functions[3].roles[1] else {
+    let pathprof_graph::ippp::subpath::CutRole::Real(d) = num.functions[3].roles[1] else {
         panic!("L -> M is a DAG edge");
     };
     let per_context = ip
@@ -125,7 +125,7 @@ fn check_k(
                 k,
                 expanded,
             },
-            Err(crate::GraphError::TooManyPaths) => return Ok(()),
+            Err(pathprof_graph::GraphError::TooManyPaths) => return Ok(()),
             Err(e) => panic!("{e}"),
         };
         let spelt_interesting: BTreeSet<Spelt> = interesting
@@ -199,8 +199,8 @@ proptest! {
 /// depth-1 IPS is interesting.
 #[test]
 fn figure4_all_interesting() {
-    let sg = crate::testing::interproc::figure4();
-    let events = crate::testing::interproc::figure4_execution();
+    let sg = pathprof_graph::testing::interproc::figure4();
+    let events = pathprof_graph::testing::interproc::figure4_execution();
     check(&sg, &events, &events).unwrap();
 }
 
@@ -221,8 +221,8 @@ fn residual_of_the_example() {
     field.splice(
         7..14,
         [
-            Event::Edge(crate::EdgeId::new(0)),
-            Event::Edge(crate::EdgeId::new(3)),
+            Event::Edge(pathprof_graph::EdgeId::new(0)),
+            Event::Edge(pathprof_graph::EdgeId::new(3)),
             Event::Return,
         ],
     );
@@ -231,7 +231,7 @@ fn residual_of_the_example() {
     assert_eq!(counts.uninteresting.values().sum::<u64>(), 1);
     let profile = ip.field_profile(&counts).unwrap();
     let tested_set: BTreeSet<Ips> = tested.into_iter().collect();
-    let r = crate::ippp::Residual::new(&tested_set, &profile);
+    let r = pathprof_graph::ippp::Residual::new(&tested_set, &profile);
     assert_eq!(r.untested_paths(), 1);
     let untested = r.untested.keys().next().unwrap();
     // p3 = f3's 0, q = f4's 1 (ENTRY L EXIT, by hand in the example's

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::ippp::Residual;
+use pathprof_graph::ippp::Residual;
 
 /// Tested: a, b, c. Field: a 90 times, b 5, d 3, e 2, f 0 (not executed).
 /// Untested: d and e, 2 of the 4 executed paths (50%), 5 of the 100

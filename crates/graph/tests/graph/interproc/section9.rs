@@ -4,8 +4,8 @@
 //!
 //! Both use `main: ENTRY -> A -> B -> EXIT` where block A calls `f`.
 
-use crate::cfg::{Cfg, EdgeId, NodeId};
-use crate::interproc::{
+use pathprof_graph::cfg::{Cfg, EdgeId, NodeId};
+use pathprof_graph::interproc::{
     CallSite, CallSiteId, Callee, Event, FuncId, Function, Interproc, Linear, Mode, PathStep,
     Supergraph, TailCall,
 };
@@ -382,7 +382,7 @@ fn the_budget_cuts_cases_first() {
     // f's own 2, 8; cutting h's site (the larger, psi_c(1) = 3 against 2):
     // main 3 * 1 and h's own 3, 6.
     assert_eq!(Interproc::build(&sg, Mode::Context).unwrap().total(), 9);
-    let ip = crate::interproc::hybrid::build_within(&sg, Mode::Context, 8).unwrap();
+    let ip = pathprof_graph::interproc::hybrid::build_within(&sg, Mode::Context, 8).unwrap();
     assert_eq!(
         (ip.total(), ip.call_graph.cut.clone()),
         (8, vec![true, false, false])

@@ -7,9 +7,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::cfg::{Cfg, EdgeId};
-use crate::interproc::{Callee, Event, FuncId, Supergraph, TailCall};
-use crate::ippp::{ips_profile, Ippp, Subpath, SubpathEnd, SubpathNumbering, SubpathStart};
+use pathprof_graph::cfg::{Cfg, EdgeId};
+use pathprof_graph::interproc::{Callee, Event, FuncId, Supergraph, TailCall};
+use pathprof_graph::ippp::{
+    ips_profile, Ippp, Subpath, SubpathEnd, SubpathNumbering, SubpathStart,
+};
 
 use super::example::{b0, b1, call, e, func, start, F};
 use super::props::spell;
@@ -115,7 +117,7 @@ fn named(name: &str) -> (FuncId, Subpath) {
 
 fn wpp(events: &[Event]) -> Vec<(FuncId, Subpath)> {
     let num = SubpathNumbering::new(&program()).unwrap();
-    let mut seg = crate::ippp::Segmenter::new(&num, 1);
+    let mut seg = pathprof_graph::ippp::Segmenter::new(&num, 1);
     (events.iter())
         .filter_map(|&e| seg.step(e).unwrap().subpath)
         .map(|r| spell(&num, r))

@@ -8,13 +8,13 @@ use std::collections::{BTreeSet, VecDeque};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
-use crate::numbering::Numbering;
-use crate::placement::{self, Placement};
-use crate::regenerate::regenerate;
-use crate::spanning::{self, Increments};
-use crate::testing::{enumerate_paths, OpMachine, Walk, WalkEnd};
-use crate::{Cfg, EdgeId, GraphError, NodeId};
+use pathprof_graph::dag::{Dag, DagEdgeId, DagEdgeKind};
+use pathprof_graph::numbering::Numbering;
+use pathprof_graph::placement::{self, Placement};
+use pathprof_graph::regenerate::regenerate;
+use pathprof_graph::spanning::{self, Increments};
+use pathprof_graph::testing::{enumerate_paths, OpMachine, Walk, WalkEnd};
+use pathprof_graph::{Cfg, EdgeId, GraphError, NodeId};
 
 /// Most paths a check enumerates; beyond, it samples path numbers instead.
 pub const ENUM_LIMIT: usize = 2000;

@@ -1,13 +1,13 @@
 //! The paper's worked examples, with values worked out by hand from the
 //! paper's figures (Fig. 1/2/6/7/9 and a loop in the manner of Fig. 10).
 
-use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
-use crate::numbering::{build_numbered, number};
-use crate::placement::{place, place_with, Counts, Op};
-use crate::regenerate::regenerate;
-use crate::spanning::{chord_increments, dag_weights};
-use crate::testing::{cfg_from_lists, figure1, random_walk, OpMachine};
-use crate::{Cfg, EdgeId, NodeId};
+use pathprof_graph::dag::{Dag, DagEdgeId, DagEdgeKind};
+use pathprof_graph::numbering::{build_numbered, number};
+use pathprof_graph::placement::{place, place_with, Counts, Op};
+use pathprof_graph::regenerate::regenerate;
+use pathprof_graph::spanning::{chord_increments, dag_weights};
+use pathprof_graph::testing::{cfg_from_lists, figure1, random_walk, OpMachine};
+use pathprof_graph::{Cfg, EdgeId, NodeId};
 
 fn d(i: usize) -> DagEdgeId {
     DagEdgeId::new(i)
@@ -135,7 +135,7 @@ fn figure10_dummy_edges() {
     assert_eq!(dag.num_edges(), 10);
     assert_eq!(
         dag.edges[8],
-        crate::dag::DagEdge {
+        pathprof_graph::dag::DagEdge {
             src: Cfg::ENTRY,
             dst: b,
             kind: DagEdgeKind::EntryDummy
@@ -143,7 +143,7 @@ fn figure10_dummy_edges() {
     );
     assert_eq!(
         dag.edges[9],
-        crate::dag::DagEdge {
+        pathprof_graph::dag::DagEdge {
             src: e,
             dst: Cfg::EXIT,
             kind: DagEdgeKind::ExitDummy
@@ -195,10 +195,10 @@ fn figure10_execution_counts_each_iteration() {
     // whatever tree the weights choose.
     let choices = [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0];
     let walk = random_walk(&cfg, &choices);
-    assert_eq!(walk.end, crate::testing::WalkEnd::Exit);
+    assert_eq!(walk.end, pathprof_graph::testing::WalkEnd::Exit);
     for weights in [
         vec![1; 9],
-        crate::weights::loop_nesting_weights(&cfg),
+        pathprof_graph::weights::loop_nesting_weights(&cfg),
         (0..9).rev().collect(),
     ] {
         let incs = chord_increments(&dag, &num, &dag_weights(&dag, &cfg, &weights));

@@ -2,12 +2,12 @@
 //! unreachable blocks, shared dummy edges, parallel edges, malformed CFGs,
 //! stored numberings, and truncation (5.3) worked out by hand.
 
-use crate::dag::{Dag, DagEdgeId, DagEdgeKind};
-use crate::numbering::{build_numbered, number, Numbering};
-use crate::regenerate::regenerate;
-use crate::testing::cfg_from_lists;
-use crate::tests::oracle;
-use crate::{Cfg, EdgeId, GraphError, NodeId};
+use crate::oracle;
+use pathprof_graph::dag::{Dag, DagEdgeId, DagEdgeKind};
+use pathprof_graph::numbering::{build_numbered, number, Numbering};
+use pathprof_graph::regenerate::regenerate;
+use pathprof_graph::testing::cfg_from_lists;
+use pathprof_graph::{Cfg, EdgeId, GraphError, NodeId};
 
 fn n(i: usize) -> NodeId {
     NodeId::new(i)
@@ -73,7 +73,7 @@ fn empty_function_is_one_path() {
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
     assert_eq!(
         dag.edges,
-        [crate::dag::DagEdge {
+        [pathprof_graph::dag::DagEdge {
             src: Cfg::ENTRY,
             dst: Cfg::EXIT,
             kind: DagEdgeKind::ExitDummy
@@ -150,7 +150,7 @@ fn malformed_cfgs_are_errors() {
 
 #[test]
 fn stored_numbering_round_trips_and_mismatches_are_errors() {
-    let (cfg, _) = crate::testing::figure1();
+    let (cfg, _) = pathprof_graph::testing::figure1();
     let (dag, num) = build_numbered(&cfg, u64::MAX).unwrap();
     let edges: Vec<_> = dag.edges.iter().map(|d| (d.src, d.dst, d.kind)).collect();
     let rebuilt = Dag::from_edges(dag.num_nodes, &edges);
@@ -274,7 +274,7 @@ fn truncation_below_the_floor_cuts_everywhere() {
     // Fig. 1 needs at least 6 paths whatever is cut (worked out by hand):
     // below that, every vertex with a real edge is cut (A, B, C, D, E) and
     // the fewest paths are kept rather than failing.
-    let (cfg, _) = crate::testing::figure1();
+    let (cfg, _) = pathprof_graph::testing::figure1();
     for limit in [0, 5] {
         let (dag, num) = build_numbered(&cfg, limit).unwrap();
         assert_eq!(dag.cut_nodes.len(), 5, "limit {limit}");

@@ -2,11 +2,13 @@
 //! size), and deep call chains and long CFGs are handled without recursion.
 //! Expected values are worked out by hand from eqs. (19)-(22).
 
-use crate::cfg::{Cfg, NodeId};
-use crate::interproc::hybrid::build_within;
-use crate::interproc::{CallSite, CallSiteId, Callee, Event, FuncId, Function, Interproc, Mode};
-use crate::interproc::{Linear, Supergraph};
-use crate::GraphError;
+use pathprof_graph::cfg::{Cfg, NodeId};
+use pathprof_graph::interproc::hybrid::build_within;
+use pathprof_graph::interproc::{
+    CallSite, CallSiteId, Callee, Event, FuncId, Function, Interproc, Mode,
+};
+use pathprof_graph::interproc::{Linear, Supergraph};
+use pathprof_graph::GraphError;
 
 /// `levels` functions: function `i` branches two ways, and each way calls
 /// function `i + 1`; the last one branches and calls nothing. So psi of
@@ -129,7 +131,7 @@ fn deep_call_chains_and_long_cfgs() {
             callee: FuncId::new(0),
         }];
         for i in 0..n {
-            events.push(Event::Edge(crate::EdgeId::new(0)));
+            events.push(Event::Edge(pathprof_graph::EdgeId::new(0)));
             if i + 1 < n {
                 events.push(Event::Call {
                     site: Some(CallSiteId::new(i)),
@@ -137,10 +139,10 @@ fn deep_call_chains_and_long_cfgs() {
                 });
             }
         }
-        events.extend((1..blocks + 2).map(|e| Event::Edge(crate::EdgeId::new(e))));
+        events.extend((1..blocks + 2).map(|e| Event::Edge(pathprof_graph::EdgeId::new(e))));
         for i in (0..n).rev() {
             if i + 1 < n {
-                events.push(Event::Edge(crate::EdgeId::new(1)));
+                events.push(Event::Edge(pathprof_graph::EdgeId::new(1)));
             }
             events.push(Event::Return);
         }
