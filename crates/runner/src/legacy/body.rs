@@ -102,8 +102,6 @@ struct Frame {
     kind: Kind,
     /// Emitted label a branch to the original label goes to.
     label: u32,
-    /// In a try's handlers (after its first clause).
-    in_catch: bool,
     /// Clauses begun so far.
     clause: usize,
     /// Emitted labels of a try's clause blocks, in clause order.
@@ -252,7 +250,7 @@ pub(super) fn translate(
                 e.frames.push(f);
                 e.height += 1;
             }
-            Operator::Catch { .. } | Operator::CatchAll => e.handler(&infos)?,
+            Operator::Catch { .. } | Operator::CatchAll => e.handler(),
             Operator::End | Operator::Delegate { .. } => e.close(raw),
             Operator::Rethrow { relative_depth } => {
                 let f = &e.frames[e.frames.len() - 1 - relative_depth as usize];
@@ -328,7 +326,6 @@ impl Frame {
             id,
             kind,
             label,
-            in_catch: false,
             clause: 0,
             handlers: Vec::new(),
             body_land: None,
@@ -434,10 +431,10 @@ impl Emitter<'_> {
     /// `catch`/`catch_all` of the innermost try: the body (or the handler
     /// before) leaves to $outer, and the clause's block ends with its
     /// values on the stack.
-    fn handler(&mut self, infos: &[Info]) -> Result<(), TranslateError> {
+    fn handler(&mut self) {
         let top = self.frames.len() - 1;
         let f = &self.frames[top];
-        let (k, outer, id) = (f.clause, f.label, f.id);
+        let (k, outer) = (f.clause, f.label);
         if k == 0 {
             if self.frames[top].body_land.take().is_some() {
                 self.close_land();
@@ -448,14 +445,10 @@ impl Emitter<'_> {
         let d = self.depth(outer);
         self.sink().br(d).end();
         self.height -= 1;
-        if infos[id].rethrown {
-            let exn = self.frames[top].exn.unwrap();
+        if let Some(exn) = self.frames[top].exn {
             self.sink().local_set(exn);
         }
-        let f = &mut self.frames[top];
-        f.clause += 1;
-        f.in_catch = true;
-        Ok(())
+        self.frames[top].clause += 1;
     }
 
     /// `end` (or `delegate`) of the innermost construct.
