@@ -85,7 +85,8 @@
 //!   handler `v` along a surrogate `Entry_P -> v` (`GEntry_P -> v`), the
 //!   two edges T2 adds for a backedge `u -> v`. The paths put aside at cut
 //!   call sites between thrower and catcher are lost (no stack of pending
-//!   paths, 9.2.1).
+//!   paths, 9.2.1). An exception an import throws ([`Event::ImportThrow`])
+//!   is caught the same way, its path in flight lost as at a trap.
 //! - Tail calls ([`Function::tail_calls`], [`Event::TailCall`]): the
 //!   caller's path ends at the tail-calling vertex (a surrogate
 //!   `u -> GExit`) and the callee is entered afresh as an entry function.

@@ -22,7 +22,8 @@ struct Activation {
 /// the return at EXIT; now and then (`c % 16 == 15`) the host enters an
 /// entry function (a callback), and (`c % 4 == 2`) a throwing block
 /// throws to a handler of some activation (if none has one, the exception
-/// escapes and the execution ends), and (`c % 2 == 1`) a block
+/// escapes and the execution ends), or else (`c % 32 == 22`) an import
+/// called where control is throws to one, and (`c % 2 == 1`) a block
 /// that tail-calls does. Stops at a dead end, past
 /// `max_depth` activations, when the program returns, or when the choices
 /// run out.
@@ -74,6 +75,13 @@ pub fn random_execution(sg: &Supergraph, choices: &[u32], max_depth: usize) -> V
         {
             events.push(Event::Escape);
             break;
+        } else if let (22, Some((unwind, handler))) = (c % 32, thrown) {
+            // An import called from here throws.
+            events.push(Event::ImportThrow { unwind, handler });
+            stack.truncate(stack.len() - unwind);
+            let catcher = stack.last_mut().expect("catch leaves one");
+            catcher.block = handler;
+            catcher.calls_made = 0;
         } else if let (1 | 3, None, Some(tail)) = (
             c % 4,
             pending,

@@ -39,7 +39,10 @@
 //!   pending paths is not kept.
 //! - A throw (9.2.2) counts the path along `u -> GExit` where control is
 //!   and restarts in the catching activation as a backedge into the
-//!   handler does.
+//!   handler does. An exception an import throws is caught the same way,
+//!   but no path is counted where it was thrown: no instrumentation ran
+//!   there (a departure the report's 9.2.2 has no case for: it assumes
+//!   every throw is the program's own).
 
 use std::collections::BTreeMap;
 
@@ -77,6 +80,13 @@ pub enum Event {
     /// an import caught it, or the run ended with it). The walk's thrown
     /// path, counted where it is caught, is not counted.
     Escape,
+    /// An exception that no profiled `throw` raised (an import threw it)
+    /// is caught: `unwind` activations are left and the one then on top
+    /// catches at its handler block `handler`. No instrumentation ran
+    /// where it was thrown, so the path in flight there is not counted,
+    /// as at a trap; the catcher starts a path at `handler` as after a
+    /// [`Event::Throw`] (docs/decisions.md#import-throws).
+    ImportThrow { unwind: usize, handler: NodeId },
     /// The current activation, at the end of a block that tail-calls,
     /// tail-calls `callee`: it is replaced by `callee`'s, entered afresh.
     TailCall { callee: FuncId },
@@ -137,7 +147,11 @@ impl Interproc {
                 Event::Call { site, callee } => w.call(site, callee)?,
                 Event::Edge(e) => w.edge(e)?,
                 Event::Return => w.ret()?,
-                Event::Throw { unwind, handler } => w.throw(unwind, handler)?,
+                Event::Throw { unwind, handler } => {
+                    w.end_thrown_path()?;
+                    w.catch(unwind, handler)?
+                }
+                Event::ImportThrow { unwind, handler } => w.catch(unwind, handler)?,
                 Event::TailCall { callee } => w.tail_call(callee)?,
                 Event::Escape => break,
             }
@@ -409,18 +423,22 @@ impl Walker<'_> {
         Ok(())
     }
 
-    /// Ends the path where control is, leaves `unwind` activations and
-    /// starts a path at `handler` in the one left on top. The paths put
-    /// aside at cut call sites among those left are lost, as at a trap.
-    fn throw(&mut self, unwind: usize, handler: NodeId) -> Result<(), GraphError> {
-        let ip = self.ip;
+    /// A profiled `throw`: ends the path where control is.
+    fn end_thrown_path(&mut self) -> Result<(), GraphError> {
         if self.frames.is_empty() {
             return Err(self.bad("a throw with no activation"));
         }
+        self.end_path_here()
+    }
+
+    /// Leaves `unwind` activations and starts a path at `handler` in the
+    /// one left on top. The paths put aside at cut call sites among those
+    /// left are lost, as at a trap.
+    fn catch(&mut self, unwind: usize, handler: NodeId) -> Result<(), GraphError> {
+        let ip = self.ip;
         if unwind >= self.frames.len() {
             return Err(self.bad("no activation catches the exception"));
         }
-        self.end_path_here()?;
         self.frames.truncate(self.frames.len() - unwind);
         let catcher = self.frames.last().expect("checked above").func;
         let local = &ip.locals[catcher.index()];

@@ -33,7 +33,10 @@
 //! catches the exception or not ([`Event::Escape`]); the activations it
 //! unwinds have none open (a caller's went into its callee), and the
 //! catching one starts a new subpath along its catch edge into the
-//! handler (docs/decisions.md#ips-exceptions).
+//! handler (docs/decisions.md#ips-exceptions). An exception an import
+//! throws ([`Event::ImportThrow`]) ends no subpath: the subpaths in flight
+//! it cuts short and the segments waiting for them are dropped, and the
+//! catcher starts afresh as after a throw.
 
 use std::collections::BTreeMap;
 
@@ -116,8 +119,15 @@ impl<'a> Segmenter<'a> {
             Event::Edge(e) => self.edge(e, &mut step)?,
             Event::Return => self.ret(&mut step)?,
             Event::TailCall { callee } => self.tail_call(callee, &mut step)?,
-            Event::Throw { unwind, handler } => self.throw(Some((unwind, handler)), &mut step)?,
-            Event::Escape => self.throw(None, &mut step)?,
+            Event::Throw { unwind, handler } => {
+                self.close_at_throw(&mut step)?;
+                self.catch(unwind, handler)?
+            }
+            Event::Escape => {
+                self.close_at_throw(&mut step)?;
+                self.frames.clear();
+            }
+            Event::ImportThrow { unwind, handler } => self.catch(unwind, handler)?,
         }
         self.index += 1;
         Ok(step)
@@ -207,14 +217,9 @@ impl<'a> Segmenter<'a> {
         Ok(())
     }
 
-    /// The current activation throws; `caught`: how many activations the
-    /// exception leaves and the handler of the one that catches it (none:
-    /// it leaves the profiled code, and the run is over).
-    fn throw(
-        &mut self,
-        caught: Option<(usize, NodeId)>,
-        step: &mut Step,
-    ) -> Result<(), GraphError> {
+    /// The current activation throws: its subpath ends and the segments
+    /// open on it close.
+    fn close_at_throw(&mut self, step: &mut Step) -> Result<(), GraphError> {
         let (none, nowhere) = (
             self.bad("a throw with no activation"),
             self.bad("no throw where control is"),
@@ -228,10 +233,12 @@ impl<'a> Segmenter<'a> {
             seg.subpaths.push(done);
             step.segments.push(seg.subpaths);
         }
-        let Some((unwind, handler)) = caught else {
-            self.frames.clear();
-            return Ok(());
-        };
+        Ok(())
+    }
+
+    /// `unwind` activations are left and the one then on top catches at
+    /// `handler`, starting a new subpath along its catch edge.
+    fn catch(&mut self, unwind: usize, handler: NodeId) -> Result<(), GraphError> {
         let (no_catcher, no_handler) = (
             self.bad("no activation catches the exception"),
             self.bad("the handler is not one of the catching function's"),
@@ -245,8 +252,9 @@ impl<'a> Segmenter<'a> {
         let catcher = &mut self.frames[at];
         let f = &self.numbering.functions[catcher.func.index()];
         let d = f.catch_edge(handler).ok_or(no_handler)?;
-        // What an unwound callee took closed at the throw. What waited for
-        // the subpath the catch cuts short (a host callback's caller's) is
+        // What an unwound callee took closed at a profiled throw. What
+        // waited for the subpath the catch cuts short (a host callback's
+        // caller's, or everything an import's exception cut short) is
         // dropped, as a path in flight is.
         catcher.open.clear();
         catcher.sum = f.numbering.val[d.index()];

@@ -173,8 +173,15 @@ impl<'a> Ippp<'a> {
                 Event::Edge(e) => w.edge(e)?,
                 Event::Return => w.ret()?,
                 Event::TailCall { callee } => w.tail_call(callee)?,
-                Event::Throw { unwind, handler } => w.throw(Some((unwind, handler)))?,
-                Event::Escape => w.throw(None)?,
+                Event::Throw { unwind, handler } => {
+                    w.close_at_throw()?;
+                    w.catch(unwind, handler)?
+                }
+                Event::Escape => {
+                    w.close_at_throw()?;
+                    w.frames.clear();
+                }
+                Event::ImportThrow { unwind, handler } => w.catch(unwind, handler)?,
             }
         }
         Ok(w.counts)
@@ -348,7 +355,8 @@ impl Walker<'_, '_> {
         Ok(())
     }
 
-    fn throw(&mut self, caught: Option<(usize, NodeId)>) -> Result<(), GraphError> {
+    /// A profiled `throw`: the groups open on the thrower close there.
+    fn close_at_throw(&mut self) -> Result<(), GraphError> {
         let num = self.ip.subpaths;
         let (none, nowhere) = (
             self.bad("a throw with no activation"),
@@ -362,10 +370,14 @@ impl Walker<'_, '_> {
             self.add(&mut r, exit)?;
             self.classify(r);
         }
-        let Some((unwind, handler)) = caught else {
-            self.frames.clear();
-            return Ok(());
-        };
+        Ok(())
+    }
+
+    /// `unwind` activations are left, and the one then on top catches at
+    /// `handler` with no group open: what was open on the unwound ones and
+    /// on the catcher is dropped, as the catch edge's instrumentation does.
+    fn catch(&mut self, unwind: usize, handler: NodeId) -> Result<(), GraphError> {
+        let num = self.ip.subpaths;
         let left = self.frames.len().checked_sub(unwind + 1);
         let left = left.ok_or(self.bad("no activation catches the exception"))?;
         self.frames.truncate(left + 1);

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::interproc::{Event, FuncId, Supergraph};
 use crate::ippp::{Subpath, SubpathEnd, SubpathStart};
 use crate::testing::interproc::path_ends;
-use crate::Cfg;
+use crate::{Cfg, NodeId};
 
 /// What follows a subpath in call-nesting order.
 #[derive(Copy, Clone, Debug)]
@@ -159,14 +159,17 @@ fn cut_run(sg: &Supergraph, events: &[Event], unfinished: bool) -> Vec<Done> {
                     next_id += 1;
                 }
                 cut_short(&mut out, left, unfinished);
-                // Along the catch edge: the CFG's last ENTRY -> handler.
-                let cfg = &sg.functions[catcher.func.index()].cfg;
-                let catch = (cfg.edge_ids())
-                    .filter(|&e| cfg.edge(e) == (Cfg::ENTRY, handler))
-                    .last()
-                    .expect("a catch edge");
-                catcher.start = SubpathStart::Entry;
-                catcher.edges = vec![catch];
+                catch_into(sg, catcher, handler);
+            }
+            Event::ImportThrow { unwind, handler } => {
+                // No subpath ends: every activation the exception reaches,
+                // the catcher included, has its subpath in flight cut short.
+                let mut left = stack.split_off(stack.len() - unwind);
+                let catcher = stack.last_mut().expect("a catcher");
+                left.insert(0, std::mem::replace(catcher, catcher.fresh(next_id)));
+                next_id += 1;
+                cut_short(&mut out, left, unfinished);
+                catch_into(sg, catcher, handler);
             }
             Event::Escape => {
                 let top = stack.last_mut().expect("an activation");
@@ -182,6 +185,18 @@ fn cut_run(sg: &Supergraph, events: &[Event], unfinished: bool) -> Vec<Done> {
         }
     }
     out
+}
+
+/// The catcher's new subpath starts along its catch edge into `handler`:
+/// the CFG's last `ENTRY -> handler`.
+fn catch_into(sg: &Supergraph, catcher: &mut Act, handler: NodeId) {
+    let cfg = &sg.functions[catcher.func.index()].cfg;
+    let catch = (cfg.edge_ids())
+        .filter(|&e| cfg.edge(e) == (Cfg::ENTRY, handler))
+        .last()
+        .expect("a catch edge");
+    catcher.start = SubpathStart::Entry;
+    catcher.edges = vec![catch];
 }
 
 /// With `unfinished`, the subpaths in flight of activations an exception

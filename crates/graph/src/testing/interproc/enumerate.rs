@@ -19,6 +19,8 @@
 //!   the tail caller's entry goes on;
 //! - a throw ends the path where control is; the activation that catches
 //!   starts one at its handler, as a backedge into the handler would;
+//!   an exception an import throws ends no path (the one in flight is
+//!   not observed), and the catcher starts one the same way;
 //! - a path in flight when the execution ends is not observed.
 
 use std::collections::BTreeMap;
@@ -185,6 +187,23 @@ pub fn observable_paths(
             }
             // Counted where it is caught: nowhere.
             Event::Escape => break,
+            Event::ImportThrow { unwind, handler } => {
+                // The path in flight is not counted: nothing ran where the
+                // import threw.
+                stack.truncate(stack.len().saturating_sub(unwind));
+                let Some(catcher) = stack.last_mut() else {
+                    break;
+                };
+                cur = match piecewise {
+                    true => Vec::new(),
+                    false => catcher.on_entry.clone(),
+                };
+                cur.push(PathStep::Resume {
+                    func: catcher.func,
+                    node: handler,
+                });
+                catcher.block = handler;
+            }
             Event::Throw { unwind, handler } => {
                 let Some(top) = stack.last() else { break };
                 let mut done = std::mem::take(&mut cur);
