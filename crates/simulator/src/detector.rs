@@ -186,6 +186,14 @@ impl PathDetector {
                 self.stats.orphan_events += events;
             }
         }
+        if let BranchKind::Unwind { frames } = ev.kind {
+            // No thrower's path ends (WPP entries do not stand for frames:
+            // nothing is popped); the catch arrival discards the catcher's.
+            if self.ppcr.path_type != PathType::Wpp {
+                self.unwind(frames, &mut c);
+            }
+            return c;
+        }
         if let BranchKind::Throw { frames } = ev.kind {
             // WPP entries do not stand for frames: only the thrower's path
             // ends.

@@ -39,6 +39,11 @@ pub enum BranchKind {
     /// unwound to a catch handler or out of the program. `frames` is how
     /// many frames the unwinding pops (those of the stack above the handler).
     Throw { frames: u32 },
+    /// An exception thrown by code the stream does not see (an import)
+    /// unwinds `frames` frames above the one that catches. There is no
+    /// thrower whose path ends: the paths in flight in the frames unwound,
+    /// and the catcher's, are cut short. A `Catch` follows.
+    Unwind { frames: u32 },
     /// Control arrives at a catch handler (`try_table` clause target).
     Catch,
 }

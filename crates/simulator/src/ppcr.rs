@@ -82,7 +82,7 @@ impl BranchClass {
             BranchKind::Call { indirect } => BranchClass::Call { indirect },
             BranchKind::Return => BranchClass::Return,
             BranchKind::TailCall { .. } => BranchClass::TailCall,
-            BranchKind::Throw { .. } => BranchClass::Throw,
+            BranchKind::Throw { .. } | BranchKind::Unwind { .. } => BranchClass::Throw,
             BranchKind::Catch => BranchClass::Catch,
         }
     }

@@ -225,6 +225,9 @@ impl Oracle {
                     None => {}
                 }
             }
+            // No thrower: the frames unwound lose their paths (in WPP,
+            // the catch drops the one in flight).
+            BranchKind::Unwind { frames } if !self.wpp => self.unwind(frames),
             BranchKind::Catch => {
                 let frames = self.stack.pop().map_or(1, |p| p.frames);
                 self.push(e.target, frames);
@@ -269,6 +272,7 @@ fn event() -> impl Strategy<Value = BranchEvent> {
         2 => Just(BranchKind::Return),
         1 => any::<bool>().prop_map(|indirect| BranchKind::TailCall { indirect }),
         1 => (0u32..4).prop_map(|frames| BranchKind::Throw { frames }),
+        1 => (0u32..4).prop_map(|frames| BranchKind::Unwind { frames }),
         1 => Just(BranchKind::Catch),
     ];
     (kind, 0u32..12, 0u32..12, prop::bool::weighted(0.3), 1u32..9).prop_map(

@@ -20,6 +20,7 @@
 //! | `return_call*`                           | `TailCall`                     |
 //! | `throw`, `throw_ref`, `unreachable`      | `Throw { frames }`             |
 //! | `Catch` (a handler starts)               | `Catch`                        |
+//! | `Catch` with no `throw` before it        | `Unwind { frames }`, `Catch`   |
 //! | other fall-through                       | none                           |
 //!
 //! `backward` is set exactly for the DFS backedges of the CFG: the edges
@@ -46,6 +47,11 @@
 //!   innermost activation of the function whose handler starts is taken.
 //!   The event is held until the next trace event says where the exception
 //!   landed ([`BranchStream::finish`] flushes it at the end of a run).
+//! * A handler that starts with no `throw` before it caught what an import
+//!   (or the host) threw: there is no thrower whose path ends, so the
+//!   frames unwound, the import's caller among them unless it catches, are
+//!   an [`BranchKind::Unwind`] (at address 0, the host) and their paths are
+//!   cut short, as the software profilers leave them uncounted.
 //! * A `TailCall`'s target is known when its callee's entry arrives. A
 //!   tail call of an untraced function (an import) is a `Return` to the
 //!   caller's caller: the callee returns for the tail caller, and no event
@@ -210,7 +216,7 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
             EdgeKind::Entry => self.call(func, e.dst, target),
             EdgeKind::Catch => {
                 // An exception from untraced code (or the host).
-                self.catch(func, e.dst, 0, 0, target);
+                self.catch(func, e.dst, None, target);
             }
             _ if e.dst == Cfg::EXIT => self.leave(e.kind, &src),
             _ => {
@@ -274,7 +280,7 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
             }
             Held::Throw { address, instrs } => {
                 if e.kind == EdgeKind::Catch {
-                    self.catch(func, e.dst, address, instrs, target);
+                    self.catch(func, e.dst, Some((address, instrs)), target);
                     return true;
                 }
                 let frames = self.stack.len() as u32;
@@ -347,8 +353,9 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
 
     /// A handler of `func` starts at `handler`: the frames above the
     /// innermost activation of `func` were unwound (all of them, and a new
-    /// activation starts, when it has none).
-    fn catch(&mut self, func: u32, handler: NodeId, address: u32, instrs: u32, target: u32) {
+    /// activation starts, when it has none). `thrown`: the address and
+    /// instructions of the `throw` it caught; `None`: untraced code threw.
+    fn catch(&mut self, func: u32, handler: NodeId, thrown: Option<(u32, u32)>, target: u32) {
         let frames = match self.stack.iter().rposition(|f| f.func == func) {
             Some(i) => {
                 let frames = self.stack.len() - 1 - i;
@@ -367,7 +374,16 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
                 frames
             }
         };
-        self.emit_with(BranchKind::Throw { frames }, address, 0, instrs);
+        let address = match thrown {
+            Some((address, instrs)) => {
+                self.emit_with(BranchKind::Throw { frames }, address, 0, instrs);
+                address
+            }
+            None => {
+                self.emit_with(BranchKind::Unwind { frames }, 0, 0, 0);
+                0
+            }
+        };
         self.emit(BranchKind::Catch, address, target, false);
         if handler == Cfg::EXIT {
             // A clause naming the function's own label: it returns at once.

@@ -19,7 +19,10 @@
 //!   edge: the nearest activation of that function catches (an exception
 //!   caught by a recursive activation further down cannot be told apart
 //!   without the stack depth). An exception no profiled function catches
-//!   ends the conversion with [`Event::Escape`].
+//!   ends the conversion with [`Event::Escape`];
+//! - a catch edge with no `throw` before it caught what an import the top
+//!   activation called threw: [`Event::ImportThrow`], caught by the
+//!   nearest activation of the catching function, as above.
 
 use pathprof_graph::interproc::{CallSiteId, Event, FuncId};
 use pathprof_graph::{Cfg, EdgeId, NodeId};
@@ -316,22 +319,32 @@ impl Converter<'_> {
     }
 
     /// A catch edge of `f` into `handler`: the nearest activation of `f`
-    /// catches what was thrown. False if nothing was thrown that it could
-    /// catch.
+    /// catches what was thrown, by the top activation's `throw` or by an
+    /// import it called. False if no activation of `f` is live.
     fn catch(&mut self, f: FuncId, handler: NodeId) -> bool {
         let thrown = self
             .frames
             .last()
             .is_some_and(|t| t.leaving == Leaving::Throw);
+        if !thrown {
+            // Thrown by an import the top activation called (no trace
+            // event in between). A tail call into an import that threw
+            // had returned for its caller, as it does in the
+            // instrumentation.
+            self.finish_leaving(None);
+        }
         let catcher = self.frames.iter().rposition(|a| a.func == f);
-        let (true, Some(at)) = (thrown, catcher) else {
+        let Some(at) = catcher else {
             if thrown {
                 self.out.push(Event::Escape);
             }
             return false;
         };
         let unwind = self.frames.len() - 1 - at;
-        self.out.push(Event::Throw { unwind, handler });
+        self.out.push(match thrown {
+            true => Event::Throw { unwind, handler },
+            false => Event::ImportThrow { unwind, handler },
+        });
         self.frames.truncate(at + 1);
         let top = self.frames.last_mut().expect("the catcher");
         top.block = handler;
