@@ -314,6 +314,9 @@ struct RunArgs {
     /// Run a module that imports what the engine does not provide (only WASI preview 1 is): such imports trap when called, or return zeros (as `wasmtime run -Wunknown-imports-trap/-default`).
     #[arg(long, value_enum, value_name = "HOW")]
     unknown_imports: Option<UnknownImportsArg>,
+    /// Instantiate the module in FILE (.wasm or .wat) first and provide its exports as the imports of module NAME (as `wasmtime run --preload`): a library the program links against, which may throw the exceptions it catches. Repeatable; not instrumented.
+    #[arg(long, value_name = "NAME=FILE")]
+    preload: Vec<String>,
     #[command(flatten)]
     tuning: Tuning,
     #[command(flatten)]
@@ -808,6 +811,25 @@ fn parse_env(env: &[String]) -> Result<Vec<(String, String)>> {
         .collect()
 }
 
+/// `--preload NAME=FILE`s, read.
+fn parse_preload(preload: &[String]) -> Result<Vec<pathprof_runner::Preload>> {
+    preload
+        .iter()
+        .map(|nf| {
+            let (name, file) = nf
+                .split_once('=')
+                .filter(|(n, f)| !n.is_empty() && !f.is_empty())
+                .with_context(|| format!("--preload {nf}: expected NAME=FILE"))?;
+            let file = Path::new(file);
+            Ok(pathprof_runner::Preload {
+                name: name.to_string(),
+                origin: file.display().to_string(),
+                bytes: pathprof::input::read_module(file)?,
+            })
+        })
+        .collect()
+}
+
 /// The program's argv: its file name, then `args`.
 fn program_argv(program: &Path, args: &[String]) -> Vec<String> {
     let name = program.file_name().map_or_else(
@@ -850,6 +872,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
     ppp_options(&a.program, &module, technique, &a.ppp, &mut options)?;
     let dirs = parse_dirs(&a.dir);
     let env = parse_env(&a.env)?;
+    let preload = parse_preload(&a.preload)?;
     Ok(pathprof::run_cmd::Request {
         module,
         technique,
@@ -863,6 +886,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
             Some(UnknownImportsArg::Trap) => pathprof_runner::UnknownImports::Trap,
             Some(UnknownImportsArg::Default) => pathprof_runner::UnknownImports::Default,
         },
+        preload,
         program_args: a.arg.clone(),
         args: a.args.clone(),
         timings: a.timings.clone(),

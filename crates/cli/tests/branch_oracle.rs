@@ -114,14 +114,19 @@ impl Segmenter {
                 Ok(())
             }
             BranchKind::Throw { frames } => {
-                if ev.address != 0 {
-                    // Thrown here: the path ends at the throw.
-                    self.advance()?;
-                    self.end_path("exit");
-                    if let Some(top) = self.stack.last_mut() {
-                        top.path = None;
-                    }
+                // Thrown here: the path ends at the throw.
+                self.advance()?;
+                self.end_path("exit");
+                if let Some(top) = self.stack.last_mut() {
+                    top.path = None;
                 }
+                let keep = self.stack.len().saturating_sub(frames as usize);
+                self.stack.truncate(keep);
+                Ok(())
+            }
+            BranchKind::Unwind { frames } => {
+                // Thrown by an import: no path ends; the catch drops the
+                // catcher's.
                 let keep = self.stack.len().saturating_sub(frames as usize);
                 self.stack.truncate(keep);
                 Ok(())
@@ -298,6 +303,7 @@ fn kind_name(k: BranchKind) -> &'static str {
         BranchKind::Return => "return",
         BranchKind::TailCall { .. } => "tail call",
         BranchKind::Throw { .. } => "throw",
+        BranchKind::Unwind { .. } => "unwind",
         BranchKind::Catch => "catch",
     }
 }

@@ -107,7 +107,9 @@ fn real_frames(m: &Module, trace: &[(u32, u32)], contexts: &BTreeSet<Context>) -
                     context: (callee, Vec::new()),
                 });
             }
-            Event::Throw { unwind, .. } => stack.truncate(stack.len() - unwind),
+            Event::Throw { unwind, .. } | Event::ImportThrow { unwind, .. } => {
+                stack.truncate(stack.len() - unwind)
+            }
             Event::Edge(_) | Event::Escape => {}
         }
     }

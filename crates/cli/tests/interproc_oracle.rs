@@ -97,6 +97,8 @@ struct Checked {
     instrumented: bool,
     /// Whether a profiled function caught an exception.
     caught: bool,
+    /// Whether one caught an exception an import threw.
+    import_thrown: bool,
     /// Whether one caught it into its own label (its handler is EXIT).
     caught_at_exit: bool,
     /// Whether a call went through a case of a `call_indirect` (one told
@@ -169,6 +171,7 @@ fn check(
         }
     }
     let caught = exec.iter().any(|e| matches!(e, Event::Throw { .. }));
+    let import_thrown = exec.iter().any(|e| matches!(e, Event::ImportThrow { .. }));
     let caught_at_exit = exec.iter().any(
         |e| matches!(e, Event::Throw { handler, .. } if *handler == pathprof_graph::Cfg::EXIT),
     );
@@ -187,6 +190,7 @@ fn check(
         totals,
         instrumented,
         caught,
+        import_thrown,
         caught_at_exit,
         cased,
         past_cases,
@@ -279,6 +283,7 @@ fn wat_fixtures_decoded_walk_equals_observable_paths() {
     let engine = crate::common::programs::engine();
     let fixtures = programs::wat_fixtures();
     let (mut checked, mut instrumented, mut thrown, mut at_exit) = (0, 0, 0, 0);
+    let mut import_thrown = 0;
     for path in fixtures {
         let module = pathprof::input::read_module(&path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -294,6 +299,7 @@ fn wat_fixtures_decoded_walk_equals_observable_paths() {
             if name == "exceptions.wat" {
                 thrown += usize::from(counted);
             }
+            import_thrown += usize::from(counted && c.import_thrown);
             checked += 1;
         }
     }
@@ -308,6 +314,9 @@ fn wat_fixtures_decoded_walk_equals_observable_paths() {
         thrown >= 90,
         "only {thrown} calls of exceptions.wat were checked instrumented"
     );
+    // Thrown by the library import_throws.wat links: 31 calls catch one
+    // (by the fixture's arithmetic), all also instrumented.
+    assert_eq!(import_thrown, 31, "calls that caught what an import threw");
     // Caught into the function's own label, so that a path starts at EXIT.
     assert!(
         at_exit >= 1,

@@ -56,6 +56,13 @@ fn oracle(
         let (src, dst) = g.cfg.edge(edge);
         if src == Cfg::ENTRY {
             let catch = g.catch_edges.contains(&edge);
+            if catch {
+                // What an import threw unwinds the activations above the
+                // nearest of `f` (a throw already popped its thrower).
+                if let Some(at) = stack.iter().rposition(|a| a.func == f) {
+                    stack.truncate(at + 1);
+                }
+            }
             if !catch || stack.last().map(|a| a.func) != Some(f) {
                 stack.push(Activation {
                     func: f,

@@ -251,3 +251,59 @@ fn a_second_run_reads_the_compiled_module_from_the_cache() {
     assert!(!unusable);
     assert_eq!(p1, p5);
 }
+
+/// `--preload NAME=FILE` links a library whose exports are the imports of
+/// module NAME, in every mode and with `--segments`: the exceptions it
+/// throws are caught by the profiled code (the oracles check the counts on
+/// the same fixture; here, that the option reaches the run). By the
+/// fixture's arithmetic, `loop 5` returns 1 + 3 + 3 + 7 + 7 = 21, and its
+/// handler runs twice (the library throws at i = 3 and 4). Bad preloads
+/// are one-line errors naming the file, with no output.
+#[test]
+fn preloaded_libraries_provide_imports_and_throw_into_the_program() {
+    let root = common::programs::root();
+    let program = root.join("tests/fixtures/wat/import_throws.wat");
+    let library = root.join("tests/fixtures/linked/thrower.wat");
+    let (program, library) = (program.display().to_string(), library.display().to_string());
+    let preload = format!("thrower={library}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.profile").display().to_string();
+    for extra in [
+        &["--mode", "path"][..],
+        &["--mode", "context"],
+        &["--segments", "2"],
+    ] {
+        let mut args = vec!["run", "--preload", &preload, "--invoke", "loop", "-o", &out];
+        args.extend_from_slice(extra);
+        args.extend([program.as_str(), "--", "5"]);
+        let o = pathprof(&args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("loop returned 21"), "{}", stderr(&o));
+        if extra[1] == "path" {
+            let r = pathprof(&["report", &out]);
+            let text = String::from_utf8(r.stdout).unwrap();
+            let handler = text.lines().find(|l| l.contains("handler->backedge"));
+            let count = handler.and_then(|l| l.split_whitespace().next());
+            assert_eq!(count, Some("2"), "{text}");
+        }
+        std::fs::remove_file(&out).unwrap();
+    }
+
+    let bad = module(&dir, "bad.wat", "(module (func (export \"e\") (i32.add)))");
+    let missing = dir.path().join("missing.wat").display().to_string();
+    for (file, reason) in [
+        (missing.as_str(), "No such file"),
+        (bad.as_str(), "cannot preload"),
+    ] {
+        let preload = format!("thrower={file}");
+        let o = pathprof(&["run", "--preload", &preload, "-o", &out, &program]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(file) && err.contains(reason), "{err}");
+        assert!(!Path::new(&out).exists());
+    }
+    let o = pathprof(&["run", "--preload", "thrower", "-o", &out, &program]);
+    assert!(stderr(&o).contains("expected NAME=FILE"), "{}", stderr(&o));
+    assert!(!Path::new(&out).exists());
+}

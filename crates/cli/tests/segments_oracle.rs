@@ -14,6 +14,7 @@ use crate::common;
 use std::collections::BTreeMap;
 
 use common::programs::{self, Invocation};
+use pathprof_graph::interproc::Event;
 use pathprof_graph::ippp::SubpathEnd;
 use pathprof_graph::testing::ippp::{ips, wpp};
 use pathprof_profile::Profile;
@@ -29,7 +30,10 @@ fn spelt(m: &Module, profile: &Profile) -> BTreeMap<Spelt, u64> {
 
 /// Checks one run for k = 1..=3; returns the distinct segments of each,
 /// and how many of them (over all k) a tail call and a throw closed.
-fn check(m: &Module, inv: &Invocation) -> ([usize; 3], [usize; 2]) {
+/// Checks the run at depths 1 to 3; its distinct segments per depth, the
+/// segments closed by a tail call and a throw, and whether a profiled
+/// function caught what an import threw.
+fn check(m: &Module, inv: &Invocation) -> ([usize; 3], [usize; 2], bool) {
     let run = programs::run_compiled(&m.traced, inv, true);
     let exec = events(m.msg(), &run.trace).unwrap();
     let subpaths = wpp(&m.msg().supergraph, &exec);
@@ -65,7 +69,8 @@ fn check(m: &Module, inv: &Invocation) -> ([usize; 3], [usize; 2]) {
                 .count();
         }
     }
-    (distinct, closed_by)
+    let import_thrown = exec.iter().any(|e| matches!(e, Event::ImportThrow { .. }));
+    (distinct, closed_by, import_thrown)
 }
 
 #[test]
@@ -85,7 +90,7 @@ fn c_programs_record_exactly_the_segments_of_their_runs() {
                 module(&engine, &build_name, &bytes)
             });
             let m = m.as_ref().unwrap_or_else(|| panic!("{build_name} refused"));
-            let (distinct, tail) = check(m, &inv);
+            let (distinct, tail, _) = check(m, &inv);
             at_tail_call += tail[0];
             assert!(distinct[0] > 0, "{build_name} {inv:?}: no segment");
             deeper += usize::from(distinct[2] > distinct[0]);
@@ -104,15 +109,18 @@ fn c_programs_record_exactly_the_segments_of_their_runs() {
 #[test]
 fn wat_fixtures_record_exactly_the_segments_of_their_runs() {
     let engine = crate::common::programs::engine();
-    let (mut checked, mut closed_by) = (0, [0, 0]);
+    let (mut checked, mut closed_by, mut import_thrown) = (0, [0, 0], 0);
     for (name, bytes, m) in wat_modules(&engine) {
         let m = m.unwrap_or_else(|| panic!("{name} refused"));
         for inv in programs::export_calls(&engine, &bytes) {
-            let (_, by) = check(&m, &inv);
+            let (_, by, imported) = check(&m, &inv);
             closed_by = [closed_by[0] + by[0], closed_by[1] + by[1]];
+            import_thrown += usize::from(imported);
             checked += 1;
         }
     }
+    // import_throws.wat: 31 calls catch what its library threw.
+    assert_eq!(import_thrown, 31, "calls that caught what an import threw");
     assert!(checked >= 20, "only {checked} WAT runs checked");
     // tail_segments.wat; exceptions.wat.
     assert!(closed_by[0] > 0, "no segment closed at a tail call");

@@ -62,6 +62,18 @@ pub enum RunError {
     #[error("cannot instantiate the module: {0}")]
     Instantiate(String),
 
+    /// A module given to link under a name ([`crate::Preload`]) does not
+    /// compile or instantiate.
+    #[error("cannot preload {origin} as `{name}`: {message}")]
+    Preload {
+        /// The import module name it was to provide.
+        name: String,
+        /// Where it came from (a file name), for the message.
+        origin: String,
+        /// What went wrong.
+        message: String,
+    },
+
     /// The module has no export of that name.
     #[error("the module has no export named `{0}`")]
     MissingExport(String),

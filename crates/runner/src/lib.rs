@@ -221,6 +221,23 @@ pub struct RunOptions {
     pub trace: Option<TraceTo>,
     /// What stands in for imports the runner does not provide.
     pub unknown_imports: UnknownImports,
+    /// Modules instantiated first, in order, whose exports provide the
+    /// imports of their name (`wasmtime run --preload NAME=FILE`): a
+    /// library the program links against at run time, such as one that
+    /// throws the exceptions it catches.
+    pub preload: Vec<Preload>,
+}
+
+/// A module to instantiate before the program, providing the imports of
+/// module name `name` with its exports.
+#[derive(Debug, Clone)]
+pub struct Preload {
+    /// The import module name its exports provide.
+    pub name: String,
+    /// Where it came from (a file name), for messages.
+    pub origin: String,
+    /// Its binary (or text) wasm.
+    pub bytes: Vec<u8>,
 }
 
 /// What stands in for an import that the runner does not provide (it
@@ -384,7 +401,7 @@ pub fn run_command(
     module_bytes: &[u8],
     opts: &RunOptions,
 ) -> Result<RunOutcome, RunError> {
-    check_imports(engine, module_bytes, opts.unknown_imports)?;
+    check_imports(engine, module_bytes, opts.unknown_imports, &opts.preload)?;
     run_compiled(&compile(engine, module_bytes)?, opts)
 }
 
@@ -398,6 +415,7 @@ pub fn check_imports(
     engine: &Engine,
     module_bytes: &[u8],
     unknown: UnknownImports,
+    preload: &[Preload],
 ) -> Result<(), RunError> {
     if unknown == UnknownImports::Default || !module_bytes.starts_with(b"\0asm") {
         return Ok(());
@@ -414,7 +432,9 @@ pub fn check_imports(
         for import in imports.into_imports() {
             let Ok(import) = import else { return Ok(()) };
             let kind = import_kind(&import.ty);
-            let provided = linker.get(&mut store, import.module, import.name).is_ok();
+            // A preloaded module's exports are checked when it is linked.
+            let provided = preload.iter().any(|p| p.name == import.module)
+                || linker.get(&mut store, import.module, import.name).is_ok();
             let stood_in = unknown == UnknownImports::Trap && kind == "function";
             if !(provided || stood_in) {
                 missing.push(format!("{}::{} ({kind})", import.module, import.name));
@@ -529,7 +549,7 @@ pub fn invoke(
     args: &[String],
     opts: &RunOptions,
 ) -> Result<InvokeOutcome, RunError> {
-    check_imports(engine, module_bytes, opts.unknown_imports)?;
+    check_imports(engine, module_bytes, opts.unknown_imports, &opts.preload)?;
     invoke_compiled(&compile(engine, module_bytes)?, export, args, opts)
 }
 
@@ -779,6 +799,9 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
     }
 
     let mut linker = linker(engine)?;
+    for p in &opts.preload {
+        preload(&mut linker, &mut store, p)?;
+    }
     let stand_in = match opts.unknown_imports {
         UnknownImports::Refuse => Ok(()),
         UnknownImports::Trap => linker.define_unknown_imports_as_traps(module),
@@ -810,6 +833,24 @@ fn prepare(module: &Module, opts: &RunOptions) -> Result<Setup, RunError> {
         }
         Err(e) => Err(RunError::Instantiate(error::describe(&e))),
     }
+}
+
+/// Compiles `p` and links its instance's exports under its name. (A
+/// command module, one with `_start`, is instantiated afresh for each call
+/// of its exports, as [`Linker::module`] does.)
+fn preload(
+    linker: &mut Linker<State>,
+    store: &mut Store<State>,
+    p: &Preload,
+) -> Result<(), RunError> {
+    let fail = |e: wasmtime::Error| RunError::Preload {
+        name: p.name.clone(),
+        origin: p.origin.clone(),
+        message: error::describe(&e),
+    };
+    let module = Module::new(store.engine(), &p.bytes).map_err(fail)?;
+    linker.module(&mut *store, &p.name, &module).map_err(fail)?;
+    Ok(())
 }
 
 impl Prepared {

@@ -436,12 +436,12 @@ fn unknown_imports_are_refused_before_compiling() {
          env::mystery (function), env::limit (global)"
     );
     // Trapping functions stand in for functions only.
-    let err = check_imports(&engine().unwrap(), &bytes, UnknownImports::Trap).unwrap_err();
+    let err = check_imports(&engine().unwrap(), &bytes, UnknownImports::Trap, &[]).unwrap_err();
     assert!(
         matches!(&err, RunError::UnknownImports { imports } if imports == &["env::limit (global)"]),
         "{err}"
     );
-    check_imports(&engine().unwrap(), &bytes, UnknownImports::Default).unwrap();
+    check_imports(&engine().unwrap(), &bytes, UnknownImports::Default, &[]).unwrap();
     // WASI and the trace imports are provided.
     let provided = wasm(
         r#"(module
@@ -450,7 +450,7 @@ fn unknown_imports_are_refused_before_compiling() {
              (import "__pathprof" "trace_flush" (func))
              (func (export "_start")))"#,
     );
-    check_imports(&engine().unwrap(), &provided, UnknownImports::Refuse).unwrap();
+    check_imports(&engine().unwrap(), &provided, UnknownImports::Refuse, &[]).unwrap();
 }
 
 /// With a stand-in for an unknown import, the exports that do not call it

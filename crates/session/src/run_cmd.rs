@@ -23,6 +23,9 @@ pub struct Request {
     pub invoke: Option<String>,
     /// What stands in for imports the engine does not provide.
     pub unknown_imports: pathprof_runner::UnknownImports,
+    /// Modules linked under their names before the program is
+    /// instantiated (`--preload`).
+    pub preload: Vec<pathprof_runner::Preload>,
     /// The program's arguments given by `--arg` (argv[1..]).
     pub program_args: Vec<String>,
     /// The arguments after `--`: the program's (after `program_args`), or
@@ -76,6 +79,7 @@ impl Request {
             dirs: self.dirs.clone(),
             inherit_stdio: true,
             unknown_imports: self.unknown_imports,
+            preload: self.preload.clone(),
             ..RunOptions::default()
         }
     }
@@ -170,7 +174,7 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
     };
     // Before instrumenting and compiling, which take minutes on a large
     // module. Instrumenting adds no import but the trace ones, provided.
-    pathprof_runner::check_imports(&engine, &req.module, req.unknown_imports)
+    pathprof_runner::check_imports(&engine, &req.module, req.unknown_imports, &req.preload)
         .map_err(unknown_imports_hint)
         .with_context(|| name.clone())?;
     let mut timings = Timings::default();

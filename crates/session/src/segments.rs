@@ -295,7 +295,7 @@ pub fn run(
     let name = program.display().to_string();
     let file = pathprof_profile::AtomicFile::create(&req.output)?;
     let engine = pathprof_runner::engine_without_fuel()?;
-    pathprof_runner::check_imports(&engine, &req.module, req.unknown_imports)
+    pathprof_runner::check_imports(&engine, &req.module, req.unknown_imports, &req.preload)
         .with_context(|| name.clone())?;
     let prepared = Prepared::new(&engine, &req.module).with_context(|| name.clone())?;
     let opts = req.run_options(program);

@@ -190,6 +190,13 @@ impl PathCounter {
             if catch {
                 // A handler begins a new path in the activation that caught;
                 // a throw from this activation already ended (and popped) it.
+                // What an import threw unwinds the activations above the
+                // nearest of `f` with their paths unfinished (without the
+                // depths, the nearest catches, as in the supergraph's trace
+                // conversion).
+                if let Some(at) = stack.iter().rposition(|a| a.func == f) {
+                    stack.truncate(at + 1);
+                }
                 if stack.last().map(|a| a.func) != Some(f) {
                     stack.push(Activation {
                         func: f,

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use pathprof::driver::{self, Technique};
 use pathprof_profile::{FunctionData, Profile};
-use pathprof_runner::{Exit, RunOptions, TraceEvent, TraceTo};
+use pathprof_runner::{Exit, Preload, RunOptions, TraceEvent, TraceTo};
 use sha2::{Digest, Sha256};
 use wasmtime::{Engine, ExternType, Module, ValType};
 
@@ -171,6 +171,7 @@ pub fn run_compiled_to(module: &Module, inv: &Invocation, trace: Option<TraceTo>
             let opts = RunOptions {
                 stdin: Some(stdin.clone()),
                 trace,
+                preload: preload_for(module),
                 ..RunOptions::captured(args.clone())
             };
             let o = pathprof_runner::run_compiled(module, &opts).expect("run");
@@ -186,6 +187,7 @@ pub fn run_compiled_to(module: &Module, inv: &Invocation, trace: Option<TraceTo>
         Invocation::Call { export, args } => {
             let opts = RunOptions {
                 trace,
+                preload: preload_for(module),
                 ..RunOptions::captured(["module"])
             };
             let o = pathprof_runner::invoke_compiled(module, export, args, &opts).expect("invoke");
@@ -201,13 +203,46 @@ pub fn run_compiled_to(module: &Module, inv: &Invocation, trace: Option<TraceTo>
     }
 }
 
-/// Whether the module imports anything but WASI (the embedded engine
-/// provides nothing else).
+/// The libraries the WAT fixtures link against:
+/// `tests/fixtures/linked/NAME.wat` provides the imports of module `NAME`.
+pub fn linked() -> &'static [Preload] {
+    static LINKED: OnceLock<Vec<Preload>> = OnceLock::new();
+    LINKED.get_or_init(|| {
+        let dir = root().join("tests/fixtures/linked");
+        let mut out: Vec<Preload> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "wat"))
+            .map(|p| Preload {
+                name: p.file_stem().unwrap().to_string_lossy().into_owned(),
+                origin: p.display().to_string(),
+                bytes: pathprof::input::read_module(&p).unwrap(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    })
+}
+
+/// The [`linked`] libraries `module` imports from.
+pub fn preload_for(module: &Module) -> Vec<Preload> {
+    let names: HashSet<&str> = module.imports().map(|i| i.module()).collect();
+    linked()
+        .iter()
+        .filter(|p| names.contains(p.name.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// Whether the module imports anything but WASI and the [`linked`]
+/// libraries (the embedded engine provides nothing else).
 pub fn needs_host_imports(engine: &Engine, bytes: &[u8]) -> bool {
     compile(engine, bytes)
         .expect("fixture compiles")
         .imports()
-        .any(|i| i.module() != "wasi_snapshot_preview1")
+        .any(|i| {
+            i.module() != "wasi_snapshot_preview1" && !linked().iter().any(|p| p.name == i.module())
+        })
 }
 
 /// Calls of every exported function whose parameters are all numbers, each

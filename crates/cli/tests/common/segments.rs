@@ -121,12 +121,16 @@ pub fn record(m: &Module, inv: &Invocation, k: usize) -> Profile {
         Invocation::Command { args, stdin } => {
             let opts = RunOptions {
                 stdin: Some(stdin.clone()),
+                preload: super::programs::preload_for(&m.traced),
                 ..RunOptions::captured(args.clone())
             };
             m.prepared.record(k, opts, None)
         }
         Invocation::Call { export, args } => {
-            let opts = RunOptions::captured(["module"]);
+            let opts = RunOptions {
+                preload: super::programs::preload_for(&m.traced),
+                ..RunOptions::captured(["module"])
+            };
             m.prepared.record(k, opts, Some((export, args)))
         }
     };
