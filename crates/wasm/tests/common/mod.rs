@@ -124,6 +124,18 @@ pub fn run(bytes: &[u8], calls: &[Call]) -> Run {
         .func_wrap("wasi_snapshot_preview1", "sched_yield", || 0i32)
         .unwrap();
     let mut store = Store::new(engine, Data::default());
+    // The libraries some fixtures import from (import_throws.wat throws
+    // through `thrower`): tests/fixtures/linked/NAME.wat is module NAME.
+    let linked = fixture_dir().join("../linked");
+    for entry in std::fs::read_dir(&linked).expect("linked dir") {
+        let p = entry.expect("linked entry").path();
+        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+        let lib = wat::parse_file(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let lib = Module::new(engine, lib).expect("library compiles");
+        linker
+            .module(&mut store, &name, &lib)
+            .expect("library links");
+    }
     let instance: Instance = linker
         .instantiate(&mut store, &module)
         .expect("instantiate");
