@@ -101,6 +101,24 @@ fn show(v: &Val) -> String {
     }
 }
 
+/// The libraries some fixtures import from (import_throws.wat throws
+/// through `thrower`): tests/fixtures/linked/NAME.wat is module NAME.
+/// Compiled once per test binary.
+fn linked() -> &'static [(String, Module)] {
+    static LINKED: OnceLock<Vec<(String, Module)>> = OnceLock::new();
+    LINKED.get_or_init(|| {
+        let dir = fixture_dir().join("../linked");
+        let mut libs = Vec::new();
+        for entry in std::fs::read_dir(&dir).expect("linked dir") {
+            let p = entry.expect("linked entry").path();
+            let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+            let wasm = wat::parse_file(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            libs.push((name, Module::new(engine(), wasm).expect("library compiles")));
+        }
+        libs
+    })
+}
+
 /// Instantiates `bytes` and performs `calls` in order on one instance.
 pub fn run(bytes: &[u8], calls: &[Call]) -> Run {
     let engine = engine();
@@ -124,17 +142,8 @@ pub fn run(bytes: &[u8], calls: &[Call]) -> Run {
         .func_wrap("wasi_snapshot_preview1", "sched_yield", || 0i32)
         .unwrap();
     let mut store = Store::new(engine, Data::default());
-    // The libraries some fixtures import from (import_throws.wat throws
-    // through `thrower`): tests/fixtures/linked/NAME.wat is module NAME.
-    let linked = fixture_dir().join("../linked");
-    for entry in std::fs::read_dir(&linked).expect("linked dir") {
-        let p = entry.expect("linked entry").path();
-        let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-        let lib = wat::parse_file(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-        let lib = Module::new(engine, lib).expect("library compiles");
-        linker
-            .module(&mut store, &name, &lib)
-            .expect("library links");
+    for (name, lib) in linked() {
+        linker.module(&mut store, name, lib).expect("library links");
     }
     let instance: Instance = linker
         .instantiate(&mut store, &module)

@@ -187,31 +187,18 @@ pub fn observable_paths(
             }
             // Counted where it is caught: nowhere.
             Event::Escape => break,
-            Event::ImportThrow { unwind, handler } => {
-                // The path in flight is not counted: nothing ran where the
-                // import threw.
-                stack.truncate(stack.len().saturating_sub(unwind));
-                let Some(catcher) = stack.last_mut() else {
-                    break;
-                };
-                cur = match piecewise {
-                    true => Vec::new(),
-                    false => catcher.on_entry.clone(),
-                };
-                cur.push(PathStep::Resume {
-                    func: catcher.func,
-                    node: handler,
-                });
-                catcher.block = handler;
-            }
-            Event::Throw { unwind, handler } => {
+            Event::Throw { unwind, handler } | Event::ImportThrow { unwind, handler } => {
                 let Some(top) = stack.last() else { break };
                 let mut done = std::mem::take(&mut cur);
-                done.push(PathStep::End {
-                    func: top.func,
-                    node: top.block,
-                });
-                emit(done);
+                // What an import threw ends no path: nothing ran where it
+                // was thrown, and the path in flight is not observed.
+                if matches!(event, Event::Throw { .. }) {
+                    done.push(PathStep::End {
+                        func: top.func,
+                        node: top.block,
+                    });
+                    emit(done);
+                }
                 stack.truncate(stack.len().saturating_sub(unwind));
                 let Some(catcher) = stack.last_mut() else {
                     break;
