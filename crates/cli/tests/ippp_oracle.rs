@@ -86,7 +86,7 @@ fn through_any_indirect(m: &Module, s: &Spelt) -> bool {
 
 /// What one check covered.
 #[derive(Default)]
-struct Covered {
+pub(crate) struct Covered {
     runs: usize,
     interesting_counted: usize,
     untested: usize,
@@ -99,7 +99,7 @@ struct Covered {
     /// Interesting segments closed by a tail call that ran.
     at_tail_call: usize,
     /// Interesting segments closed by a throw that ran.
-    at_throw: usize,
+    pub(crate) at_throw: usize,
 }
 
 impl Covered {
@@ -163,7 +163,12 @@ fn oracle(m: &Module, inv: &Invocation) -> Oracle {
 
 /// Checks every run of `invs` for k = 1, 2, 3, with every other segment
 /// the runs recorded interesting (one instrumented build per depth).
-fn check(engine: &wasmtime::Engine, m: &Module, invs: &[Invocation], covered: &mut Covered) {
+pub(crate) fn check(
+    engine: &wasmtime::Engine,
+    m: &Module,
+    invs: &[Invocation],
+    covered: &mut Covered,
+) {
     let num = m.prepared.numbering();
     let oracles: Vec<Oracle> = invs.iter().map(|inv| oracle(m, inv)).collect();
     let unresolved = unresolved_sites(m);

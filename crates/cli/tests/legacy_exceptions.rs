@@ -17,7 +17,9 @@
 //!   `pathprof_graph::testing::interproc`, both of which share only the
 //!   CFG with the numbering: under V8, the instrumented module's counts
 //!   (path, edge, context, piecewise); under wasmtime, translated, the
-//!   path profile, which must also be V8's profile of the same module.
+//!   path profile, which must also be V8's profile of the same module;
+//! * the same traces cut into depth-k segments (issue 31), for the
+//!   recorded segments and IPPP's counts of the interesting ones.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -326,6 +328,36 @@ fn translated_runs_count_as_v8_runs() {
             assert_eq!(got, programs::path_counts(&v8_profile), "{what}");
         }
     }
+}
+
+/// Issue 31's segments on legacy handlers, translated on the embedded
+/// engine: `run --segments K` records, and `--mode ippp` counts, exactly
+/// the depth-k segments the segment oracles cut from a trace of each call
+/// (crate::segments_oracle, crate::ippp_oracle), k = 1, 2, 3; a throw in
+/// a legacy `try` closes segments as one in a `try_table` does.
+#[test]
+fn segments_of_legacy_handlers_are_the_oracles() {
+    let engine = programs::engine();
+    let m = crate::common::segments::module(&engine, "legacy/exceptions.wat", &original())
+        .expect("the recorder takes it");
+    let invs: Vec<programs::Invocation> = (CALLS.iter())
+        .flat_map(|&(export, args)| args.iter().map(move |&arg| call(export, arg)))
+        .collect();
+    let (mut with_segments, mut closed_by_throw) = (0, 0);
+    for inv in &invs {
+        let (distinct, closed_by, _) = crate::segments_oracle::check(&m, inv);
+        with_segments += usize::from(distinct[0] > 0);
+        closed_by_throw += closed_by[1];
+    }
+    // `caught` makes no call: only the calls of the others have segments.
+    assert_eq!(with_segments, 15, "calls with segments");
+    assert!(closed_by_throw > 0, "no segment closed at a throw");
+    let mut covered = crate::ippp_oracle::Covered::default();
+    crate::ippp_oracle::check(&engine, &m, &invs, &mut covered);
+    assert!(
+        covered.at_throw > 0,
+        "no interesting segment closed at a throw"
+    );
 }
 
 /// Runs that trap inside legacy handlers' code on the embedded engine: the

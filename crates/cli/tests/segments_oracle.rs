@@ -28,12 +28,10 @@ fn spelt(m: &Module, profile: &Profile) -> BTreeMap<Spelt, u64> {
     common::segments::spelt(m.prepared.numbering(), &sp.segments)
 }
 
-/// Checks one run for k = 1..=3; returns the distinct segments of each,
-/// and how many of them (over all k) a tail call and a throw closed.
 /// Checks the run at depths 1 to 3; its distinct segments per depth, the
 /// segments closed by a tail call and a throw, and whether a profiled
 /// function caught what an import threw.
-fn check(m: &Module, inv: &Invocation) -> ([usize; 3], [usize; 2], bool) {
+pub(crate) fn check(m: &Module, inv: &Invocation) -> ([usize; 3], [usize; 2], bool) {
     let run = programs::run_compiled(&m.traced, inv, true);
     let exec = events(m.msg(), &run.trace).unwrap();
     let subpaths = wpp(&m.msg().supergraph, &exec);
