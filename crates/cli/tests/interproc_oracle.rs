@@ -99,6 +99,8 @@ struct Checked {
     caught: bool,
     /// Whether one caught an exception an import threw.
     import_thrown: bool,
+    /// How many times control entered from the host after the first.
+    callbacks: usize,
     /// Whether one caught it into its own label (its handler is EXIT).
     caught_at_exit: bool,
     /// Whether a call went through a case of a `call_indirect` (one told
@@ -171,6 +173,11 @@ fn check(
         }
     }
     let caught = exec.iter().any(|e| matches!(e, Event::Throw { .. }));
+    // Entries from the host after the first: callbacks from an import.
+    let callbacks = (exec.iter())
+        .filter(|e| matches!(e, Event::Call { site: None, .. }))
+        .count()
+        .saturating_sub(1);
     let import_thrown = exec.iter().any(|e| matches!(e, Event::ImportThrow { .. }));
     let caught_at_exit = exec.iter().any(
         |e| matches!(e, Event::Throw { handler, .. } if *handler == pathprof_graph::Cfg::EXIT),
@@ -190,6 +197,7 @@ fn check(
         totals,
         instrumented,
         caught,
+        callbacks,
         import_thrown,
         caught_at_exit,
         cased,
@@ -278,12 +286,18 @@ fn c_programs_decoded_walk_equals_observable_paths() {
 
 /// The WAT fixtures (tail calls, exceptions, loops, every branch kind),
 /// each export called with a few arguments.
+/// The callbacks callbacks.wat's library makes over
+/// [`programs::export_calls`]' arguments 0, 1, 2, 3, 5, 8, 13, -1:
+/// `squares(n)` one for each even i < n and two for each odd one (1, 3,
+/// 4, 7, 12 and 19); `countdown(n)` n + 1 (one for n <= 0); `halves` two.
+const CALLBACKS: usize = (1 + 3 + 4 + 7 + 12 + 19) + (1 + 2 + 3 + 4 + 6 + 9 + 14 + 1) + 8 * 2;
+
 #[test]
 fn wat_fixtures_decoded_walk_equals_observable_paths() {
     let engine = crate::common::programs::engine();
     let fixtures = programs::wat_fixtures();
     let (mut checked, mut instrumented, mut thrown, mut at_exit) = (0, 0, 0, 0);
-    let mut import_thrown = 0;
+    let (mut import_thrown, mut callbacks) = (0, 0);
     for path in fixtures {
         let module = pathprof::input::read_module(&path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -300,6 +314,7 @@ fn wat_fixtures_decoded_walk_equals_observable_paths() {
                 thrown += usize::from(counted);
             }
             import_thrown += usize::from(counted && c.import_thrown);
+            callbacks += if counted { c.callbacks } else { 0 };
             checked += 1;
         }
     }
@@ -317,6 +332,8 @@ fn wat_fixtures_decoded_walk_equals_observable_paths() {
     // Thrown by the library import_throws.wat links: 31 calls catch one
     // (by the fixture's arithmetic), all also instrumented.
     assert_eq!(import_thrown, 31, "calls that caught what an import threw");
+    // callbacks.wat's library calls back CALLBACKS times (by its arithmetic).
+    assert_eq!(callbacks, CALLBACKS, "callbacks from an import");
     // Caught into the function's own label, so that a path starts at EXIT.
     assert!(
         at_exit >= 1,

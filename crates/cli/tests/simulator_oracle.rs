@@ -256,7 +256,8 @@ fn wpp_run(module: &[u8], inv: &Invocation) -> (Vec<BranchEvent>, ByStart) {
 /// the next one starts at that branch's target. A throw (a trap at
 /// `unreachable` too) ends the path in flight, and what follows it is lost
 /// until a catch arrival starts a path at the handler; an exception from an
-/// import (`Unwind`) ends nothing, and the path in flight is lost. A call or return
+/// import or a callback from one (`Unwind`) ends nothing, and the path in
+/// flight is lost. A call or return
 /// with no path in flight ends nothing. Paths are told apart by their start and
 /// their branches: each one's address and, but for the call or return that
 /// ends a path, its target; the path in flight at the end is not counted.

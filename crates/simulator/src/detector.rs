@@ -187,10 +187,16 @@ impl PathDetector {
             }
         }
         if let BranchKind::Unwind { frames } = ev.kind {
-            // No thrower's path ends (WPP entries do not stand for frames:
-            // nothing is popped); the catch arrival discards the catcher's.
-            if self.ppcr.path_type != PathType::Wpp {
-                self.unwind(frames, &mut c);
+            // No thrower's path ends. WPP entries do not stand for frames:
+            // the one path in flight is cut short, whatever comes next (a
+            // catch arrival, or a callback's call).
+            match self.ppcr.path_type {
+                PathType::Wpp => {
+                    if let Some(e) = self.pop(&mut c) {
+                        self.discard(e);
+                    }
+                }
+                _ => self.unwind(frames, &mut c),
             }
             return c;
         }

@@ -39,10 +39,13 @@ pub enum BranchKind {
     /// unwound to a catch handler or out of the program. `frames` is how
     /// many frames the unwinding pops (those of the stack above the handler).
     Throw { frames: u32 },
-    /// An exception thrown by code the stream does not see (an import)
-    /// unwinds `frames` frames above the one that catches. There is no
-    /// thrower whose path ends: the paths in flight in the frames unwound,
-    /// and the catcher's, are cut short. A `Catch` follows.
+    /// Control went through code the stream does not see (an import), and
+    /// no branch of the program ends a path there: an exception it threw
+    /// unwinds `frames` frames above the one that catches (a `Catch`
+    /// follows), or it calls back into the program (`frames` 0, a `Call`
+    /// follows). The paths in flight in the frames unwound, and the
+    /// catcher's, are cut short; whole-program paths (one in flight) lose
+    /// the one in flight, which the unseen code's branches would have ended.
     Unwind { frames: u32 },
     /// Control arrives at a catch handler (`try_table` clause target).
     Catch,

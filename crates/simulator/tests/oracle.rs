@@ -226,8 +226,11 @@ impl Oracle {
                 }
             }
             // No thrower: the frames unwound lose their paths (in WPP,
-            // the catch drops the one in flight).
-            BranchKind::Unwind { frames } if !self.wpp => self.unwind(frames),
+            // the one in flight).
+            BranchKind::Unwind { .. } if self.wpp => {
+                self.stack.pop();
+            }
+            BranchKind::Unwind { frames } => self.unwind(frames),
             BranchKind::Catch => {
                 let frames = self.stack.pop().map_or(1, |p| p.frames);
                 self.push(e.target, frames);

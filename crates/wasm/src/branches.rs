@@ -21,6 +21,7 @@
 //! | `throw`, `throw_ref`, `unreachable`      | `Throw { frames }`             |
 //! | `Catch` (a handler starts)               | `Catch`                        |
 //! | `Catch` with no `throw` before it        | `Unwind { frames }`, `Catch`   |
+//! | a call from an import (a callback)       | `Unwind { frames: 0 }`, `Call` |
 //! | other fall-through                       | none                           |
 //!
 //! `backward` is set exactly for the DFS backedges of the CFG: the edges
@@ -52,6 +53,14 @@
 //!   frames unwound, the import's caller among them unless it catches, are
 //!   an [`BranchKind::Unwind`] (at address 0, the host) and their paths are
 //!   cut short, as the software profilers leave them uncounted.
+//! * A function entered while its caller's block has no call site left
+//!   that reaches traced code was called back by an import the block
+//!   called: an `Unwind { frames: 0 }` (at address 0) cuts the path in
+//!   flight short, since the import's unseen branches end it, and the
+//!   `Call` is made from the block's next import call and returns after
+//!   it (the import may call back again). A callback from an import called
+//!   before a later traced call site of the same block is taken for a call
+//!   from that site.
 //! * A `TailCall`'s target is known when its callee's entry arrives. A
 //!   tail call of an untraced function (an import) is a `Return` to the
 //!   caller's caller: the callee returns for the tail caller, and no event
@@ -78,6 +87,9 @@ struct CallSite {
     /// Module offset of the instruction after it: where the callee returns.
     next: u32,
     indirect: bool,
+    /// Whether it can reach traced code itself; the others (imports,
+    /// functions without a CFG) only by calling back.
+    traced: bool,
 }
 
 /// What the stream needs of one basic block.
@@ -89,7 +101,7 @@ struct Block {
     last: u32,
     /// Whether that instruction is `return_call_indirect` or `return_call_ref`.
     tail_indirect: bool,
-    /// Its call sites that can reach traced code, in order.
+    /// Its call instructions, in order.
     calls: Vec<CallSite>,
 }
 
@@ -293,24 +305,40 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
 
     /// A function starts: a call from the frame on top, or from the host.
     fn call(&mut self, func: u32, entry: NodeId, target: u32) {
+        let mut callback = false;
         let (address, return_to, indirect) = match self.stack.last_mut() {
             None => (0, 0, false),
             Some(caller) => {
                 let f = self.functions[(caller.func - self.num_imported) as usize].as_ref();
                 let block = f.map(|f| &f.blocks[caller.block.index()]);
-                match block.and_then(|b| b.calls.get(caller.next_call as usize)) {
-                    Some(site) => {
-                        caller.next_call += 1;
+                let from = caller.next_call as usize;
+                let rest = block.map_or(&[][..], |b| b.calls.get(from..).unwrap_or(&[]));
+                match rest.iter().position(|c| c.traced) {
+                    Some(i) => {
+                        caller.next_call = (from + i + 1) as u32;
+                        let site = &rest[i];
                         (site.at, site.next, site.indirect)
                     }
-                    // Called from where no call site is left: the block.
+                    // No call site that reaches traced code is left: a
+                    // callback from the block's next import call (which
+                    // may call back again), returning after it; from the
+                    // block's first instruction when none is left.
                     None => {
-                        let at = block.map_or(0, |b| b.offset);
-                        (at, at, false)
+                        callback = true;
+                        match rest.first() {
+                            Some(site) => (site.at, site.next, false),
+                            None => {
+                                let at = block.map_or(0, |b| b.offset);
+                                (at, at, false)
+                            }
+                        }
                     }
                 }
             }
         };
+        if callback {
+            self.emit_with(BranchKind::Unwind { frames: 0 }, 0, 0, 0);
+        }
         self.emit(BranchKind::Call { indirect }, address, target, false);
         self.stack.push(Frame {
             func,
@@ -524,16 +552,17 @@ fn block(bytes: &[u8], b: crate::BlockInfo, traced: &dyn Fn(u32) -> bool) -> Res
             op,
             Operator::ReturnCallIndirect { .. } | Operator::ReturnCallRef { .. }
         );
-        let indirect = match op {
-            Operator::Call { function_index } => traced(function_index).then_some(false),
-            Operator::CallIndirect { .. } | Operator::CallRef { .. } => Some(true),
+        let call = match op {
+            Operator::Call { function_index } => Some((false, traced(function_index))),
+            Operator::CallIndirect { .. } | Operator::CallRef { .. } => Some((true, true)),
             _ => None,
         };
-        if let Some(indirect) = indirect {
+        if let Some((indirect, traced)) = call {
             out.calls.push(CallSite {
                 at: at as u32,
                 next: next as u32,
                 indirect,
+                traced,
             });
         }
         at = next;

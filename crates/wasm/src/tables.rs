@@ -13,6 +13,10 @@
 //! constant offset and function items. Segments apply in order, a later
 //! one overwriting an earlier. clang's wasm32-wasi programs have one such
 //! table unless linked with `--export-table` or `--growable-table`.
+//!
+//! The same sections say which functions may be entered from outside the
+//! module's own calls ([`escaping_functions`]): those whose references it
+//! may hand to an import or the host, which may call them back.
 
 use std::collections::BTreeSet;
 
@@ -127,6 +131,105 @@ pub fn static_tables(bytes: &[u8]) -> Result<StaticTables> {
     Ok(StaticTables(tables))
 }
 
+/// The functions (module indices) whose references may leave the module:
+/// an import or the host may call them, so they are entered from outside
+/// the profiled calls (Melski and Reps' entry functions, a callback from an
+/// import). A reference can only be made to a function the module declares
+/// (an element segment, a global's initialiser, an export), so these are
+/// the functions of `ref.func` in code and in globals, of passive and
+/// declarative segments, and of active segments into a table the host can
+/// read (imported or exported) or the code reads (`table.get`). Exports
+/// are [`crate::supergraph`]'s entry functions already; a table that only
+/// `call_indirect` reads hands out nothing (its targets are cut sites').
+pub fn escaping_functions(bytes: &[u8]) -> Result<BTreeSet<u32>> {
+    let err = |e: wasmparser::BinaryReaderError| WasmError::invalid(&e);
+    let mut escaping = BTreeSet::new();
+    let (mut tables, mut read) = (0u32, BTreeSet::new());
+    let mut active: Vec<(u32, Vec<u32>)> = Vec::new();
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.map_err(err)? {
+            Payload::ImportSection(r) => {
+                for imp in r.into_imports() {
+                    if let TypeRef::Table(_) = imp.map_err(err)?.ty {
+                        read.insert(tables);
+                        tables += 1;
+                    }
+                }
+            }
+            Payload::ExportSection(r) => {
+                for e in r {
+                    let e = e.map_err(err)?;
+                    if e.kind == ExternalKind::Table {
+                        read.insert(e.index);
+                    }
+                }
+            }
+            Payload::GlobalSection(r) => {
+                for g in r {
+                    referenced(&g.map_err(err)?.init_expr, &mut escaping);
+                }
+            }
+            Payload::ElementSection(r) => {
+                for e in r {
+                    let e = e.map_err(err)?;
+                    let fs = item_functions(&e.items);
+                    match e.kind {
+                        ElementKind::Active { table_index, .. } => {
+                            active.push((table_index.unwrap_or(0), fs))
+                        }
+                        ElementKind::Passive | ElementKind::Declared => escaping.extend(fs),
+                    }
+                }
+            }
+            Payload::CodeSectionEntry(body) => {
+                let mut ops = body.get_operators_reader().map_err(err)?;
+                while !ops.eof() {
+                    match ops.read().map_err(err)? {
+                        Operator::RefFunc { function_index } => {
+                            escaping.insert(function_index);
+                        }
+                        Operator::TableGet { table } => {
+                            read.insert(table);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (table, fs) in active {
+        if read.contains(&table) {
+            escaping.extend(fs);
+        }
+    }
+    Ok(escaping)
+}
+
+/// Every function a segment's items name (`ref.func` in expressions).
+fn item_functions(items: &ElementItems<'_>) -> Vec<u32> {
+    let mut out = BTreeSet::new();
+    match items {
+        ElementItems::Functions(fs) => out.extend(fs.clone().into_iter().flatten()),
+        ElementItems::Expressions(_, es) => {
+            for e in es.clone().into_iter().flatten() {
+                referenced(&e, &mut out);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// The functions a constant expression takes references to.
+fn referenced(e: &ConstExpr<'_>, out: &mut BTreeSet<u32>) {
+    let mut r = e.get_operators_reader();
+    while let Ok(op) = r.read() {
+        if let Operator::RefFunc { function_index } = op {
+            out.insert(function_index);
+        }
+    }
+}
+
 /// An `i32.const` offset.
 fn constant(e: &ConstExpr<'_>) -> Option<u32> {
     let mut r = e.get_operators_reader();
@@ -205,6 +308,43 @@ mod tests {
             let t = tables(wat);
             assert!(!t.is_static(0), "{wat}");
             assert_eq!(t.slots_of(0, 0), None);
+        }
+    }
+
+    #[test]
+    fn functions_escape_by_reference_or_through_a_table_others_read() {
+        let escaping = |wat: &str| escaping_functions(&wat::parse_str(wat).unwrap()).unwrap();
+        let none = BTreeSet::new();
+        // Only call_indirect reads the table: nothing escapes.
+        let private = r#"(module (type $t (func)) (table 2 funcref) (func $a) (func $b)
+              (elem (i32.const 0) $a $b)
+              (func (call_indirect (type $t) (i32.const 0))))"#;
+        assert_eq!(escaping(private), none);
+        for (wat, want) in [
+            (
+                r#"(module (func $a) (func $b) (elem declare func $b) (func (drop (ref.func $b))))"#,
+                vec![1],
+            ),
+            (r#"(module (func $a) (func $b) (elem func $a))"#, vec![0]),
+            (
+                r#"(module (func $a) (global funcref (ref.func $a)))"#,
+                vec![0],
+            ),
+            (
+                r#"(module (table (export "t") 2 funcref) (func $a) (func $b) (elem (i32.const 1) $b))"#,
+                vec![1],
+            ),
+            (
+                r#"(module (import "m" "t" (table 2 funcref)) (func $a) (elem (i32.const 0) func $a))"#,
+                vec![0],
+            ),
+            (
+                r#"(module (table 2 funcref) (func $a) (func $b) (elem (i32.const 0) $a)
+                 (func (drop (table.get 0 (i32.const 0)))))"#,
+                vec![0],
+            ),
+        ] {
+            assert_eq!(escaping(wat), want.into_iter().collect(), "{wat}");
         }
     }
 }

@@ -18,8 +18,10 @@
 //!   a catch clause into the function's own label (the caught values are
 //!   the function's results: a path starts at EXIT and returns).
 //! - Entry functions: `_start` first, then the start function, every
-//!   exported function, and every profiled function an unmodelled one may
-//!   call (control arrives there with no call site the supergraph knows).
+//!   exported function, every function whose reference an import may be
+//!   handed ([`crate::tables::escaping_functions`]: a callback), and every
+//!   profiled function an unmodelled one may call (control arrives there
+//!   with no call site the supergraph knows).
 //!
 //! # Departures and limits
 //! - Imports are opaque leaves (the graph side's model): calls to them are
@@ -212,6 +214,12 @@ impl ModuleSupergraph {
             tail_slots: Vec::new(),
         };
         let mut entries = entry_points(bytes, imported)?;
+        // Callbacks: functions an import may call back through a reference.
+        let escaping = crate::tables::escaping_functions(bytes)?;
+        entries.extend(
+            (escaping.into_iter())
+                .filter_map(|f| f.checked_sub(imported).map(|i| FuncId::new(i as usize))),
+        );
         for (i, func) in info.functions.iter().enumerate() {
             match func {
                 Ok(fcfg) => sg.add_modelled(fcfg, (&targets, &by_slot), max_cases),
