@@ -60,6 +60,8 @@ struct Frame {
     func: FuncId,
     /// The real frame it runs in and its chain from there.
     context: Context,
+    /// Entered from outside the profiled code.
+    hosted: bool,
 }
 
 /// Per function, how many real frames of it the original run's trace
@@ -92,6 +94,7 @@ fn real_frames(m: &Module, trace: &[(u32, u32)], contexts: &BTreeSet<Context>) -
                 stack.push(Frame {
                     func: callee,
                     context,
+                    hosted: site.is_none(),
                 });
             }
             Event::Return => {
@@ -100,17 +103,20 @@ fn real_frames(m: &Module, trace: &[(u32, u32)], contexts: &BTreeSet<Context>) -
             // No segment passes a tail call, nor is one inlined from path
             // profiles: the callee runs in a real frame of its own.
             Event::TailCall { callee } => {
-                stack.pop();
+                let hosted = stack.pop().is_some_and(|f| f.hosted);
                 entries[callee.index()] += 1;
                 stack.push(Frame {
                     func: callee,
                     context: (callee, Vec::new()),
+                    hosted,
                 });
             }
             Event::Throw { unwind, .. } | Event::ImportThrow { unwind, .. } => {
                 stack.truncate(stack.len() - unwind)
             }
-            Event::Edge(_) | Event::Escape => {}
+            // Caught by what entered the nearest frame from outside.
+            Event::Escape => while stack.pop().is_some_and(|f| !f.hosted) {},
+            Event::Edge(_) => {}
         }
     }
     entries

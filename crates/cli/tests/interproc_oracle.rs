@@ -101,6 +101,9 @@ struct Checked {
     import_thrown: bool,
     /// How many times control entered from the host after the first.
     callbacks: usize,
+    /// How many exceptions profiled code threw that an import caught,
+    /// after which profiled code ran on.
+    resumed: usize,
     /// Whether one caught it into its own label (its handler is EXIT).
     caught_at_exit: bool,
     /// Whether a call went through a case of a `call_indirect` (one told
@@ -134,9 +137,9 @@ fn check(
             .edge(f, e)
             .unwrap_or_else(|e| panic!("{name} {inv:?}: {e}"));
     }
-    // An exception that left the profiled code, or was caught into a
-    // function's EXIT: the execution is cut short there, so only the walk
-    // is checked against it.
+    // A catch the conversion could not place (no live activation of the
+    // catching function): the execution is cut short there, so only the
+    // walk is checked against it.
     let over = stream.is_over();
     match traced.exit.is_abrupt() {
         true => stream.finish(),
@@ -179,6 +182,9 @@ fn check(
         .count()
         .saturating_sub(1);
     let import_thrown = exec.iter().any(|e| matches!(e, Event::ImportThrow { .. }));
+    let resumed = (exec.iter().rev().skip(1))
+        .filter(|e| matches!(e, Event::Escape))
+        .count();
     let caught_at_exit = exec.iter().any(
         |e| matches!(e, Event::Throw { handler, .. } if *handler == pathprof_graph::Cfg::EXIT),
     );
@@ -198,6 +204,7 @@ fn check(
         instrumented,
         caught,
         callbacks,
+        resumed,
         import_thrown,
         caught_at_exit,
         cased,
@@ -290,14 +297,31 @@ fn c_programs_decoded_walk_equals_observable_paths() {
 /// [`programs::export_calls`]' arguments 0, 1, 2, 3, 5, 8, 13, -1:
 /// `squares(n)` one for each even i < n and two for each odd one (1, 3,
 /// 4, 7, 12 and 19); `countdown(n)` n + 1 (one for n <= 0); `halves` two.
-const CALLBACKS: usize = (1 + 3 + 4 + 7 + 12 + 19) + (1 + 2 + 3 + 4 + 6 + 9 + 14 + 1) + 8 * 2;
+/// escapes.wat's: `escapes(n)` five for each i < n and one more for each
+/// even one (retry calls back again after the throw), 5n + ceil(n / 2),
+/// then two (one when n < 0: middle tail-calls); `passes(n)` one for each
+/// i and one more for each even one.
+const CALLBACKS: usize = (1 + 3 + 4 + 7 + 12 + 19)
+    + (1 + 2 + 3 + 4 + 6 + 9 + 14 + 1)
+    + 8 * 2
+    + (6 + 11 + 17 + 28 + 44 + 72 + 7 * 2 + 1)
+    + (2 + 3 + 5 + 8 + 12 + 20);
+
+/// The exceptions escapes.wat throws that its library catches, over the
+/// same arguments: per i < n of `escapes(n)`, risky(i) and the nested
+/// risky(i) for odd i, risky(i + 1) after the tail call for even i, and
+/// deep(i % 5) when i % 5 is 1 or 3: n + floor(n / 2) + #{i < n : i % 5 in
+/// {1, 3}}; then risky(n) after `hop`'s tail call for odd n (1, 3, 5, 13),
+/// and boom(n) for n a multiple of 3 as unsigned (0, 3, -1). `passes`
+/// throws only through `apply`, to its own handler.
+const RESUMED: usize = 1 + 4 + 5 + 9 + 15 + 24 + 4 + 3;
 
 #[test]
 fn wat_fixtures_decoded_walk_equals_observable_paths() {
     let engine = crate::common::programs::engine();
     let fixtures = programs::wat_fixtures();
     let (mut checked, mut instrumented, mut thrown, mut at_exit) = (0, 0, 0, 0);
-    let (mut import_thrown, mut callbacks) = (0, 0);
+    let (mut import_thrown, mut callbacks, mut resumed) = (0, 0, 0);
     for path in fixtures {
         let module = pathprof::input::read_module(&path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
@@ -315,6 +339,7 @@ fn wat_fixtures_decoded_walk_equals_observable_paths() {
             }
             import_thrown += usize::from(counted && c.import_thrown);
             callbacks += if counted { c.callbacks } else { 0 };
+            resumed += if counted { c.resumed } else { 0 };
             checked += 1;
         }
     }
@@ -334,6 +359,7 @@ fn wat_fixtures_decoded_walk_equals_observable_paths() {
     assert_eq!(import_thrown, 31, "calls that caught what an import threw");
     // callbacks.wat's library calls back CALLBACKS times (by its arithmetic).
     assert_eq!(callbacks, CALLBACKS, "callbacks from an import");
+    assert_eq!(resumed, RESUMED, "exceptions an import caught");
     // Caught into the function's own label, so that a path starts at EXIT.
     assert!(
         at_exit >= 1,

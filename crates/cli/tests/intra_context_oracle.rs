@@ -75,8 +75,13 @@ fn oracle(
             top.steps = Vec::new();
             top.active_start = 0;
         }
+        // An exception an import caught (after calling back) left the
+        // activations above the nearest of `f` unfinished.
+        if let Some(at) = stack.iter().rposition(|a| a.func == f) {
+            stack.truncate(at + 1);
+        }
         let top = stack.last_mut().expect("an edge outside any activation");
-        assert_eq!(top.func, f, "an edge of a function not on top");
+        assert_eq!(top.func, f, "an edge of a function not on the stack");
         if g.backedges().contains(&edge) {
             emit(top, Some(src));
             let mut steps = top.entered[&dst].clone();

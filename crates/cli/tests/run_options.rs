@@ -307,3 +307,45 @@ fn preloaded_libraries_provide_imports_and_throw_into_the_program() {
     assert!(stderr(&o).contains("expected NAME=FILE"), "{}", stderr(&o));
     assert!(!Path::new(&out).exists());
 }
+
+/// A library that catches what its callbacks throw (escapes.wat, linked
+/// with caller.wat) many times over: under `--mode ippp` the activations
+/// the exceptions leave never take their member lists off the stack
+/// region, so the profiled caller puts the stack pointer back after each
+/// library call (docs/decisions.md#import-catches). Without that, these
+/// 340,000 exceptions overflow the region and the run traps. The program
+/// returns what it returns uninstrumented.
+#[test]
+fn exceptions_a_library_catches_leave_the_ippp_stack_region_as_it_was() {
+    let root = common::programs::root();
+    let program = root.join("tests/fixtures/wat/escapes.wat");
+    let library = root.join("tests/fixtures/linked/caller.wat");
+    let (program, library) = (program.display().to_string(), library.display().to_string());
+    let preload = format!("caller={library}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = |name: &str| dir.path().join(name).display().to_string();
+    let (segments, profile) = (out("segments.profile"), out("ippp.profile"));
+    let run = |extra: &[&str], n: &str| {
+        let mut args = vec!["run", "--preload", &preload, "--invoke", "escapes"];
+        args.extend_from_slice(extra);
+        args.extend([program.as_str(), "--", n]);
+        let o = pathprof(&args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        let line = err.lines().find(|l| l.contains("escapes returned"));
+        line.map(str::to_owned).expect("the return value")
+    };
+    run(&["--segments", "2", "-o", &segments], "5");
+    let want = run(&["--mode", "none", "-o", &out("none.profile")], "100000");
+    let ippp = [
+        "--mode",
+        "ippp",
+        "--interesting",
+        &segments,
+        "-k",
+        "2",
+        "-o",
+        &profile,
+    ];
+    assert_eq!(run(&ippp, "100000"), want);
+}

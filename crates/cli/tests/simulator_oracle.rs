@@ -254,10 +254,10 @@ fn wpp_run(module: &[u8], inv: &Invocation) -> (Vec<BranchEvent>, ByStart) {
 /// own address) through forward branches, and ends, that branch included,
 /// at a call, a return, a tail call, a backward branch or an indirect jump;
 /// the next one starts at that branch's target. A throw (a trap at
-/// `unreachable` too) ends the path in flight, and what follows it is lost
-/// until a catch arrival starts a path at the handler; an exception from an
-/// import or a callback from one (`Unwind`) ends nothing, and the path in
-/// flight is lost. A call or return
+/// `unreachable` too) ends the path in flight, and a catch arrival starts
+/// one at the handler (with no catch, caught outside, the next branch
+/// starts one); an exception from an import or a callback from one
+/// (`Unwind`) ends nothing, and the path in flight is lost. A call or return
 /// with no path in flight ends nothing. Paths are told apart by their start and
 /// their branches: each one's address and, but for the call or return that
 /// ends a path, its target; the path in flight at the end is not counted.
@@ -300,8 +300,10 @@ fn wpp_oracle(events: &[BranchEvent]) -> ByStart {
             current = Some((e.target, Vec::new()));
         }
         if matches!(e.kind, BranchKind::Throw { .. }) {
-            // Lost until the catch arrival: never counted.
-            current = Some((u32::MAX, Vec::new()));
+            // Until the catch arrival nothing is in flight; with none (an
+            // import caught it and the frame below runs on), the next
+            // branch starts a path as after an `Unwind`.
+            current = None;
         }
     }
     let mut by_start = ByStart::new();

@@ -93,6 +93,7 @@ fn instrument(module: &[u8], profiler: &Interprocedural, opts: &Options) -> Resu
         tail_index,
         case_slots,
         tail_slots,
+        opaque_calls,
         exceptions,
         ip,
         meta,
@@ -113,6 +114,7 @@ fn instrument(module: &[u8], profiler: &Interprocedural, opts: &Options) -> Resu
                     catches: &exceptions[i].1,
                     case_slots: &case_slots[i],
                     tail_slots: &tail_slots[i],
+                    opaque: &opaque_calls[i],
                 };
                 technique::plan(&ip, FuncId::new(i), &sites, array)
                     .unwrap_or_else(|| FunctionPlan::empty(fcfg.cfg.num_edges()))
@@ -157,6 +159,9 @@ struct Numbered {
     /// Per defined function, per supergraph tail call: the slots of its
     /// profiled callees, if its table holds opaque ones too.
     tail_slots: Vec<Vec<Option<Vec<u32>>>>,
+    /// Per defined function: its wasm call sites that may enter opaque
+    /// code.
+    opaque_calls: Vec<Vec<u32>>,
     /// Per defined function: its throw edges and its catch edges.
     exceptions: Vec<(Vec<EdgeId>, Vec<EdgeId>)>,
     ip: Interproc,
@@ -202,6 +207,7 @@ fn numbered(module: &[u8], mode: Mode, opts: &Options, instrumenting: bool) -> R
         tail_index: msg.tail_index,
         case_slots: msg.case_slots,
         tail_slots: msg.tail_slots,
+        opaque_calls: msg.opaque_calls,
         exceptions,
         ip,
         meta,

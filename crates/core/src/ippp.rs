@@ -305,6 +305,7 @@ pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
                         dispatch: &dispatch[i],
                         throws: &exceptions[i].0,
                         catches: &exceptions[i].1,
+                        opaque: &msg.opaque_calls[i],
                     },
                     policy,
                 )

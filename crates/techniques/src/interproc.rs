@@ -63,7 +63,12 @@
 //!   it, then start a path along the surrogate `Entry_P -> h` (as after a
 //!   backedge). [`G_TAILED`] gets back the value it had when the catching
 //!   activation was entered, kept in [`TAILED_AT_ENTRY`]: the exception may
-//!   have left a tail-call chain that was under way in a callee.
+//!   have left a tail-call chain that was under way in a callee;
+//! - a call that may enter opaque code: [`G_TAILED`] (and piecewise
+//!   [`G_CNT`]) saved before it and restored after it, [`G_THROWN`]
+//!   cleared after it (and at every fresh entry): a callback may have
+//!   thrown out of activations whose exits never ran, to the import that
+//!   called it (docs/decisions.md#import-catches).
 //!
 //! Departures from the paper (beyond those of the walk):
 //! - The paper's callee reads how it was entered from its parameters; a
@@ -163,6 +168,9 @@ pub struct WasmSites<'a> {
     /// and opaque functions, the slots of the profiled ones (an opaque
     /// callee returns for the caller); `None` for the others.
     pub tail_slots: &'a [Option<Vec<u32>>],
+    /// The wasm call sites (not tail calls) that may enter opaque code,
+    /// in order.
+    pub opaque: &'a [u32],
 }
 
 /// How a function may be entered.
@@ -234,6 +242,11 @@ pub fn plan(
     if cased || (0..tails.len()).any(|i| tail_slots(i).is_some_and(|s| !s.is_empty())) {
         registers.extend([Width::I32; 2]);
     }
+    if !sites.opaque.is_empty() {
+        let saved = registers.len() as Reg;
+        registers.extend([Width::I64; 2]);
+        around_opaque_calls(&mut calls, sites.opaque, saved, p.piecewise());
+    }
     Some(FunctionPlan {
         registers,
         paths: if counts { table } else { PathTable::None },
@@ -276,6 +289,29 @@ fn apply(out: &mut Vec<Action>, reg: Reg, rho: Linear, src: Reg) {
 fn copy(out: &mut Vec<Action>, dst: Reg, src: Reg) {
     out.push(Action::Set { reg: dst, value: 0 });
     apply(out, dst, Linear::ID, src);
+}
+
+/// At each call of `opaque` (wasm call sites, in order), what undoes an
+/// exception an import caught (docs/decisions.md#import-catches): code the
+/// import called back may have thrown out of activations whose exit
+/// actions never ran, so the module registers they change (`G_TAILED`,
+/// piecewise `G_CNT`) come back as they were before the call, and a thrown
+/// path no profiled function caught is dropped (`G_THROWN` cleared). After
+/// a call that returns normally these are the values they have anyway.
+/// `saved` and `saved + 1` are the registers that keep them.
+fn around_opaque_calls(calls: &mut Vec<CallActions>, opaque: &[u32], saved: Reg, piecewise: bool) {
+    let mut kept = vec![(G_TAILED, saved)];
+    if piecewise {
+        kept.push((G_CNT, saved + 1));
+    }
+    let save: Vec<Action> = (kept.iter())
+        .map(|&(global, reg)| Action::GlobalToLocal { reg, global })
+        .collect();
+    let mut restore: Vec<Action> = (kept.iter())
+        .map(|&(global, reg)| Action::LocalToGlobal { global, reg })
+        .collect();
+    set_global(&mut restore, G_THROWN, 0);
+    crate::plan::around_calls(calls, opaque, &save, &restore);
 }
 
 /// `global = value`.
@@ -549,6 +585,10 @@ impl Planner<'_> {
                 value,
             },
         ];
+        // Nothing thrown is in flight at an entry: a value left here is of
+        // an exception an import caught, after which it called back
+        // (docs/decisions.md#import-catches).
+        set_global(&mut out, G_THROWN, 0);
         if self.piecewise() {
             out.push(Action::GlobalToLocal {
                 reg: SAVED_CNT,

@@ -59,7 +59,11 @@
 //!   gone, and with them what this one passed into its callee, so every
 //!   group is emptied, the stack pointer goes back to what it was after
 //!   this activation's entry (kept in [`SP_AT_ENTRY`]), the pass flag is
-//!   cleared, and the root restarts along the catch edge.
+//!   cleared, and the root restarts along the catch edge;
+//! - a call that may enter opaque code: the stack pointer saved before it
+//!   and restored after it, the pass flag cleared: a callback may have
+//!   thrown out of activations whose exits never ran, to the import that
+//!   called it (docs/decisions.md#import-catches).
 //!
 //! Counting: a member of start function `f` is counted in `f`'s tables
 //! (its PPP table, its hash table of the others) wherever it is classified
@@ -178,6 +182,9 @@ pub struct Sites<'a> {
     pub throws: &'a [EdgeId],
     /// Original edges `ENTRY -> h` of catch clauses.
     pub catches: &'a [EdgeId],
+    /// The wasm call sites (not tail calls) that may enter opaque code,
+    /// in order.
+    pub opaque: &'a [u32],
 }
 
 /// Per supergraph call site of a function (in its order), for an
@@ -348,8 +355,10 @@ pub fn plan(
     let dispatch = sites.dispatch;
     let split = &num.functions[h.index()].split;
     let copies = &layout.copies[h.index()];
-    // A function that catches resets the stack region, whatever it calls.
-    if split.call_vertex.is_empty() && copies.is_empty() && sites.catches.is_empty() {
+    // A function that catches resets the stack region, whatever it calls,
+    // and one that calls opaque code puts it back after the call.
+    let alone = sites.catches.is_empty() && sites.opaque.is_empty();
+    if split.call_vertex.is_empty() && copies.is_empty() && alone {
         return None;
     }
     let grouped = !x[h.index()].copies[0].children.is_empty();
@@ -413,6 +422,24 @@ pub fn plan(
     let slotted = sites.tail_slots.iter().any(Option::is_some);
     if dispatch.iter().any(Option::is_some) || slotted {
         registers.extend([Width::I32, Width::I32]);
+    }
+    if !sites.opaque.is_empty() {
+        // An import that called back may have caught an exception thrown
+        // out of activations whose exits never took their lists off the
+        // stack region, nor cleared the pass flag their callees would have
+        // (docs/decisions.md#import-catches).
+        let saved = registers.len() as Reg;
+        registers.push(Width::I64);
+        let restore = [
+            to_global(G_SP, saved),
+            Action::Set {
+                reg: SCRATCH,
+                value: 0,
+            },
+            to_global(G_PASS, SCRATCH),
+        ];
+        let save = [from_global(saved, G_SP)];
+        crate::plan::around_calls(&mut calls, sites.opaque, &save, &restore);
     }
     Some(FunctionPlan {
         registers,

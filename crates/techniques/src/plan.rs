@@ -315,6 +315,33 @@ pub struct CallActions {
     pub instead_of_exit: bool,
 }
 
+/// Puts `before` ahead of the actions before each call of `sites` (wasm
+/// call sites, in order) and `after` ahead of those after it, adding the
+/// call's [`CallActions`] to `calls` (sorted by site) where it has none.
+pub fn around_calls(
+    calls: &mut Vec<CallActions>,
+    sites: &[u32],
+    before: &[Action],
+    after: &[Action],
+) {
+    for &site in sites {
+        let at = match calls.binary_search_by_key(&site, |c| c.site) {
+            Ok(at) => at,
+            Err(at) => {
+                let none = CallActions {
+                    site,
+                    ..Default::default()
+                };
+                calls.insert(at, none);
+                at
+            }
+        };
+        let c = &mut calls[at];
+        c.before.splice(0..0, before.iter().cloned());
+        c.after.splice(0..0, after.iter().cloned());
+    }
+}
+
 /// What a technique decides for the whole module before it plans any
 /// function: the module-level registers every function's actions may use.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

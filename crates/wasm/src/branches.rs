@@ -22,6 +22,7 @@
 //! | `Catch` (a handler starts)               | `Catch`                        |
 //! | `Catch` with no `throw` before it        | `Unwind { frames }`, `Catch`   |
 //! | a call from an import (a callback)       | `Unwind { frames: 0 }`, `Call` |
+//! | `throw` an import catches (no `Catch`)    | `Throw { frames }`, `Unwind { frames: 0 }` |
 //! | other fall-through                       | none                           |
 //!
 //! `backward` is set exactly for the DFS backedges of the CFG: the edges
@@ -43,8 +44,12 @@
 //!   [`BranchStream::frames`] then lists the frames that were live, whose
 //!   paths were in flight.
 //! * `Throw { frames }` counts the frames unwound above the frame that
-//!   catches (0 when a function catches its own throw; all of them when
-//!   nothing catches). The trace does not say which activation catches: the
+//!   catches (0 when a function catches its own throw). When no traced
+//!   function catches, no `Catch` follows: it counts the frames down to the
+//!   nearest one entered from outside (all of them, or down to a
+//!   callback's, whose import caught the exception and returns or calls
+//!   back again into the frame below). An `Unwind { frames: 0 }` then says
+//!   that the import's unseen code ran, as before a callback. The trace does not say which activation catches: the
 //!   innermost activation of the function whose handler starts is taken.
 //!   The event is held until the next trace event says where the exception
 //!   landed ([`BranchStream::finish`] flushes it at the end of a run).
@@ -54,21 +59,21 @@
 //!   an [`BranchKind::Unwind`] (at address 0, the host) and their paths are
 //!   cut short, as the software profilers leave them uncounted.
 //! * A function entered while its caller's block has no call site left
-//!   that reaches traced code was called back by an import the block
-//!   called: an `Unwind { frames: 0 }` (at address 0) cuts the path in
+//!   that may call it (an indirect call, or a direct call of it) was
+//!   called back by an import the block called: an `Unwind { frames: 0 }` (at address 0) cuts the path in
 //!   flight short, since the import's unseen branches end it, and the
 //!   `Call` is made from the block's next import call and returns after
 //!   it (the import may call back again). A callback from an import called
-//!   before a later traced call site of the same block is taken for a call
-//!   from that site.
+//!   before a later call site of the same block that may call the same
+//!   function is taken for a call from that site.
 //! * A `TailCall`'s target is known when its callee's entry arrives. A
 //!   tail call of an untraced function (an import) is a `Return` to the
 //!   caller's caller: the callee returns for the tail caller, and no event
 //!   of it is seen, as for the software profilers (its target 0 only when
 //!   the run ends before anything else is traced).
 //! * Which call instruction of the caller's block made a call is inferred:
-//!   the next one in the block that can reach traced code (an indirect
-//!   call, or a direct call of a function with a CFG). Calls do not end
+//!   the next one in the block that may call the function entered (an
+//!   indirect call, or a direct call of it). Calls do not end
 //!   blocks, so `instrs` counts a block's instructions when the block is
 //!   entered: a call's event includes its whole calling block, and the
 //!   branch that ends that block after the return counts none of it.
@@ -90,6 +95,8 @@ struct CallSite {
     /// Whether it can reach traced code itself; the others (imports,
     /// functions without a CFG) only by calling back.
     traced: bool,
+    /// The callee of a direct call.
+    callee: Option<u32>,
 }
 
 /// What the stream needs of one basic block.
@@ -137,6 +144,10 @@ pub struct Frame {
     next_call: u32,
     /// Where it returns to (0: the host).
     return_to: u32,
+    /// Entered from outside the traced code (the host, a callback from an
+    /// import, or a tail call from such a frame): an exception that leaves
+    /// it was caught there.
+    hosted: bool,
 }
 
 /// An event held until the next trace event completes it.
@@ -147,6 +158,7 @@ enum Held {
         indirect: bool,
         instrs: u32,
         return_to: u32,
+        hosted: bool,
     },
     Throw {
         address: u32,
@@ -273,6 +285,7 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
                 indirect,
                 instrs,
                 return_to,
+                hosted,
             } => {
                 let entry = e.kind == EdgeKind::Entry;
                 if entry {
@@ -286,6 +299,7 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
                         block: e.dst,
                         next_call: 0,
                         return_to,
+                        hosted,
                     });
                 }
                 entry
@@ -295,9 +309,17 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
                     self.catch(func, e.dst, Some((address, instrs)), target);
                     return true;
                 }
-                let frames = self.stack.len() as u32;
-                self.stack.clear();
+                // Caught outside the traced code, by what entered the
+                // nearest hosted frame: the frames down to it are left,
+                // and the one below runs on.
+                let keep = self.stack.iter().rposition(|f| f.hosted).unwrap_or(0);
+                let frames = (self.stack.len() - keep) as u32;
+                self.stack.truncate(keep);
                 self.emit_with(BranchKind::Throw { frames }, address, 0, instrs);
+                if keep > 0 {
+                    // The import's own code ran since, unseen.
+                    self.emit_with(BranchKind::Unwind { frames: 0 }, 0, 0, 0);
+                }
                 false
             }
         }
@@ -313,7 +335,8 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
                 let block = f.map(|f| &f.blocks[caller.block.index()]);
                 let from = caller.next_call as usize;
                 let rest = block.map_or(&[][..], |b| b.calls.get(from..).unwrap_or(&[]));
-                match rest.iter().position(|c| c.traced) {
+                let calls = |c: &CallSite| c.traced && c.callee.is_none_or(|g| g == func);
+                match rest.iter().position(calls) {
                     Some(i) => {
                         caller.next_call = (from + i + 1) as u32;
                         let site = &rest[i];
@@ -339,12 +362,14 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
         if callback {
             self.emit_with(BranchKind::Unwind { frames: 0 }, 0, 0, 0);
         }
+        let hosted = callback || self.stack.is_empty();
         self.emit(BranchKind::Call { indirect }, address, target, false);
         self.stack.push(Frame {
             func,
             block: entry,
             next_call: 0,
             return_to,
+            hosted,
         });
     }
 
@@ -353,12 +378,14 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
         let instrs = take(&mut self.instrs);
         match kind {
             EdgeKind::TailCall => {
-                let return_to = self.stack.pop().map_or(0, |f| f.return_to);
+                let left = self.stack.pop();
+                let return_to = left.as_ref().map_or(0, |f| f.return_to);
                 self.held = Some(Held::TailCall {
                     address: src.last,
                     indirect: src.tail_indirect,
                     instrs,
                     return_to,
+                    hosted: left.is_none_or(|f| f.hosted),
                 });
             }
             EdgeKind::Throw | EdgeKind::ThrowRef => {
@@ -398,6 +425,7 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
                     block: handler,
                     next_call: 0,
                     return_to: 0,
+                    hosted: true,
                 });
                 frames
             }
@@ -553,16 +581,19 @@ fn block(bytes: &[u8], b: crate::BlockInfo, traced: &dyn Fn(u32) -> bool) -> Res
             Operator::ReturnCallIndirect { .. } | Operator::ReturnCallRef { .. }
         );
         let call = match op {
-            Operator::Call { function_index } => Some((false, traced(function_index))),
-            Operator::CallIndirect { .. } | Operator::CallRef { .. } => Some((true, true)),
+            Operator::Call { function_index } => {
+                Some((Some(function_index), traced(function_index)))
+            }
+            Operator::CallIndirect { .. } | Operator::CallRef { .. } => Some((None, true)),
             _ => None,
         };
-        if let Some((indirect, traced)) = call {
+        if let Some((callee, traced)) = call {
             out.calls.push(CallSite {
                 at: at as u32,
                 next: next as u32,
-                indirect,
+                indirect: callee.is_none(),
                 traced,
+                callee,
             });
         }
         at = next;

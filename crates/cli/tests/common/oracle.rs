@@ -228,10 +228,16 @@ impl PathCounter {
             }
             return;
         }
+        // An exception that an import caught (one that called back into
+        // profiled code) left the activations above the nearest of `f`,
+        // their paths unfinished (docs/decisions.md#import-catches).
+        if let Some(at) = stack.iter().rposition(|a| a.func == f) {
+            stack.truncate(at + 1);
+        }
         let top = stack.last_mut().expect("trace edge outside any activation");
         assert_eq!(
             top.func, f,
-            "trace event of a function that is not on top of the stack"
+            "trace event of a function that is not on the stack"
         );
         if src == dst {
             *c.self_loops.entry((f, e)).or_insert(0) += 1;

@@ -39,7 +39,9 @@
 //!   pending paths is not kept.
 //! - A throw (9.2.2) counts the path along `u -> GExit` where control is
 //!   and restarts in the catching activation as a backedge into the
-//!   handler does. An exception an import throws is caught the same way,
+//!   handler does. An exception that an import (or the host) catches
+//!   counts nothing: the activations it leaves are gone, and the one that
+//!   called the import goes on as after the call. An exception an import throws is caught the same way,
 //!   but no path is counted where it was thrown: no instrumentation ran
 //!   there (a departure the report's 9.2.2 has no case for: it assumes
 //!   every throw is the program's own).
@@ -76,9 +78,15 @@ pub enum Event {
     /// top catches at its handler block `handler` (section 9.2.2).
     Throw { unwind: usize, handler: NodeId },
     /// The current activation throws where control is, and no profiled
-    /// function catches the exception: the execution is over (the host or
-    /// an import caught it, or the run ended with it). The walk's thrown
-    /// path, counted where it is caught, is not counted.
+    /// function catches the exception: it leaves the activations down to
+    /// the nearest one entered from the host (`Call { site: None }`, or a
+    /// tail call from one), that one included, and whatever entered that
+    /// one caught it (an import that called back, or the host). Control
+    /// goes on in the activation below, after its call of the import; with
+    /// none left, the execution is over unless the host enters again. No
+    /// path of the activations left is counted: the thrown path is counted
+    /// where a profiled function catches it, and none does
+    /// (docs/decisions.md#import-catches).
     Escape,
     /// An exception that no profiled `throw` raised (an import threw it)
     /// is caught: `unwind` activations are left and the one then on top
@@ -153,7 +161,7 @@ impl Interproc {
                 }
                 Event::ImportThrow { unwind, handler } => w.catch(unwind, handler)?,
                 Event::TailCall { callee } => w.tail_call(callee)?,
-                Event::Escape => break,
+                Event::Escape => w.escape(),
             }
         }
         Ok(w.counts)
@@ -388,6 +396,24 @@ impl Walker<'_> {
             inherited => inherited,
         };
         self.enter_afresh(callee, entered)
+    }
+
+    /// An exception leaves the activations down to the nearest one the
+    /// host entered: the caller's path and parenthesis count come back as
+    /// they were, nothing is counted.
+    fn escape(&mut self) {
+        while let Some(frame) = self.frames.pop() {
+            if let Entered::Fresh {
+                site: None,
+                path,
+                cnt,
+            } = frame.entered
+            {
+                self.path = path;
+                self.cnt = cnt;
+                break;
+            }
+        }
     }
 
     /// Starts a path along `Entry_global -> Entry_callee` in a new

@@ -125,7 +125,8 @@ impl<'a> Segmenter<'a> {
             }
             Event::Escape => {
                 self.close_at_throw(&mut step)?;
-                self.frames.clear();
+                let keep = crate::ippp::walk::hosted_below(&self.frames, |f| f.entered.is_none());
+                self.frames.truncate(keep);
             }
             Event::ImportThrow { unwind, handler } => self.catch(unwind, handler)?,
         }

@@ -179,7 +179,8 @@ impl<'a> Ippp<'a> {
                 }
                 Event::Escape => {
                     w.close_at_throw()?;
-                    w.frames.clear();
+                    w.frames
+                        .truncate(hosted_below(&w.frames, |f| f.entered.is_none()));
                 }
                 Event::ImportThrow { unwind, handler } => w.catch(unwind, handler)?,
             }
@@ -440,4 +441,12 @@ impl Walker<'_, '_> {
         self.frames.push(caller);
         Ok(())
     }
+}
+
+/// How many of `frames` (oldest first) an exception that leaves the
+/// profiled code leaves live: those below the nearest one the host
+/// entered (`hosted`), whose caller outside caught it
+/// ([`Event::Escape`]).
+pub(crate) fn hosted_below<F>(frames: &[F], hosted: impl Fn(&F) -> bool) -> usize {
+    frames.iter().rposition(hosted).unwrap_or(0)
 }

@@ -172,10 +172,16 @@ fn cut_run(sg: &Supergraph, events: &[Event], unfinished: bool) -> Vec<Done> {
                 catch_into(sg, catcher, handler);
             }
             Event::Escape => {
-                let top = stack.last_mut().expect("an activation");
+                // Caught by what entered the nearest activation the host
+                // entered (no caller): those above it and it are left.
+                let mut top = stack.pop().expect("an activation");
                 out.push(top.finish(SubpathEnd::Throw, Next::Throw));
-                stack.pop();
-                cut_short(&mut out, std::mem::take(&mut stack), unfinished);
+                let keep = match top.caller {
+                    None => stack.len(),
+                    Some(_) => stack.iter().rposition(|a| a.caller.is_none()).unwrap_or(0),
+                };
+                let left = stack.split_off(keep);
+                cut_short(&mut out, left, unfinished);
             }
         }
     }

@@ -19,7 +19,11 @@
 //!   edge: the nearest activation of that function catches (an exception
 //!   caught by a recursive activation further down cannot be told apart
 //!   without the stack depth). An exception no profiled function catches
-//!   ends the conversion with [`Event::Escape`];
+//!   is [`Event::Escape`]: it left the profiled code at the nearest
+//!   activation entered from outside (a callback from an import, the
+//!   host's call), whose caller caught it, and the conversion goes on in
+//!   the activation below, if any (the import returned to it, or calls
+//!   back again);
 //! - a catch edge with no `throw` before it caught what an import the top
 //!   activation called threw: [`Event::ImportThrow`], caught by the
 //!   nearest activation of the catching function, as above.
@@ -66,6 +70,10 @@ struct Frame {
     /// Local index of the block's next call not yet started.
     next_call: usize,
     leaving: Leaving,
+    /// Entered from outside the profiled code (`Call { site: None }`, or a
+    /// tail call from such an activation): an exception that leaves it is
+    /// caught there, out of sight.
+    hosted: bool,
 }
 
 struct Converter<'a> {
@@ -76,7 +84,7 @@ struct Converter<'a> {
 }
 
 /// The execution `trace` (`(module function index, edge index)` pairs)
-/// makes, up to an exception no profiled function catches.
+/// makes.
 pub fn events(sg: &ModuleSupergraph, trace: &[(u32, u32)]) -> Result<Vec<Event>, TraceError> {
     let mut stream = EventStream::new(sg);
     stream.c.out.reserve(trace.len() + trace.len() / 4);
@@ -93,7 +101,7 @@ pub fn events(sg: &ModuleSupergraph, trace: &[(u32, u32)]) -> Result<Vec<Event>,
 /// store: the events made so far are taken with [`EventStream::drain`].
 pub struct EventStream<'a> {
     c: Converter<'a>,
-    /// An exception left the profiled code: the execution is over.
+    /// A trace event did not fit: later events are ignored.
     over: bool,
 }
 
@@ -111,8 +119,7 @@ impl<'a> EventStream<'a> {
     }
 
     /// Takes trace event (`func`, `edge`); false once the execution cannot
-    /// go on (an exception left the profiled code: later events are
-    /// ignored).
+    /// go on (later events are ignored).
     pub fn edge(&mut self, func: u32, edge: u32) -> Result<bool, TraceError> {
         if self.over {
             return Ok(false);
@@ -137,7 +144,7 @@ impl<'a> EventStream<'a> {
         Ok(going)
     }
 
-    /// Whether an exception left the profiled code: the events stop there.
+    /// Whether the execution cannot go on.
     pub fn is_over(&self) -> bool {
         self.over
     }
@@ -158,7 +165,7 @@ impl<'a> EventStream<'a> {
         }
         let c = &mut self.c;
         if c.frames.last().is_some_and(|t| t.leaving == Leaving::Throw) {
-            c.out.push(Event::Escape); // the run ended with the exception
+            c.escape(); // the run ended with the exception
             return;
         }
         while c
@@ -191,8 +198,7 @@ impl Converter<'_> {
         }
     }
 
-    /// One trace event; false when the execution cannot go on (an
-    /// exception left the profiled code).
+    /// One trace event; false when the execution cannot go on.
     fn step(&mut self, f: FuncId, e: EdgeId) -> Result<bool, TraceError> {
         let cfg = &self.sg.supergraph.functions[f.index()].cfg;
         let (src, dst) = cfg.edge(e);
@@ -205,9 +211,8 @@ impl Converter<'_> {
             .last()
             .is_some_and(|t| t.leaving == Leaving::Throw)
         {
-            // Uncaught by profiled code: the program is over for the model.
-            self.out.push(Event::Escape);
-            return Ok(false);
+            // Caught outside the profiled code, which runs on.
+            self.escape();
         }
         if src == Cfg::ENTRY {
             self.enter(f)?;
@@ -284,18 +289,36 @@ impl Converter<'_> {
     /// `f` is entered at its ENTRY: by a tail call, a call site of the
     /// caller's block, or from outside.
     fn enter(&mut self, f: FuncId) -> Result<(), TraceError> {
+        let hosted_before = self.frames.last().is_some_and(|t| t.hosted);
         let tail = self.finish_leaving(Some(f)) == Some(f);
-        if !tail {
-            let site = self.site_entering(f)?;
-            self.out.push(Event::Call { site, callee: f });
-        }
+        let hosted = match tail {
+            true => hosted_before,
+            false => {
+                let site = self.site_entering(f)?;
+                self.out.push(Event::Call { site, callee: f });
+                site.is_none()
+            }
+        };
         self.frames.push(Frame {
             func: f,
             block: Cfg::ENTRY,
             next_call: 0,
             leaving: Leaving::No,
+            hosted,
         });
         Ok(())
+    }
+
+    /// The top activation's exception left the profiled code: caught by
+    /// whatever entered the nearest activation from outside, which is left
+    /// with those above it.
+    fn escape(&mut self) {
+        self.out.push(Event::Escape);
+        while let Some(t) = self.frames.pop() {
+            if t.hosted {
+                break;
+            }
+        }
     }
 
     /// The call site of the top activation that enters `f`, if any.
@@ -336,7 +359,7 @@ impl Converter<'_> {
         let catcher = self.frames.iter().rposition(|a| a.func == f);
         let Some(at) = catcher else {
             if thrown {
-                self.out.push(Event::Escape);
+                self.escape();
             }
             return false;
         };

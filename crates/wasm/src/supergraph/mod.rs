@@ -103,6 +103,13 @@ pub struct ModuleSupergraph {
     /// type, the slots of the profiled ones (the others return for the
     /// caller); `None` for every other tail call.
     pub tail_slots: Vec<Vec<Option<Vec<u32>>>>,
+    /// Per supergraph function: the indices in its [`FunctionCfg::calls`]
+    /// of the calls (not tail calls) that may enter opaque code (an
+    /// import, an unmodelled function), which may call back into profiled
+    /// code and catch what it throws: the instrumentation puts the module
+    /// registers back as they were when such a call returns
+    /// (docs/decisions.md#import-catches).
+    pub opaque_calls: Vec<Vec<u32>>,
 }
 
 /// The cases of one indirect call.
@@ -212,6 +219,7 @@ impl ModuleSupergraph {
             site_start: Vec::new(),
             case_slots: Vec::new(),
             tail_slots: Vec::new(),
+            opaque_calls: Vec::new(),
         };
         let mut entries = entry_points(bytes, imported)?;
         // Callbacks: functions an import may call back through a reference.
@@ -262,8 +270,12 @@ impl ModuleSupergraph {
         let (mut call_index, mut tail_index) = (Vec::new(), Vec::new());
         let (mut case_slots, mut tail_slots) = (Vec::new(), Vec::new());
         let mut block_calls = vec![(0, 0); fcfg.cfg.num_nodes()];
+        let mut opaque_calls = Vec::new();
         for (k, call) in fcfg.calls.iter().enumerate() {
             let (to, opaque) = targets(&call.callee);
+            if (opaque || to.is_empty()) && !call.tail {
+                opaque_calls.push(k as u32);
+            }
             if to.is_empty() {
                 continue; // opaque: an import or an unmodelled function
             }
@@ -345,6 +357,7 @@ impl ModuleSupergraph {
         self.tail_slots.push(tail_slots);
         self.call_index.push(call_index);
         self.tail_index.push(tail_index);
+        self.opaque_calls.push(opaque_calls);
         self.block_calls.push(block_calls);
         self.edge_kinds.push(fcfg.edge_kinds.clone());
         self.modelled.push(true);
@@ -361,6 +374,7 @@ impl ModuleSupergraph {
         self.case_slots.push(Vec::new());
         self.tail_slots.push(Vec::new());
         self.tail_index.push(Vec::new());
+        self.opaque_calls.push(Vec::new());
         self.block_calls.push(vec![(0, 0); 2]);
         self.edge_kinds.push(Vec::new());
         self.modelled.push(false);

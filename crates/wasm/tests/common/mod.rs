@@ -364,6 +364,14 @@ pub fn reconstruct(info: &ModuleInfo, run: &Run) -> Walks {
                 top.walk = vec![e];
                 top.done = false;
             } else {
+                // An exception a library caught (after calling back into
+                // the module) left the frames above the nearest of `func`.
+                if stack.iter().any(|t| t.func == func) {
+                    while stack.last().is_some_and(|t| t.func != func) {
+                        let t = stack.pop().unwrap();
+                        w.abandoned += usize::from(!t.done);
+                    }
+                }
                 let top = stack
                     .last_mut()
                     .unwrap_or_else(|| panic!("edge {edge} of {func} without a frame"));

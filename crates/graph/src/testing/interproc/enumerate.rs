@@ -21,6 +21,9 @@
 //!   starts one at its handler, as a backedge into the handler would;
 //!   an exception an import throws ends no path (the one in flight is
 //!   not observed), and the catcher starts one the same way;
+//! - an exception no profiled function catches ends no path: the
+//!   activations down to the nearest one the host entered are gone, and
+//!   the path that entry put aside goes on;
 //! - a path in flight when the execution ends is not observed.
 
 use std::collections::BTreeMap;
@@ -67,6 +70,10 @@ struct Activation {
     on_entry: Vec<PathStep>,
     /// Entered through this uncut site, or afresh with the path put aside.
     entered: Entered,
+    /// Entered from the host (`Call { site: None }`, or a tail call from
+    /// such an activation): an exception no profiled function catches is
+    /// caught by what entered it.
+    hosted: bool,
 }
 
 enum Entered {
@@ -130,6 +137,7 @@ pub fn observable_paths(
                     block: Cfg::ENTRY,
                     on_entry: cur.clone(),
                     entered: Entered::Call(site),
+                    hosted: false,
                 });
             }
             Event::Call { site, callee } => {
@@ -141,6 +149,7 @@ pub fn observable_paths(
                     block: Cfg::ENTRY,
                     on_entry: cur.clone(),
                     entered: Entered::Fresh(aside),
+                    hosted: site.is_none(),
                 });
             }
             Event::Edge(e) => {
@@ -183,10 +192,19 @@ pub fn observable_paths(
                         Entered::Call(site) => Entered::TailFrom(site),
                         inherited => inherited,
                     },
+                    hosted: top.hosted,
                 });
             }
-            // Counted where it is caught: nowhere.
-            Event::Escape => break,
+            // Counted where it is caught: nowhere. The activations down to
+            // the one the host entered are gone; what it put aside goes on.
+            Event::Escape => {
+                while let Some(top) = stack.pop() {
+                    if let (true, Entered::Fresh(aside)) = (top.hosted, top.entered) {
+                        cur = aside;
+                        break;
+                    }
+                }
+            }
             Event::Throw { unwind, handler } | Event::ImportThrow { unwind, handler } => {
                 let Some(top) = stack.last() else { break };
                 let mut done = std::mem::take(&mut cur);
