@@ -14,8 +14,12 @@
 //! chosen segments without a trace is `--mode ippp` ([`pathprof_core::ippp`]).
 //!
 //! Departures from the thesis (beyond the segmenter's):
-//! - Runs with tail calls or exceptions are refused before they start (the
-//!   thesis does not define segments across them).
+//! - The thesis does not define segments across tail calls or exceptions:
+//!   a tail call ends the segments open on the activation it replaces
+//!   (docs/decisions.md#ips-tail-calls), a throw closes those open on the
+//!   thrower (docs/decisions.md#ips-exceptions), and an exception a library
+//!   catches leaves the activations down to its callback
+//!   (docs/decisions.md#import-catches).
 //! - A function with more subpaths than 64 bits number is truncated (Ball
 //!   and Larus 5.3): a truncated edge ends the subpath, and the segments
 //!   open on it, as a backedge does.
