@@ -8,8 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "demo.sh: building pathprof (a first build compiles wasmtime: 15-30 minutes" \
-    "on 2 cores)" >&2
+# The time is README's measurement (an idle 2-core machine): keep them in step.
+echo "demo.sh: building pathprof (a first build compiles wasmtime: most of the" \
+    "9 min 27 s the whole demo took from a bare machine on 2 idle cores)" >&2
 cargo build --locked -p pathprof
 pathprof=target/debug/pathprof
 out=target/demo
