@@ -461,11 +461,8 @@ fn a_counter_memory_too_large_names_the_setting() {
     assert!(!Path::new(&out).exists());
 }
 
-/// Issue 27.11: `conformance` draws progress only on a terminal, and ends
-/// with one summary line on stderr. Two scripts: one module each, with 2
-/// and 1 assertions, all passing.
-#[test]
-fn conformance_ends_with_a_summary_line() {
+/// Two spec scripts: one module each, with 2 and 1 assertions, all passing.
+fn two_conformance_scripts() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     write(
         dir.path(),
@@ -480,11 +477,45 @@ fn conformance_ends_with_a_summary_line() {
         r#"(module (func (export "g") (result i32) (i32.const 7)))
 (assert_return (invoke "g") (i32.const 7))"#,
     );
+    dir
+}
+
+/// Issue 27.11: `conformance` draws a bar only on a terminal; elsewhere a
+/// progress line every 10 s (none in a run this short), and it ends with
+/// one summary line on stderr.
+#[test]
+fn conformance_ends_with_a_summary_line() {
+    let dir = two_conformance_scripts();
     let o = ok(pathprof(&["conformance", &s(dir.path())]));
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.starts_with("pathprof: conformance: 2 scripts, 2 modules, 3 assertions (3 pass on the original), 0 regressions, 0 errors, "),
+        "{err}"
+    );
+}
+
+/// Issue 27.11: with stderr not a terminal (here a pipe), `conformance`
+/// still shows progress, as lines: one per script finished when
+/// PATHPROF_PROGRESS_EVERY_FILES=1 (by default, one every 10 s).
+#[test]
+fn conformance_prints_progress_lines_when_stderr_is_not_a_terminal() {
+    let dir = two_conformance_scripts();
+    let o = ok(Command::new(env!("CARGO_BIN_EXE_pathprof"))
+        .args(["conformance", &s(dir.path())])
+        .env("PATHPROF_PROGRESS_EVERY_FILES", "1")
+        .output()
+        .expect("pathprof runs"));
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    for (line, done) in lines.iter().zip(["1/2 scripts, ", "2/2 scripts, "]) {
+        let rest = line.strip_prefix("pathprof: conformance: ").unwrap_or("");
+        let secs = rest.strip_prefix(done).and_then(|r| r.strip_suffix(" s"));
+        assert!(secs.is_some_and(|t| t.parse::<u64>().is_ok()), "{err}");
+    }
+    assert!(
+        lines[2].starts_with("pathprof: conformance: 2 scripts, "),
         "{err}"
     );
 }
