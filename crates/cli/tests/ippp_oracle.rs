@@ -124,7 +124,7 @@ impl Covered {
 /// at calls into contexts no interesting segment enters, and below the
 /// start functions the profile says were truncated, at edges no
 /// interesting segment takes in that context (those returned apart).
-fn cut(
+pub(crate) fn cut(
     subpaths: &[pathprof_graph::testing::ippp::Done],
     k: usize,
     kept: &BTreeSet<Spelt>,
@@ -144,13 +144,13 @@ fn cut(
 }
 
 /// A run of the uninstrumented program: its output and its subpaths.
-struct Oracle {
-    inv: Invocation,
-    run: programs::Outcome,
-    subpaths: Vec<pathprof_graph::testing::ippp::Done>,
+pub(crate) struct Oracle {
+    pub(crate) inv: Invocation,
+    pub(crate) run: programs::Outcome,
+    pub(crate) subpaths: Vec<pathprof_graph::testing::ippp::Done>,
 }
 
-fn oracle(m: &Module, inv: &Invocation) -> Oracle {
+pub(crate) fn oracle(m: &Module, inv: &Invocation) -> Oracle {
     let run = programs::run_compiled(&m.traced, inv, true);
     let exec = events(m.prepared.supergraph(), &run.trace).unwrap();
     let subpaths = wpp(&m.prepared.supergraph().supergraph, &exec);
@@ -228,7 +228,7 @@ pub(crate) fn check(
 }
 
 /// One run's IPPP profile against the oracle's segments of the run.
-fn check_run(
+pub(crate) fn check_run(
     m: &Module,
     profile: &pathprof_profile::Profile,
     o: &Oracle,

@@ -18,6 +18,7 @@ mod export_diff;
 mod file_output;
 mod fleet_merge;
 mod fuzz;
+mod generated_segments;
 mod html_report;
 mod inline_oracle;
 mod interproc_oracle;
