@@ -21,6 +21,7 @@ mod fuzz;
 mod generated_segments;
 mod html_report;
 mod inline_oracle;
+mod interproc_cli;
 mod interproc_oracle;
 mod interproc_paper;
 mod intra_context_oracle;
