@@ -8,8 +8,11 @@
 //! - the reference walk of the run-time instrumentation, then the decoder;
 //! - the real thing: the module instrumented by `--mode context` /
 //!   `--mode piecewise`, run on wasmtime, its counters collected and
-//!   decoded (for every module the instrumentation accepts: every one but
-//!   those with exceptions).
+//!   decoded. Every module is instrumented, those that throw and catch
+//!   exceptions (their own or an import's) included; a run is compared
+//!   this way unless its trace has a catch the conversion cannot place (no
+//!   live activation of the catching function), which cuts the execution
+//!   short: then only the walk is checked.
 
 use crate::common;
 
