@@ -1631,12 +1631,12 @@ fn simulate_cmd(a: SimulateArgs) -> Result<ExitCode> {
     if let pathprof_runner::Exit::Trap(msg) = &sim.exit {
         eprintln!("pathprof: warning: {name} trapped: {msg}");
     }
+    let places = pathprof::simulate::Places::new(&module)?;
     let text = if a.json {
-        pathprof::simulate::json(&sim)? + "\n"
+        pathprof::simulate::json(&sim, &places)? + "\n"
     } else if a.sweep {
         pathprof::simulate::render_sweep(&sim.results)
     } else {
-        let places = pathprof::simulate::Places::new(&module)?;
         let mut s = format!(
             "{name}: {} branch events simulated in {:.2} s\n",
             sim.branches, sim.seconds

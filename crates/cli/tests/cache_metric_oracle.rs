@@ -264,13 +264,7 @@ fn oracle_by_start(module: &[u8], counter: &PathCounter) -> (ByStart, HashSet<u3
 /// functions left out.
 fn simulated_by_start(module: &[u8], r: &SimResult, left_out: &HashSet<u32>) -> ByStart {
     let info = pathprof_wasm::analyze(module).unwrap();
-    let owner = |start: u32| {
-        info.functions
-            .iter()
-            .flatten()
-            .find(|f| f.blocks.iter().flatten().any(|b| b.offset == start))
-            .map_or(u32::MAX, |f| f.func_index)
-    };
+    let owner = |start: u32| programs::owner(&info, start);
     let mut out = ByStart::new();
     for p in r.exact_profile.iter().filter(|p| p.weight > 0) {
         if !left_out.contains(&owner(p.path.start)) {

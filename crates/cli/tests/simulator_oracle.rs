@@ -4,18 +4,23 @@
 //! (the simulator's exact table), no path split (paths up to 96 branches)
 //! and a stack deep enough for any recursion of the fixtures, the paths the
 //! path stack detects in Ball-Larus mode (Table 5.1) are the profile's
-//! paths, count for count, in every run where no self loop ran (see
-//! `profile_by_start` for why self loops name different paths).
+//! paths, path for path and count for count, in every function where no
+//! self loop ran (see `profile_by_blocks` for why self loops name different
+//! paths).
 //!
 //! The two name paths differently: the hardware by start address and branch
-//! outcomes, the profile by blocks. The oracle compares, per start address
-//! (the module offset of a path's first block), the multiset of path counts
-//! on both sides: a mapping of outcomes that merged two paths or split one
-//! would change it. It shares nothing with the simulator but the stream.
+//! outcomes, the profile by path number. Each side is regenerated to the
+//! blocks it ran through, by code the other does not use: the profile's
+//! path numbers by Ball-Larus' regeneration (`report::hot_paths`), the
+//! hardware's outcome bits by walking the CFG back from the start address
+//! (`pathprof_wasm::branches::Regenerator`); the oracle compares the two
+//! maps from (function, blocks) to count. The simulator's own mapping
+//! (path stack, outcome bits, exact table) shares nothing with either
+//! but the branch stream.
 
 use crate::common;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use common::programs::{self, Invocation};
@@ -23,32 +28,17 @@ use pathprof::branch_trace::BranchSink;
 use pathprof::driver::{self, Technique};
 use pathprof_runner::TraceTo;
 use pathprof_simulator::{BranchEvent, BranchKind, PathType, SimConfig, SimResult, Simulator};
+use pathprof_wasm::branches::{PathEnd, Regenerator, WalkRules};
 
 /// Start address -> sorted counts of the paths starting there.
 type ByStart = BTreeMap<u32, Vec<u64>>;
 
-/// The module's CFGs by function index.
-fn functions(module: &[u8]) -> HashMap<u32, pathprof_wasm::FunctionCfg> {
-    let info = pathprof_wasm::analyze(module).unwrap();
-    info.functions
-        .into_iter()
-        .flatten()
-        .map(|f| (f.func_index, f))
-        .collect()
-}
+/// (function index, blocks) -> count.
+type ByBlocks = BTreeMap<(u32, Vec<u32>), u64>;
 
-/// The function whose block starts at `offset`.
-fn owner(funcs: &HashMap<u32, pathprof_wasm::FunctionCfg>, offset: u32) -> u32 {
-    funcs
-        .values()
-        .find(|f| f.blocks.iter().flatten().any(|b| b.offset == offset))
-        .map_or(u32::MAX, |f| f.func_index)
-}
-
-/// The profile's paths, by the offset of their first block, and the
-/// functions left out: those where truncation cut a path (the hardware
-/// does not cut), those where a path of no block ran, and those where a
-/// self loop ran. A run that traps at
+/// The profile's paths as blocks, and the functions left out: those where
+/// truncation cut a path (the hardware does not cut), those where a path of
+/// no block ran, and those where a self loop ran. A run that traps at
 /// `unreachable` (`abort`) is compared too: both count the path that
 /// reaches it, and neither the paths of the frames it unwinds.
 /// Self loops:
@@ -56,49 +46,33 @@ fn owner(funcs: &HashMap<u32, pathprof_wasm::FunctionCfg>, offset: u32) -> u32 {
 /// through its block go on, where the path stack (Table 5.1) ends a path at
 /// every backward branch, self loops included, so the two name different
 /// paths there by definition.
-fn profile_by_start(module: &[u8], inv: &Invocation) -> (ByStart, HashSet<u32>) {
+fn profile_by_blocks(module: &[u8], inv: &Invocation) -> (ByBlocks, HashSet<u32>) {
     let engine = crate::common::programs::engine();
     let opts = driver::Options::default();
     let (_, profile) = programs::profiled_run(&engine, module, Technique::Path, &opts, inv);
     let counts = programs::path_counts(&profile);
-    let funcs = functions(module);
-    let offset = |func: u32, node: usize| funcs[&func].blocks[node].unwrap().offset;
-    let mut out = ByStart::new();
-    // Functions where a self loop ran or a path was cut are left out on
-    // both sides, and so are those with a path of no block (a catch into
-    // the function's own label: the handler is the function's end, which
-    // begins no block).
     let mut left_out: HashSet<u32> = counts.self_loops.keys().map(|&(f, _)| f).collect();
     // Paths of the same blocks are one path to the hardware, which names a
     // path by its start address and branch outcomes: a function whose first
     // block is a loop head starts its entry->backedge and loop
     // head->backedge paths there alike.
-    let mut by_blocks: BTreeMap<(u32, &[u32]), u64> = BTreeMap::new();
+    let mut out = ByBlocks::new();
     for (key, &n) in &counts.paths {
-        *by_blocks.entry((key.func, &key.blocks[..])).or_default() += n;
-    }
-    for ((func, blocks), n) in by_blocks {
-        match blocks.first() {
-            Some(&b) => out.entry(offset(func, b as usize)).or_default().push(n),
-            None => {
-                // The hardware starts that path at no block's address:
-                // `owner` gives u32::MAX for it, left out too.
-                left_out.extend([func, u32::MAX]);
-            }
+        if key.blocks.is_empty() {
+            // A catch into the function's own label: the handler is the
+            // function's end, which begins no block the hardware can start
+            // at (its path starts at address 0, the host's: u32::MAX stands
+            // for it).
+            left_out.extend([key.func, u32::MAX]);
         }
+        if key.kind.contains("cut") {
+            left_out.insert(key.func);
+        }
+        *out.entry((key.func, key.blocks.clone())).or_default() += n;
     }
-    left_out.extend(
-        counts
-            .paths
-            .keys()
-            .filter(|k| k.kind.contains("cut"))
-            .map(|k| k.func),
-    );
-    out.retain(|&start, _| !left_out.contains(&owner(&funcs, start)));
-    out.values_mut().for_each(|v| v.sort_unstable());
+    out.retain(|(func, _), _| !left_out.contains(func));
     (out, left_out)
 }
-
 /// Runs `inv` on `module` with the trace instrumentation, every branch of
 /// its stream fed to a simulator of `config` and to `also`; what the
 /// simulator found.
@@ -129,16 +103,17 @@ fn simulate(
     sim.result()
 }
 
-/// The hardware profile of the same run, by start address, without the
-/// functions of `left_out`. No path may be split, unless `splits_allowed`:
-/// then the functions where one was are added to `left_out` (a path of more
-/// than 96 outcome bits is counted in pieces, which the profile has not).
-fn simulated_by_start(
+/// The hardware profile of the same run as blocks, without the functions of
+/// `left_out`: every path walked back from its descriptor. No path may be
+/// split, unless `splits_allowed`: then the functions where one was are added
+/// to `left_out` (a path of more than 96 outcome bits is counted in pieces,
+/// which the profile has not).
+fn simulated_by_blocks(
     module: &[u8],
     inv: &Invocation,
     left_out: &mut HashSet<u32>,
     splits_allowed: bool,
-) -> ByStart {
+) -> ByBlocks {
     let config = SimConfig {
         path_type: PathType::Bl,
         max_path_len: 96,
@@ -146,25 +121,56 @@ fn simulated_by_start(
         dynamic_overlap: false,
         ..SimConfig::default()
     };
-    let result = simulate(module, inv, config, |_| {});
+    let result = simulate(module, inv, config.clone(), |_| {});
     assert_eq!(
         result.detector.stack.overflows, 0,
         "the path stack overflowed"
     );
-    let funcs = functions(module);
     assert!(
         splits_allowed || result.detector.splits == 0,
         "a path was split"
     );
     assert!(result.split_starts.len() < pathprof_simulator::detector::MAX_SPLIT_STARTS);
-    left_out.extend(result.split_starts.iter().map(|&s| owner(&funcs, s)));
-    let mut out = ByStart::new();
+    let info = pathprof_wasm::analyze(module).unwrap();
+    let regenerator = Regenerator::new(module, &info).unwrap();
+    let rules = WalkRules {
+        ends_at_calls: false,
+        max_len: config.max_path_len,
+    };
+    left_out.extend(
+        result
+            .split_starts
+            .iter()
+            .map(|&s| programs::owner(&info, s)),
+    );
+    let mut out = ByBlocks::new();
     for p in &result.exact_profile {
-        if !left_out.contains(&owner(&funcs, p.path.start)) {
-            out.entry(p.path.start).or_default().push(p.weight);
+        if p.path.start == 0 {
+            assert!(
+                left_out.contains(&u32::MAX),
+                "{:?} starts at the host",
+                p.path
+            );
+            continue;
         }
+        let r = regenerator
+            .regenerate(&p.path, rules)
+            .unwrap_or_else(|| panic!("{:?} walks back to no path", p.path));
+        assert!(!r.mid_block, "{:?} starts inside a block", p.path);
+        if left_out.contains(&r.func) {
+            continue;
+        }
+        assert_ne!(r.end, PathEnd::Split, "{:?}", p.path);
+        // A path ends at a backward branch out of its last block, or in it.
+        assert_eq!(
+            r.edges.len(),
+            r.blocks.len() - usize::from(r.end == PathEnd::InBlock),
+            "{:?}",
+            p.path
+        );
+        let blocks = r.blocks.iter().map(|b| b.index() as u32).collect();
+        *out.entry((r.func, blocks)).or_default() += p.weight;
     }
-    out.values_mut().for_each(|v| v.sort_unstable());
     out
 }
 
@@ -172,13 +178,13 @@ fn simulated_by_start(
 fn unbounded_hardware_profile_equals_the_ball_larus_profile() {
     let (mut compared, mut wat, mut paths, mut skipped) = (0, 0, 0, 0);
     for (name, module, inv) in programs::oracle_runs() {
-        let (expected, mut left_out) = profile_by_start(&module, &inv);
+        let (expected, mut left_out) = profile_by_blocks(&module, &inv);
         skipped += left_out.len();
-        let got = simulated_by_start(&module, &inv, &mut left_out, false);
+        let got = simulated_by_blocks(&module, &inv, &mut left_out, false);
         assert_eq!(got, expected, "{name} {inv:?}");
         compared += 1;
         wat += usize::from(name.ends_with(".wat"));
-        paths += expected.values().map(Vec::len).sum::<usize>();
+        paths += expected.len();
     }
     eprintln!(
         "{compared} runs compared ({wat} of WAT fixtures), {paths} distinct paths, \
@@ -198,7 +204,7 @@ fn unbounded_hardware_profile_equals_the_ball_larus_profile() {
 /// (`bash bench/build-suite.sh DIR`), then
 /// `PATHPROF_SUITE=DIR cargo test --release -p pathprof --test simulator_oracle -- --ignored`.
 /// Functions where a path of more than 96 outcome bits was split are left
-/// out on both sides, as are those `profile_by_start` leaves out.
+/// out on both sides, as are those `profile_by_blocks` leaves out.
 #[test]
 #[ignore = "needs the benchmark suite (PATHPROF_SUITE) and minutes in a release build"]
 fn unbounded_hardware_profile_equals_the_ball_larus_profile_on_the_suite() {
@@ -207,13 +213,12 @@ fn unbounded_hardware_profile_equals_the_ball_larus_profile_on_the_suite() {
         let path = std::path::Path::new(&dir).join(format!("{name}.wasm"));
         let module = std::fs::read(&path).expect("the suite's module");
         let inv = Invocation::command(&[name, "train"]);
-        let (mut expected, mut left_out) = profile_by_start(&module, &inv);
+        let (mut expected, mut left_out) = profile_by_blocks(&module, &inv);
         let before = left_out.len();
-        let got = simulated_by_start(&module, &inv, &mut left_out, true);
-        let funcs = functions(&module);
-        expected.retain(|&start, _| !left_out.contains(&owner(&funcs, start)));
-        let paths: usize = expected.values().map(Vec::len).sum();
-        let runs: u64 = expected.values().flatten().sum();
+        let got = simulated_by_blocks(&module, &inv, &mut left_out, true);
+        expected.retain(|(func, _), _| !left_out.contains(func));
+        let paths = expected.len();
+        let runs: u64 = expected.values().sum();
         eprintln!(
             "{name}: {paths} distinct paths, {runs} path executions compared; \
              {before} functions left out by the profile, {} more for split paths",
@@ -226,7 +231,7 @@ fn unbounded_hardware_profile_equals_the_ball_larus_profile_on_the_suite() {
 
 /// A run's branch stream, and the simulator's exact profile of it in
 /// whole-program-path mode (Table 5.2), by start address.
-fn wpp_run(module: &[u8], inv: &Invocation) -> (Vec<BranchEvent>, ByStart) {
+fn wpp_run(module: &[u8], inv: &Invocation, module_name: &str) -> (Vec<BranchEvent>, ByStart) {
     let config = SimConfig {
         path_type: PathType::Wpp,
         max_path_len: 96,
@@ -239,6 +244,22 @@ fn wpp_run(module: &[u8], inv: &Invocation) -> (Vec<BranchEvent>, ByStart) {
         record.lock().unwrap().push(ev)
     });
     assert_eq!(result.detector.splits, 0, "a path was split");
+    // Every element walks back to blocks of one function, those after a
+    // return from inside its return site's block.
+    let info = pathprof_wasm::analyze(module).unwrap();
+    let regenerator = Regenerator::new(module, &info).unwrap();
+    let rules = WalkRules {
+        ends_at_calls: true,
+        max_len: 96,
+    };
+    // (A path that starts at the host, address 0, has no block to start at.)
+    for p in result.exact_profile.iter().filter(|p| p.path.start != 0) {
+        assert!(
+            regenerator.regenerate(&p.path, rules).is_some(),
+            "{:?} walks back to no path in {module_name}",
+            p.path
+        );
+    }
     let events = std::mem::take(&mut *events.lock().unwrap());
     let mut by_start = ByStart::new();
     for p in &result.exact_profile {
@@ -318,7 +339,7 @@ fn wpp_oracle(events: &[BranchEvent]) -> ByStart {
 fn whole_program_path_elements_equal_an_independent_segmentation() {
     let (mut compared, mut wat, mut paths) = (0, 0, 0);
     for (name, module, inv) in programs::oracle_runs() {
-        let (events, got) = wpp_run(&module, &inv);
+        let (events, got) = wpp_run(&module, &inv, &name);
         let want = wpp_oracle(&events);
         assert_eq!(got, want, "{name} {inv:?}");
         compared += 1;

@@ -34,6 +34,7 @@ mod ppp_oracle;
 mod run_options;
 mod scripts;
 mod segments_oracle;
+mod simulate_cli;
 mod simulate_trace;
 mod simulator_oracle;
 mod source_oracle;

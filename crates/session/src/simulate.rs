@@ -27,7 +27,10 @@ use pathprof_simulator::{
     SimConfig, SimResult, Sweep,
 };
 
+use pathprof_core::report::BlockRef;
 use pathprof_core::source::SourceMap;
+use pathprof_simulator::PathDescriptor;
+use pathprof_wasm::branches::{PathEnd, Regenerator, WalkRules};
 
 use crate::trace_file::{Header, Record, TraceReader, TraceWriter};
 
@@ -401,47 +404,142 @@ pub fn path_type_name(t: PathType) -> String {
     }
 }
 
-/// Where a path starts, for people: the function and block whose first
-/// instruction is at the path's start address, and its source line.
+/// Where a hardware path ran, for people: its blocks, walked back from its
+/// start address and outcome bits ([`pathprof_wasm::branches::regenerate`]),
+/// with their source lines, as `pathprof report` shows a Ball-Larus path.
 pub struct Places {
-    blocks: HashMap<u32, (String, usize, u32)>,
+    /// Per defined function: its name and each node's (offset, end).
+    functions: HashMap<u32, (String, Vec<Option<(u32, u32)>>)>,
+    /// Block start -> (function index, node).
+    starts: HashMap<u32, (u32, usize)>,
+    regenerator: Regenerator,
     source: Option<SourceMap>,
+}
+
+/// A hardware path as blocks of one function, for reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PlacedPath {
+    pub function: String,
+    pub blocks: Vec<BlockRef>,
+    /// Whether it began inside its first block (at a return site).
+    pub mid_block: bool,
+    pub end: PathEnd,
 }
 
 impl Places {
     pub fn new(module: &[u8]) -> Result<Places> {
         let info = pathprof_wasm::analyze(module)?;
-        let mut blocks = HashMap::new();
+        let regenerator = Regenerator::new(module, &info)?;
+        let mut functions = HashMap::new();
+        let mut starts = HashMap::new();
         for f in info.functions.iter().flatten() {
             let name = f
                 .name
                 .clone()
                 .unwrap_or_else(|| format!("func[{}]", f.func_index));
+            let spans: Vec<_> = f
+                .blocks
+                .iter()
+                .map(|b| b.map(|b| (b.offset, b.end)))
+                .collect();
             for (i, b) in f.blocks.iter().enumerate() {
                 if let Some(b) = b {
-                    blocks.insert(b.offset, (name.clone(), i, b.end));
+                    starts.insert(b.offset, (f.func_index, i));
                 }
             }
+            functions.insert(f.func_index, (name, spans));
         }
         Ok(Places {
-            blocks,
+            functions,
+            starts,
+            regenerator,
             source: SourceMap::load(module),
         })
     }
 
     /// `main block 7@0x2ab [demo.c:38]`, or the bare address.
     pub fn describe(&self, start: u32) -> String {
-        let Some((name, block, end)) = self.blocks.get(&start) else {
+        let Some(&(func, block)) = self.starts.get(&start) else {
             return format!("{start:#x}");
         };
-        let line = self
-            .source
-            .as_ref()
-            .and_then(|s| s.locate(start, *end))
+        let (name, spans) = &self.functions[&func];
+        let line = spans[block]
+            .and_then(|(offset, end)| self.source.as_ref()?.locate(offset, end))
             .map(|l| format!(" [{l}]"))
             .unwrap_or_default();
         format!("{name} block {block}@{start:#x}{line}")
     }
+
+    /// The blocks of the path `p` of a profiler programmed with `config`;
+    /// `None` for a path type the walk does not follow (extended calls) or
+    /// a descriptor that names no walk of this module.
+    pub fn path(&self, p: &PathDescriptor, config: &SimConfig) -> Option<PlacedPath> {
+        let rules = walk_rules(config)?;
+        let r = self.regenerator.regenerate(p, rules)?;
+        let (name, spans) = self.functions.get(&r.func)?;
+        let blocks = r
+            .blocks
+            .iter()
+            .map(|&n| {
+                let (offset, end) = spans[n.index()]?;
+                // A path that begins at a return site begins inside its block.
+                let from = if n == r.blocks[0] && r.mid_block {
+                    p.start
+                } else {
+                    offset
+                };
+                Some(BlockRef {
+                    block: n,
+                    offset: from,
+                    source: self.source.as_ref().and_then(|s| s.locate(from, end)),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(PlacedPath {
+            function: name.clone(),
+            blocks,
+            mid_block: r.mid_block,
+            end: r.end,
+        })
+    }
+
+    /// `main: 3@0x1a 4@0x2b 7@0x40  [demo.c:31 -> demo.c:40]`, or where it
+    /// starts when it cannot be walked.
+    pub fn path_text(&self, p: &PathDescriptor, config: &SimConfig) -> String {
+        let Some(placed) = self.path(p, config) else {
+            return self.describe(p.start);
+        };
+        let blocks: Vec<String> = placed
+            .blocks
+            .iter()
+            .map(|b| format!("{}@{:#x}", b.block.index(), b.offset))
+            .collect();
+        let end = match placed.end {
+            PathEnd::Backward => " (backward)",
+            PathEnd::Split => " (split)",
+            PathEnd::InBlock => "",
+        };
+        format!(
+            "{}: {}{end}{}",
+            placed.function,
+            blocks.join(" "),
+            pathprof_core::report::source_span(&placed.blocks)
+        )
+    }
+}
+
+/// What the walk back from a descriptor needs of the configuration; `None`
+/// for extended-call paths, which go on into callees.
+fn walk_rules(c: &SimConfig) -> Option<WalkRules> {
+    let ends_at_calls = match c.path_type {
+        PathType::Bl | PathType::ExtendedLoop { .. } => false,
+        PathType::Wpp => true,
+        PathType::ExtendedCall { .. } => return None,
+    };
+    Some(WalkRules {
+        ends_at_calls,
+        max_len: c.max_path_len,
+    })
 }
 
 /// The text report of one configuration.
@@ -514,15 +612,16 @@ pub fn render(r: &SimResult, places: &Places, top: usize) -> String {
         r.hardware_profile.len(),
         r.exact_profile.len()
     );
-    s += "      weight       %  exact weight  branches  outcomes  start\n";
+    s += "      weight       %  exact weight  branches  outcomes  blocks (id@offset)\n";
     let exact: HashMap<_, _> = r.exact_profile.iter().map(|p| (p.path, p.weight)).collect();
     for p in r.hardware_profile.iter().take(top) {
-        s += &row(p, exact.get(&p.path).copied().unwrap_or(0), total, places);
+        let exact = exact.get(&p.path).copied().unwrap_or(0);
+        s += &row(p, exact, total, &places.path_text(&p.path, c));
     }
     s
 }
 
-fn row(p: &HotPath, exact: u64, total: u64, places: &Places) -> String {
+fn row(p: &HotPath, exact: u64, total: u64, place: &str) -> String {
     let share = pathprof_core::report::percent(p.weight, total);
     let bits = if p.path.nbits == 0 {
         "-".to_string()
@@ -538,12 +637,7 @@ fn row(p: &HotPath, exact: u64, total: u64, places: &Places) -> String {
     };
     format!(
         "{:>12} {:>6.2}% {:>13} {:>9}  {:<8}  {}\n",
-        p.weight,
-        share,
-        exact,
-        p.path.len,
-        bits,
-        places.describe(p.path.start)
+        p.weight, share, exact, p.path.len, bits, place
     )
 }
 
@@ -648,7 +742,15 @@ pub fn sweep_chart(results: &[SimResult]) -> String {
 }
 
 /// The JSON document of `simulate --json`.
-pub fn json(sim: &Simulated) -> Result<String> {
+pub fn json(sim: &Simulated, places: &Places) -> Result<String> {
+    /// One configuration's results, and its hardware profile's paths as
+    /// blocks (`null` where a path cannot be walked back: extended calls).
+    #[derive(serde::Serialize)]
+    struct Placed<'a> {
+        #[serde(flatten)]
+        result: &'a SimResult,
+        hot_paths: Vec<Option<PlacedPath>>,
+    }
     #[derive(serde::Serialize)]
     struct Doc<'a> {
         branches: u64,
@@ -658,13 +760,25 @@ pub fn json(sim: &Simulated) -> Result<String> {
         cpu_seconds: f64,
         simulator_cpu_seconds: f64,
         exit: String,
-        results: &'a [SimResult],
+        results: Vec<Placed<'a>>,
     }
     let exit = match &sim.exit {
         Exit::Returned => "returned".to_string(),
         Exit::ProcExit(c) => format!("proc_exit({c})"),
         Exit::Trap(m) => format!("trap: {m}"),
     };
+    let results = sim
+        .results
+        .iter()
+        .map(|r| Placed {
+            result: r,
+            hot_paths: r
+                .hardware_profile
+                .iter()
+                .map(|p| places.path(&p.path, &r.config))
+                .collect(),
+        })
+        .collect();
     serde_json::to_string_pretty(&Doc {
         branches: sim.branches,
         accesses: sim.accesses,
@@ -672,7 +786,7 @@ pub fn json(sim: &Simulated) -> Result<String> {
         cpu_seconds: sim.cpu_seconds,
         simulator_cpu_seconds: sim.simulator_cpu_seconds,
         exit,
-        results: &sim.results,
+        results,
     })
     .context("serialising the simulation results")
 }

@@ -84,6 +84,9 @@ use pathprof_graph::{Cfg, EdgeId, NodeId};
 pub use pathprof_simulator::{BranchEvent, BranchKind};
 use wasmparser::{BinaryReader, Operator, OperatorsReader};
 
+pub mod regenerate;
+pub use regenerate::{PathEnd, RegeneratedHwPath, Regenerator, WalkRules};
+
 /// A call instruction of a block.
 #[derive(Copy, Clone, Debug)]
 struct CallSite {
@@ -182,24 +185,8 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
     /// A stream for runs of the module `bytes`, which `info` describes,
     /// passing each branch to `out`.
     pub fn new(bytes: &[u8], info: &ModuleInfo, out: F) -> Result<Self> {
-        let traced = |callee: u32| {
-            callee
-                .checked_sub(info.num_imported_funcs)
-                .and_then(|i| info.functions.get(i as usize))
-                .is_some_and(|f| f.is_ok())
-        };
-        let functions = info
-            .functions
-            .iter()
-            .map(|f| {
-                f.as_ref()
-                    .ok()
-                    .map(|f| function(bytes, f, &traced))
-                    .transpose()
-            })
-            .collect::<Result<_>>()?;
         Ok(BranchStream {
-            functions,
+            functions: functions(bytes, info)?,
             num_imported: info.num_imported_funcs,
             stack: Vec::new(),
             instrs: 0,
@@ -512,6 +499,26 @@ fn conditional(kind: EdgeKind) -> bool {
             | EdgeKind::BrOnCast
             | EdgeKind::BrOnCastFail
     )
+}
+
+/// What the stream needs of each defined function of the module `bytes`,
+/// which `info` describes; `None` for one without a CFG.
+fn functions(bytes: &[u8], info: &ModuleInfo) -> Result<Vec<Option<Function>>> {
+    let traced = |callee: u32| {
+        callee
+            .checked_sub(info.num_imported_funcs)
+            .and_then(|i| info.functions.get(i as usize))
+            .is_some_and(|f| f.is_ok())
+    };
+    info.functions
+        .iter()
+        .map(|f| {
+            f.as_ref()
+                .ok()
+                .map(|f| function(bytes, f, &traced))
+                .transpose()
+        })
+        .collect()
 }
 
 /// What the stream needs of `f`, a function of the module `bytes`;

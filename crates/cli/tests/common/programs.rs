@@ -474,3 +474,13 @@ pub fn wat_fixtures() -> Vec<PathBuf> {
     fixtures.sort();
     fixtures
 }
+
+/// The function whose block starts at the module offset `start`
+/// (`u32::MAX` for none: a hardware path's start at the host, address 0).
+pub fn owner(info: &pathprof_wasm::ModuleInfo, start: u32) -> u32 {
+    info.functions
+        .iter()
+        .flatten()
+        .find(|f| f.blocks.iter().flatten().any(|b| b.offset == start))
+        .map_or(u32::MAX, |f| f.func_index)
+}
