@@ -45,7 +45,7 @@ enum Command {
     Merge(MergeArgs),
     /// Inline the calls that interesting path segments pass (IPPP by selective inlining, Vaswani 3.4.4): each segment becomes a path of its start function, for `run --mode path` or `--mode ppp`.
     Inline(InlineArgs),
-    /// Write a field build that counts tested paths cheaply and records the others (PPP).
+    /// Write a field build that counts tested paths cheaply and records the others (PPP); with segment profiles, tested depth-K segments (interprocedural PPP).
     Residual(ResidualArgs),
     /// Paths a field run took that testing never did, with the thesis' summary (Table 3.1).
     ResidualReport(ResidualReportArgs),
@@ -228,9 +228,12 @@ struct PppArgs {
 struct ResidualArgs {
     /// The program to deploy.
     program: PathBuf,
-    /// Profiles of the test runs: their paths are the tested ones. Repeatable.
+    /// Profiles of the test runs: their paths are the tested ones, or their segments with segment profiles (`run --segments K`). Repeatable.
     #[arg(long, required = true, value_name = "PROFILE")]
     tested: Vec<PathBuf>,
+    /// With segment profiles: the depth K of the segments, which must be the profiles' own (default: theirs); not with path profiles.
+    #[arg(short = 'k', long = "depth", value_name = "K")]
+    depth: Option<usize>,
     /// Where to write the field build.
     #[arg(short, long)]
     output: PathBuf,
@@ -1078,8 +1081,16 @@ fn read_profiles(files: &[PathBuf]) -> Result<Vec<(&Path, Profile)>> {
         .collect()
 }
 
+/// `-k K`, refused unless 1 to [`pathprof::ippp::MAX_K`].
+fn check_depth(k: usize) -> Result<usize> {
+    if !(1..=pathprof::ippp::MAX_K).contains(&k) {
+        bail!("-k {k}: the depth must be 1 to {}", pathprof::ippp::MAX_K);
+    }
+    Ok(k)
+}
+
 /// The depth and the segments of segment profiles of `module` (at least
-/// one), all of depth `depth` if given.
+/// one), all of depth `depth` if given, else of the first one's.
 fn interesting_segments(
     program: &Path,
     module: &[u8],
@@ -1087,7 +1098,11 @@ fn interesting_segments(
     depth: Option<usize>,
 ) -> Result<(usize, Vec<pathprof_graph::ippp::Ips>)> {
     let hash = pathprof_wasm::module_hash(module);
-    let mut k = depth;
+    // The depth, and where it comes from: -k or the first profile.
+    let mut k = match depth {
+        Some(k) => Some((check_depth(k)?, format!("-k {k}"))),
+        None => None,
+    };
     let mut interesting = Vec::new();
     for (file, profile) in profiles {
         let name = || file.display().to_string();
@@ -1099,15 +1114,17 @@ fn interesting_segments(
             );
         }
         let (depth, ips) = pathprof::ippp::interesting_of(profile).with_context(name)?;
-        match k {
-            Some(k) if k != depth => {
-                bail!("{}: its segments are of depth {depth}, not {k}", name())
-            }
-            _ => k = Some(depth),
+        match &k {
+            Some((k, from)) if *k != depth => bail!(
+                "{}: its segments are of depth {depth}, not {k} ({from}); record a profile of depth {k} with `pathprof run --segments {k}`",
+                name()
+            ),
+            Some(_) => {}
+            None => k = Some((depth, format!("that of {}", name()))),
         }
         interesting.extend(ips);
     }
-    Ok((k.expect("at least one profile"), interesting))
+    Ok((k.expect("at least one profile").0, interesting))
 }
 
 fn residual(a: ResidualArgs) -> Result<()> {
@@ -1117,15 +1134,17 @@ fn residual(a: ResidualArgs) -> Result<()> {
     let ppp = PppArgs {
         interesting: a.tested.clone(),
         uninteresting: a.uninteresting,
-        depth: None,
+        depth: a.depth,
     };
     // Segment profiles make an interprocedural residual build (3.5.2).
-    let segments = match a.tested.first() {
-        Some(p) => Profile::read(p)?.segments.is_some(),
-        None => false,
-    };
-    let technique = if segments {
+    let first = &a.tested[0]; // --tested is required
+    let technique = if Profile::read(first)?.segments.is_some() {
         Technique::Ippp
+    } else if let Some(k) = a.depth {
+        bail!(
+            "{}: not a segment profile, and -k {k} is a depth of segments: they need a segment profile (`pathprof run --segments {k}`); leave out -k for a residual build of paths",
+            first.display()
+        );
     } else {
         Technique::Ppp
     };
@@ -1145,10 +1164,7 @@ fn inline(a: InlineArgs) -> Result<()> {
         pathprof::inline::inline(&module, &interesting, k, bound)
     } else {
         // Path profiles: Fig. 3.15 (b)'s over-approximation.
-        let k = a.depth.unwrap_or(1);
-        if !(1..=pathprof::ippp::MAX_K).contains(&k) {
-            bail!("-k {k}: the depth must be 1 to {}", pathprof::ippp::MAX_K);
-        }
+        let k = check_depth(a.depth.unwrap_or(1))?;
         let profiles = path_profiles(&a.program, &module, &profiles)?;
         pathprof::inline::inline_executed(&module, &profiles, k)
     }

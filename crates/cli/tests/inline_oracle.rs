@@ -361,7 +361,7 @@ fn inline_command_and_errors() {
         ),
         (
             vec![&seg, "-k", "1"],
-            format!("{seg}: its segments are of depth 2, not 1"),
+            format!("{seg}: its segments are of depth 2, not 1 (-k 1); record a profile of depth 1 with `pathprof run --segments 1`"),
         ),
     ];
     for (given, want) in refused {

@@ -457,7 +457,7 @@ fn ippp_flags_and_errors() {
     assert_eq!(
         stderr(&o),
         format!(
-            "pathprof: error: {}: its segments are of depth 2, not 3\n",
+            "pathprof: error: {}: its segments are of depth 2, not 3 (-k 3); record a profile of depth 3 with `pathprof run --segments 3`\n",
             s(&seg)
         )
     );

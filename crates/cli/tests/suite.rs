@@ -31,6 +31,7 @@ mod meta;
 mod parquet_export;
 mod ppp_cli;
 mod ppp_oracle;
+mod residual_segments_cli;
 mod run_options;
 mod scripts;
 mod segments_oracle;
