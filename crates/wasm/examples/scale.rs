@@ -1,6 +1,7 @@
 //! Scale figures for very large functions (issue 5): builds one of the
-//! shapes of `tests/scale.rs` at a given size, times `analyze`, Ball-Larus
-//! planning (numbering, spanning tree, placement, truncation) and
+//! shapes of `tests/scale.rs` (the test support's `shapes`, included here)
+//! at a given size, times `analyze`, Ball-Larus planning (numbering,
+//! spanning tree, placement, truncation) and
 //! `instrument` (rewrite + validation of the output), and optionally writes
 //! the module so `pathprof instrument` can be timed on it end to end.
 //!
@@ -19,95 +20,11 @@
 use std::time::Instant;
 
 use pathprof_techniques::ball_larus;
-use wasm_encoder::{
-    BlockType, CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction as I,
-    Module, TypeSection, ValType,
-};
 
-/// A module with one exported function `f(i32) -> i32` built by `body`.
-fn module(body: impl FnOnce(&mut Function)) -> Vec<u8> {
-    let mut m = Module::new();
-    let mut types = TypeSection::new();
-    types.ty().function([ValType::I32], [ValType::I32]);
-    m.section(&types);
-    let mut funcs = FunctionSection::new();
-    funcs.function(0);
-    m.section(&funcs);
-    let mut exports = ExportSection::new();
-    exports.export("f", ExportKind::Func, 0);
-    m.section(&exports);
-    let mut f = Function::new([]);
-    body(&mut f);
-    f.instruction(&I::End);
-    let mut code = CodeSection::new();
-    code.function(&f);
-    m.section(&code);
-    m.finish()
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-fn nested_blocks(depth: u32) -> Vec<u8> {
-    module(|f| {
-        for _ in 0..depth {
-            f.instruction(&I::Block(BlockType::Empty));
-        }
-        f.instruction(&I::LocalGet(0))
-            .instruction(&I::BrIf(depth - 1));
-        for _ in 0..depth {
-            f.instruction(&I::End);
-        }
-        f.instruction(&I::LocalGet(0))
-            .instruction(&I::I32Const(1))
-            .instruction(&I::I32Add);
-    })
-}
-
-fn nested_loops(depth: u32) -> Vec<u8> {
-    module(|f| {
-        for _ in 0..depth {
-            f.instruction(&I::Loop(BlockType::Empty));
-        }
-        f.instruction(&I::LocalGet(0))
-            .instruction(&I::I32Const(1))
-            .instruction(&I::I32Sub)
-            .instruction(&I::LocalTee(0))
-            .instruction(&I::I32Const(0))
-            .instruction(&I::I32GtS)
-            .instruction(&I::BrIf(depth - 1));
-        for _ in 0..depth {
-            f.instruction(&I::End);
-        }
-        f.instruction(&I::LocalGet(0));
-    })
-}
-
-fn nested_ifs(depth: u32) -> Vec<u8> {
-    module(|f| {
-        for i in 0..depth {
-            f.instruction(&I::LocalGet(0))
-                .instruction(&I::I32Const(i as i32))
-                .instruction(&I::I32GtS);
-            f.instruction(&I::If(BlockType::Empty));
-        }
-        for _ in 0..depth {
-            f.instruction(&I::End);
-        }
-        f.instruction(&I::LocalGet(0));
-    })
-}
-
-fn sequential(units: u32) -> Vec<u8> {
-    module(|f| {
-        for k in 0..units {
-            f.instruction(&I::Block(BlockType::Empty))
-                .instruction(&I::LocalGet(0))
-                .instruction(&I::I32Const(k as i32))
-                .instruction(&I::I32Eq)
-                .instruction(&I::BrIf(0))
-                .instruction(&I::End);
-        }
-        f.instruction(&I::LocalGet(0));
-    })
-}
+use common::shapes::{exported, nested_blocks, nested_ifs, nested_loops, sequential};
 
 fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
@@ -127,10 +44,10 @@ fn main() {
         }
     };
     let bytes = match shape {
-        "nested-blocks" => nested_blocks(n),
-        "nested-loops" => nested_loops(n),
-        "nested-ifs" => nested_ifs(n),
-        "sequential" => sequential(n),
+        "nested-blocks" => exported(&nested_blocks(n)),
+        "nested-loops" => exported(&nested_loops(n)),
+        "nested-ifs" => exported(&nested_ifs(n)),
+        "sequential" => exported(&sequential(n)),
         _ => {
             eprintln!("{usage}");
             std::process::exit(2);

@@ -12,28 +12,13 @@ use pathprof_graph::{Cfg, EdgeId};
 use pathprof_techniques::{Action, EdgeActions, FunctionPlan, PathTable, Width};
 use pathprof_wasm::{analyze, instrument, FunctionCfg};
 use std::time::Instant;
-use wasm_encoder::{
-    BlockType, CodeSection, Function, FunctionSection, Instruction as I, Module, TypeSection,
-    ValType,
-};
+use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
 
-fn module(funcs: Vec<Function>) -> Vec<u8> {
-    let mut m = Module::new();
-    let mut types = TypeSection::new();
-    types.ty().function([ValType::I32], [ValType::I32]);
-    m.section(&types);
-    let mut fs = FunctionSection::new();
-    for _ in &funcs {
-        fs.function(0);
-    }
-    m.section(&fs);
-    let mut code = CodeSection::new();
-    for f in &funcs {
-        code.function(f);
-    }
-    m.section(&code);
-    m.finish()
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::shapes::{module, nested_ifs, sequential};
+use common::slot_plan;
 
 /// A function mixing loops, ifs, br_if, br_table and straight-line code.
 fn mixed(seed: u32) -> Function {
@@ -87,35 +72,6 @@ fn mixed(seed: u32) -> Function {
     f
 }
 
-fn sequential(units: u32) -> Function {
-    let mut f = Function::new([]);
-    for k in 0..units {
-        f.instruction(&I::Block(BlockType::Empty))
-            .instruction(&I::LocalGet(0))
-            .instruction(&I::I32Const(k as i32));
-        f.instruction(&I::I32Eq)
-            .instruction(&I::BrIf(0))
-            .instruction(&I::End);
-    }
-    f.instruction(&I::LocalGet(0)).instruction(&I::End);
-    f
-}
-
-fn nested_ifs(depth: u32) -> Function {
-    let mut f = Function::new([]);
-    for i in 0..depth {
-        f.instruction(&I::LocalGet(0))
-            .instruction(&I::I32Const(i as i32))
-            .instruction(&I::I32GtS);
-        f.instruction(&I::If(BlockType::Empty));
-    }
-    for _ in 0..depth {
-        f.instruction(&I::End);
-    }
-    f.instruction(&I::LocalGet(0)).instruction(&I::End);
-    f
-}
-
 fn code_bytes(bytes: &[u8]) -> usize {
     wasmparser::Parser::new(0)
         .parse_all(bytes)
@@ -124,17 +80,6 @@ fn code_bytes(bytes: &[u8]) -> usize {
             _ => None,
         })
         .sum()
-}
-
-/// Every edge counts its slot: the most inserted code per edge.
-fn dense(f: &FunctionCfg) -> FunctionPlan {
-    let n = f.cfg.num_edges();
-    let mut p = FunctionPlan::empty(n);
-    p.slots = n as u32;
-    p.edges = EdgeActions::from_fn(n, |e, a| {
-        a.push(Action::CountSlot { index: e as u32 });
-    });
-    p
 }
 
 /// Roughly what Ball-Larus instruments: a register set on entry, an
@@ -181,7 +126,7 @@ fn measure(name: &str, bytes: &[u8]) {
     for (plan_name, planner) in [
         (
             "dense (slot/edge)",
-            dense as fn(&FunctionCfg) -> FunctionPlan,
+            slot_plan as fn(&FunctionCfg) -> FunctionPlan,
         ),
         ("sparse (BL-like)", sparse),
     ] {
@@ -214,11 +159,11 @@ fn main() {
     }
     measure(
         "5000 mixed functions",
-        &module((0..5000).map(mixed).collect()),
+        &module(&(0..5000).map(mixed).collect::<Vec<_>>()),
     );
     measure(
         "100000 sequential branches",
-        &module(vec![sequential(100_000)]),
+        &module(&[sequential(100_000)]),
     );
-    measure("100000 nested ifs", &module(vec![nested_ifs(100_000)]));
+    measure("100000 nested ifs", &module(&[nested_ifs(100_000)]));
 }

@@ -4,34 +4,10 @@
 
 mod common;
 
+use common::shapes::{exported, nested_blocks, nested_ifs, nested_loops, sequential};
 use common::*;
 use pathprof_techniques::FunctionPlan;
 use pathprof_wasm::{analyze, instrument, read_counters, EdgeKind};
-use wasm_encoder::{
-    BlockType, CodeSection, ExportKind, ExportSection, Function, FunctionSection, Instruction as I,
-    Module, TypeSection, ValType,
-};
-
-/// A module with one exported function `f(i32) -> i32` built by `body`.
-fn module(body: impl FnOnce(&mut Function)) -> Vec<u8> {
-    let mut m = Module::new();
-    let mut types = TypeSection::new();
-    types.ty().function([ValType::I32], [ValType::I32]);
-    m.section(&types);
-    let mut funcs = FunctionSection::new();
-    funcs.function(0);
-    m.section(&funcs);
-    let mut exports = ExportSection::new();
-    exports.export("f", ExportKind::Func, 0);
-    m.section(&exports);
-    let mut f = Function::new([]);
-    body(&mut f);
-    f.instruction(&I::End);
-    let mut code = CodeSection::new();
-    code.function(&f);
-    m.section(&code);
-    m.finish()
-}
 
 fn call(x: i64) -> Call {
     Call {
@@ -47,7 +23,7 @@ fn hundred_thousand_nested_blocks() {
     // Built, analysed and instrumented at full depth, executed at RUN_SIZE
     // (Cranelift spent 37 s on the 100 000-deep one: see RUN_SIZE).
     for (depth, execute) in [(DEPTH, false), (RUN_SIZE, true)] {
-        let bytes = nested_blocks(depth);
+        let bytes = exported(&nested_blocks(depth));
         let info = analyze(&bytes).unwrap();
         let cfg = info.functions[0].as_ref().unwrap();
         // B2 -BrIf-> J, B2 -> B3 (the `depth` ends) -> J -> EXIT.
@@ -68,47 +44,10 @@ fn hundred_thousand_nested_blocks() {
     }
 }
 
-/// block x depth; br_if to the outermost block; end x depth; x + 1.
-fn nested_blocks(depth: u32) -> Vec<u8> {
-    module(|f| {
-        for _ in 0..depth {
-            f.instruction(&I::Block(BlockType::Empty));
-        }
-        f.instruction(&I::LocalGet(0))
-            .instruction(&I::BrIf(depth - 1));
-        for _ in 0..depth {
-            f.instruction(&I::End);
-        }
-        f.instruction(&I::LocalGet(0))
-            .instruction(&I::I32Const(1))
-            .instruction(&I::I32Add);
-    })
-}
-
-/// loop x depth; x -= 1; br_if (x > 0) to the outermost loop; end x depth; x.
-fn nested_loops(depth: u32) -> Vec<u8> {
-    module(|f| {
-        for _ in 0..depth {
-            f.instruction(&I::Loop(BlockType::Empty));
-        }
-        f.instruction(&I::LocalGet(0))
-            .instruction(&I::I32Const(1))
-            .instruction(&I::I32Sub)
-            .instruction(&I::LocalTee(0))
-            .instruction(&I::I32Const(0))
-            .instruction(&I::I32GtS)
-            .instruction(&I::BrIf(depth - 1));
-        for _ in 0..depth {
-            f.instruction(&I::End);
-        }
-        f.instruction(&I::LocalGet(0));
-    })
-}
-
 #[test]
 fn hundred_thousand_nested_loops_with_a_conditional_backedge() {
     for (depth, execute) in [(DEPTH, false), (RUN_SIZE, true)] {
-        let bytes = nested_loops(depth);
+        let bytes = exported(&nested_loops(depth));
         let info = analyze(&bytes).unwrap();
         let cfg = info.functions[0].as_ref().unwrap();
         // The entry block is the header of every loop: H -BrIf-> H, H -> B3 -> EXIT.
@@ -129,37 +68,6 @@ fn hundred_thousand_nested_loops_with_a_conditional_backedge() {
     }
 }
 
-/// `if (x > i)` nested `depth` deep, then x.
-fn nested_ifs(depth: u32) -> Vec<u8> {
-    module(|f| {
-        for i in 0..depth {
-            f.instruction(&I::LocalGet(0))
-                .instruction(&I::I32Const(i as i32))
-                .instruction(&I::I32GtS);
-            f.instruction(&I::If(BlockType::Empty));
-        }
-        for _ in 0..depth {
-            f.instruction(&I::End);
-        }
-        f.instruction(&I::LocalGet(0));
-    })
-}
-
-/// `units` x (block; x == k; br_if 0; end), then x.
-fn sequential(units: u32) -> Vec<u8> {
-    module(|f| {
-        for k in 0..units {
-            f.instruction(&I::Block(BlockType::Empty))
-                .instruction(&I::LocalGet(0))
-                .instruction(&I::I32Const(k as i32))
-                .instruction(&I::I32Eq)
-                .instruction(&I::BrIf(0))
-                .instruction(&I::End);
-        }
-        f.instruction(&I::LocalGet(0));
-    })
-}
-
 fn sum_by_kind(f: &pathprof_wasm::FunctionCfg, slots: &[u64], k: EdgeKind) -> u64 {
     slots
         .iter()
@@ -177,7 +85,7 @@ const RUN_SIZE: u32 = 3000;
 #[test]
 fn hundred_thousand_nested_ifs() {
     for (depth, execute) in [(DEPTH, false), (RUN_SIZE, true)] {
-        let bytes = nested_ifs(depth);
+        let bytes = exported(&nested_ifs(depth));
         let info = analyze(&bytes).unwrap();
         let cfg = info.functions[0].as_ref().unwrap();
         // Per if: a then-block and a join; edges IfThen, IfElse and the
@@ -203,7 +111,7 @@ fn hundred_thousand_nested_ifs() {
 #[test]
 fn two_hundred_thousand_blocks_in_sequence() {
     for (units, execute) in [(DEPTH, false), (RUN_SIZE, true)] {
-        let bytes = sequential(units);
+        let bytes = exported(&sequential(units));
         let info = analyze(&bytes).unwrap();
         let cfg = info.functions[0].as_ref().unwrap();
         assert_eq!(cfg.cfg.num_nodes(), 3 + 2 * units as usize);

@@ -1,7 +1,10 @@
-//! Test support: fixtures, plans, a wasmtime runner with a trace recorder,
+//! Test support: fixtures, generated modules (`shapes`, which the examples
+//! include too), plans, a wasmtime runner with a trace recorder,
 //! and the trace oracle (walk reconstruction), which shares no code with the
 //! rewriter.
 #![allow(dead_code)]
+
+pub mod shapes;
 
 use pathprof_graph::{Cfg, EdgeId};
 use pathprof_techniques::{Action, EdgeActions, FunctionPlan, PathTable, Width};
