@@ -4,20 +4,10 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::bin::{pathprof, stderr};
 use common::programs::root;
-
-fn pathprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pathprof"))
-        .args(args)
-        .output()
-        .expect("pathprof runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn wat_fixture(name: &str) -> String {
     root()

@@ -6,21 +6,10 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+use common::bin::{pathprof, stderr};
 use common::programs::root;
 use pathprof_profile::{FunctionData, Profile};
-
-fn pathprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pathprof"))
-        .args(args)
-        .output()
-        .expect("pathprof runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn sort_o2() -> String {
     root()

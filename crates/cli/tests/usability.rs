@@ -8,6 +8,7 @@ use crate::common;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use common::bin::{pathprof, stderr};
 use common::programs::root;
 
 fn pathprof_in(cwd: &Path, args: &[&str]) -> Output {
@@ -16,14 +17,6 @@ fn pathprof_in(cwd: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("pathprof runs")
-}
-
-fn pathprof(args: &[&str]) -> Output {
-    pathprof_in(Path::new("."), args)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn stdout(o: &Output) -> String {

@@ -13,6 +13,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::bin::pathprof;
 use common::programs::root;
 
 /// The folder of binaryen's wasm-opt that scripts/setup.sh unpacks.
@@ -130,13 +131,6 @@ fn the_fixture_builds_are_the_same_with_wasm_opt_installed() {
         !has_section(&unguarded, "name"),
         "clang did not run wasm-opt: this test proves nothing on this machine"
     );
-}
-
-fn pathprof(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pathprof"))
-        .args(args)
-        .output()
-        .expect("pathprof runs")
 }
 
 fn warnings(o: &Output) -> Vec<String> {
