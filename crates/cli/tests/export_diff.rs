@@ -288,8 +288,7 @@ fn diff_finds_the_paths_whose_share_changed() {
 #[test]
 fn export_refuses_what_has_no_lines() {
     let engine = crate::common::programs::engine();
-    let wat = programs::root().join("tests/fixtures/interproc/figure4.wat");
-    let module = pathprof::input::read_module(&wat).unwrap();
+    let (module, _) = programs::figure4();
     let inv = programs::export_calls(&engine, &module).remove(0);
     let (_, p) =
         programs::profiled_run(&engine, &module, Technique::Path, &Default::default(), &inv);
@@ -382,8 +381,7 @@ fn show_annotates_the_source_with_the_counts_of_a_trace() {
         files.len() - 1
     );
     assert!(text.contains(&note), "{note}\n{text}");
-    let wat = programs::root().join("tests/fixtures/interproc/figure4.wat");
-    let module = pathprof::input::read_module(&wat).unwrap();
+    let (module, _) = programs::figure4();
     let inv = programs::export_calls(&engine, &module).remove(0);
     let (_, p) =
         programs::profiled_run(&engine, &module, Technique::Path, &Default::default(), &inv);

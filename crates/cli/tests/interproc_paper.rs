@@ -10,20 +10,14 @@
 
 use crate::common;
 
-use common::programs::{self, Invocation};
+use common::programs;
 use pathprof::driver::{self, Technique};
 use pathprof_graph::interproc::{CallSiteId, PathStep};
 use pathprof_profile::interproc::InterprocProfile;
 
 fn profile(technique: Technique) -> (Vec<String>, InterprocProfile) {
     let engine = crate::common::programs::engine();
-    let root = programs::root();
-    let module =
-        pathprof::input::read_module(&root.join("tests/fixtures/interproc/figure4.wat")).unwrap();
-    let inv = Invocation::Call {
-        export: "main".into(),
-        args: vec![],
-    };
+    let (module, inv) = programs::figure4();
     let (out, profile) = programs::profiled_run(
         &engine,
         &module,
@@ -88,14 +82,7 @@ fn piecewise_profile_is_the_reports() {
 #[test]
 fn merged_runs_add_up() {
     let engine = crate::common::programs::engine();
-    let module = pathprof::input::read_module(
-        &programs::root().join("tests/fixtures/interproc/figure4.wat"),
-    )
-    .unwrap();
-    let inv = Invocation::Call {
-        export: "main".into(),
-        args: vec![],
-    };
+    let (module, inv) = programs::figure4();
     let opts = driver::Options::default();
     let (_, a) = programs::profiled_run(&engine, &module, Technique::Context, &opts, &inv);
     let (_, b) = programs::profiled_run(&engine, &module, Technique::Context, &opts, &inv);
@@ -114,10 +101,7 @@ fn merged_runs_add_up() {
 
 #[test]
 fn stats_of_figure_4() {
-    let module = pathprof::input::read_module(
-        &programs::root().join("tests/fixtures/interproc/figure4.wat"),
-    )
-    .unwrap();
+    let (module, _) = programs::figure4();
     let opts = driver::Options::default();
     for (mode, potential) in [
         (pathprof_graph::interproc::Mode::Context, 36),
@@ -145,10 +129,7 @@ fn stats_of_figure_4() {
 /// loop head; pow has 2 and 2. 14 in all.
 #[test]
 fn cutting_the_calls_to_pow() {
-    let module = pathprof::input::read_module(
-        &programs::root().join("tests/fixtures/interproc/figure4.wat"),
-    )
-    .unwrap();
+    let (module, _) = programs::figure4();
     for callee in ["0", "pow"] {
         let opts = driver::Options {
             hybrid: format!("cut:{callee}").parse().unwrap(),

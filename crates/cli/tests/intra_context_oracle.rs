@@ -295,14 +295,7 @@ fn wat_fixtures_count_exactly_the_context_paths_of_their_calls() {
 #[test]
 fn figure_4_paths_and_counts() {
     let engine = crate::common::programs::engine();
-    let module = pathprof::input::read_module(
-        &programs::root().join("tests/fixtures/interproc/figure4.wat"),
-    )
-    .unwrap();
-    let inv = Invocation::Call {
-        export: "main".into(),
-        args: vec![],
-    };
+    let (module, inv) = programs::figure4();
     let (_, profile) = programs::profiled_run(
         &engine,
         &module,

@@ -386,6 +386,18 @@ pub fn profiled_run_with(
     (out, profile)
 }
 
+/// Melski & Reps' worked example (TR 1382, Fig. 4;
+/// tests/fixtures/interproc/figure4.wat) and the call of its `main`.
+pub fn figure4() -> (Vec<u8>, Invocation) {
+    let module =
+        pathprof::input::read_module(&root().join("tests/fixtures/interproc/figure4.wat")).unwrap();
+    let inv = Invocation::Call {
+        export: "main".into(),
+        args: vec![],
+    };
+    (module, inv)
+}
+
 /// Parses `tests/fixtures/c/cases.txt`: `(fixture name, invocation)`.
 pub fn c_cases() -> Vec<(String, Invocation)> {
     let text =
