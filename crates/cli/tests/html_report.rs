@@ -16,6 +16,11 @@ use pathprof_graph::interproc::PathStep;
 use pathprof_profile::interproc::InterprocProfile;
 use pathprof_profile::{FunctionData, Profile};
 
+/// The reader of the pages that pathprof-core's own HTML tests use.
+#[path = "../../core/src/html/tests/scrape.rs"]
+mod scrape;
+use scrape::attrs;
+
 /// A path profile of `sort.O0 -q 5 3 9 -1 7`, written by `pathprof run`
 /// into `dir`.
 fn sort_profile(dir: &Path) -> PathBuf {
@@ -258,17 +263,6 @@ fn rendered(page: &Path, fragment: &str) -> String {
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
     String::from_utf8(o.stdout).unwrap()
-}
-
-/// The values of `attr` in the start tags that contain `marker`.
-fn attrs(html: &str, marker: &str, attr: &str) -> Vec<String> {
-    html.split('<')
-        .filter(|tag| tag.contains(marker))
-        .filter_map(|tag| {
-            let at = tag.find(&format!(" {attr}=\""))? + attr.len() + 3;
-            Some(tag[at..].split('"').next()?.to_string())
-        })
-        .collect()
 }
 
 /// On the dumped page: per `file:line` marked `on-path`, its positions.

@@ -10,6 +10,9 @@ use pathprof_techniques::ball_larus::{self, EdgeRole, PathCounts};
 
 use super::{render, HtmlOptions, Report};
 
+mod scrape;
+use scrape::attrs;
+
 fn node(i: usize) -> NodeId {
     NodeId::new(i)
 }
@@ -155,18 +158,6 @@ fn report(profile: &Profile, dirs: Vec<std::path::PathBuf>) -> Report {
 fn page<'r>(r: &'r Report, name: &str) -> &'r str {
     let found = r.pages.iter().find(|(n, _)| n == name);
     &found.unwrap_or_else(|| panic!("no page {name}")).1
-}
-
-/// The values of attribute `attr` of the elements whose start tag holds
-/// `marker`, in document order.
-fn attrs(html: &str, marker: &str, attr: &str) -> Vec<String> {
-    html.split('<')
-        .filter(|tag| tag.contains(marker))
-        .filter_map(|tag| {
-            let at = tag.find(&format!(" {attr}=\""))? + attr.len() + 3;
-            Some(tag[at..].split('"').next()?.to_string())
-        })
-        .collect()
 }
 
 #[test]
