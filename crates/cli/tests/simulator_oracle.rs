@@ -17,6 +17,12 @@
 //! maps from (function, blocks) to count. The simulator's own mapping
 //! (path stack, outcome bits, exact table) shares nothing with either
 //! but the branch stream.
+//!
+//! Extended-call paths, which go on into callees, have no software
+//! profile to compare with: on the same runs every one walks back, with as
+//! many branch edges, calls and returns as its length (edges classified
+//! here apart from the walk), and on a loop calling a leaf the walks are
+//! the hand-derived paths (`loop_calls_leaf_paths`).
 
 use crate::common;
 
@@ -26,9 +32,11 @@ use std::sync::{Arc, Mutex};
 use common::programs::{self, Invocation};
 use pathprof::branch_trace::BranchSink;
 use pathprof::driver::{self, Technique};
+use pathprof_graph::EdgeId;
 use pathprof_runner::TraceTo;
 use pathprof_simulator::{BranchEvent, BranchKind, PathType, SimConfig, SimResult, Simulator};
-use pathprof_wasm::branches::{PathEnd, Regenerator, WalkRules};
+use pathprof_wasm::branches::{HwStep, PathEnd, RegeneratedHwPath, Regenerator, WalkRules};
+use pathprof_wasm::cfg::{EdgeKind, FunctionCfg};
 
 /// Start address -> sorted counts of the paths starting there.
 type ByStart = BTreeMap<u32, Vec<u64>>;
@@ -133,10 +141,7 @@ fn simulated_by_blocks(
     assert!(result.split_starts.len() < pathprof_simulator::detector::MAX_SPLIT_STARTS);
     let info = pathprof_wasm::analyze(module).unwrap();
     let regenerator = Regenerator::new(module, &info).unwrap();
-    let rules = WalkRules {
-        ends_at_calls: false,
-        max_len: config.max_path_len,
-    };
+    let rules = WalkRules::new(PathType::Bl, config.max_path_len);
     left_out.extend(
         result
             .split_starts
@@ -161,14 +166,17 @@ fn simulated_by_blocks(
             continue;
         }
         assert_ne!(r.end, PathEnd::Split, "{:?}", p.path);
+        let blocks = r
+            .local_blocks()
+            .unwrap_or_else(|| panic!("{:?} leaves its function", p.path));
         // A path ends at a backward branch out of its last block, or in it.
         assert_eq!(
-            r.edges.len(),
-            r.blocks.len() - usize::from(r.end == PathEnd::InBlock),
+            r.edges().count(),
+            blocks.len() - usize::from(r.end == PathEnd::InBlock),
             "{:?}",
             p.path
         );
-        let blocks = r.blocks.iter().map(|b| b.index() as u32).collect();
+        let blocks = blocks.iter().map(|b| b.index() as u32).collect();
         *out.entry((r.func, blocks)).or_default() += p.weight;
     }
     out
@@ -248,10 +256,7 @@ fn wpp_run(module: &[u8], inv: &Invocation, module_name: &str) -> (Vec<BranchEve
     // return from inside its return site's block.
     let info = pathprof_wasm::analyze(module).unwrap();
     let regenerator = Regenerator::new(module, &info).unwrap();
-    let rules = WalkRules {
-        ends_at_calls: true,
-        max_len: 96,
-    };
+    let rules = WalkRules::new(PathType::Wpp, 96);
     // (A path that starts at the host, address 0, has no block to start at.)
     for p in result.exact_profile.iter().filter(|p| p.path.start != 0) {
         assert!(
@@ -356,4 +361,306 @@ fn whole_program_path_elements_equal_an_independent_segmentation() {
     );
     assert!(wat >= 50, "only {wat} WAT fixture calls were compared");
     assert!(paths >= 1000, "only {paths} paths were compared");
+}
+
+/// Whether the stream records a branch where a path crosses edge `e` of
+/// `f`, classified here from the CFG's edge kinds apart from the walk's
+/// table: either side of a conditional branch (the not-taken fall-through
+/// of a `br_if` or `br_on_*` too), a `br_table` arm, a `br`, and any
+/// backedge. (Edges into EXIT are no step of a walk.)
+fn records_branch(f: &FunctionCfg, e: EdgeId) -> bool {
+    use EdgeKind::*;
+    let conditional =
+        |k: EdgeKind| matches!(k, BrIf | BrOnNull | BrOnNonNull | BrOnCast | BrOnCastFail);
+    let kind = f.edge_kinds[e.index()];
+    let taken_elsewhere = || {
+        let (src, _) = f.cfg.edge(e);
+        f.cfg
+            .succs(src)
+            .iter()
+            .any(|&s| conditional(f.edge_kinds[s.index()]))
+    };
+    conditional(kind)
+        || matches!(kind, IfThen | IfElse | BrTable | Br)
+        || (kind == Fallthrough && taken_elsewhere())
+        || f.cfg.is_backedge(e)
+}
+
+/// An extended-call path as `main: 2 3 4 | call f: 2 4 | ret main: 4
+/// (backward)`: each function's blocks, the calls and returns between.
+fn steps_text(info: &pathprof_wasm::ModuleInfo, r: &RegeneratedHwPath) -> String {
+    let name = |func: u32| {
+        let f = info.functions[(func - info.num_imported_funcs) as usize]
+            .as_ref()
+            .unwrap();
+        f.name.clone().unwrap_or_else(|| format!("func[{func}]"))
+    };
+    let mut s = format!("{}:", name(r.func));
+    for (i, step) in r.steps.iter().enumerate() {
+        match *step {
+            HwStep::Block { node, .. } => s += &format!(" {}", node.index()),
+            HwStep::Edge { .. } => {}
+            HwStep::Call { callee, .. } => s += &format!(" | call {}:", name(callee)),
+            HwStep::Return { .. } => {
+                let Some(HwStep::Block { func, .. }) = r.steps.get(i + 1) else {
+                    s += " | ret";
+                    continue;
+                };
+                s += &format!(" | ret {}:", name(*func));
+            }
+        }
+    }
+    s + match r.end {
+        PathEnd::Backward => " (backward)",
+        PathEnd::Split => " (split)",
+        PathEnd::InBlock => "",
+    }
+}
+
+/// The exact profile of a run in extended-call mode with `max` 1 and 2 (a
+/// path stack deep enough for any recursion of the fixtures, paths up to 96
+/// branches), one run feeding both simulators; and whether an import called
+/// back into the module (an `Unwind { frames: 0 }` then a `Call`).
+fn extended_call_runs(module: &[u8], inv: &Invocation) -> ([SimResult; 2], bool) {
+    let config = |max| SimConfig {
+        path_type: PathType::ExtendedCall { max },
+        max_path_len: 96,
+        stack_depth: 1 << 16,
+        dynamic_overlap: false,
+        ..SimConfig::default()
+    };
+    let second = Arc::new(Mutex::new(Simulator::new(config(2)).unwrap()));
+    let callback = Arc::new(Mutex::new((false, false)));
+    let (feed, seen) = (second.clone(), callback.clone());
+    let first = simulate(module, inv, config(1), move |ev| {
+        let mut seen = seen.lock().unwrap();
+        let call = matches!(ev.kind, BranchKind::Call { .. });
+        seen.1 |= seen.0 && call;
+        seen.0 = ev.kind == BranchKind::Unwind { frames: 0 };
+        feed.lock().unwrap().feed(&[ev])
+    });
+    let second = second.lock().unwrap().result();
+    for r in [&first, &second] {
+        assert_eq!(r.detector.stack.overflows, 0, "the path stack overflowed");
+    }
+    let callback = callback.lock().unwrap().1;
+    ([first, second], callback)
+}
+
+/// Every path an extended-call profiler detects on the oracle runs walks
+/// back to blocks (the walk reads every outcome bit, each as the branch
+/// the stream reports there), and, counted apart from the walk, its
+/// conditional, switch and jump edges with its extended calls and returns
+/// are its length; it never goes deeper into callees than `max`, nor
+/// returns out of the frame it starts in.
+///
+/// Runs where an import calls back into the module (callbacks.wat,
+/// escapes.wat) are checked only for the paths that walk back: a callback
+/// is a direct call to the stream, which the path in flight is extended
+/// across, and its callee is in no outcome bit, so the walk does not follow
+/// it (regenerate.rs's module doc); how many of their paths do not walk
+/// back is printed.
+#[test]
+fn extended_call_paths_walk_back_to_blocks() {
+    let (mut runs, mut paths, mut crossed, mut deepest) = (0, 0, 0, [0; 3]);
+    let (mut with_callbacks, mut not_walked) = (0, 0);
+    for (name, module, inv) in programs::oracle_runs() {
+        let info = pathprof_wasm::analyze(&module).unwrap();
+        let regenerator = Regenerator::new(&module, &info).unwrap();
+        let (results, callback) = extended_call_runs(&module, &inv);
+        with_callbacks += usize::from(callback);
+        for result in results {
+            let PathType::ExtendedCall { max } = result.config.path_type else {
+                unreachable!()
+            };
+            let rules = WalkRules::new(result.config.path_type, 96);
+            // (A path that starts at the host, address 0, has no block to
+            // start at.)
+            for p in result.exact_profile.iter().filter(|p| p.path.start != 0) {
+                let Some(r) = regenerator.regenerate(&p.path, rules) else {
+                    assert!(
+                        callback,
+                        "{:?} walks back to no path in {name} {inv:?} (max {max})",
+                        p.path
+                    );
+                    not_walked += 1;
+                    continue;
+                };
+                let edges = r
+                    .edges()
+                    .filter(|&(func, e)| {
+                        let f = info.functions[(func - info.num_imported_funcs) as usize]
+                            .as_ref()
+                            .unwrap();
+                        records_branch(f, e)
+                    })
+                    .count();
+                assert_eq!(
+                    edges + r.crossings(),
+                    usize::from(p.path.len),
+                    "{:?} in {name}: {}",
+                    p.path,
+                    steps_text(&info, &r)
+                );
+                let (mut depth, mut most) = (0i64, 0i64);
+                for step in &r.steps {
+                    match step {
+                        HwStep::Call { .. } => depth += 1,
+                        HwStep::Return { .. } => depth -= 1,
+                        _ => continue,
+                    }
+                    assert!(
+                        (0..=i64::from(max)).contains(&depth),
+                        "{:?} in {name} (max {max}): {}",
+                        p.path,
+                        steps_text(&info, &r)
+                    );
+                    most = most.max(depth);
+                }
+                paths += 1;
+                crossed += usize::from(r.crossings() > 0);
+                deepest[most as usize] += 1;
+            }
+        }
+        runs += 1;
+    }
+    eprintln!(
+        "{runs} runs, {paths} distinct extended-call paths walked back (max 1 and 2), \
+         {crossed} across a call; by deepest call: {deepest:?}; {with_callbacks} runs \
+         with callbacks, where {not_walked} paths did not walk back"
+    );
+    assert!(runs >= 90, "only {runs} runs");
+    assert!(
+        runs - with_callbacks >= 600,
+        "only {} runs without callbacks",
+        runs - with_callbacks
+    );
+    assert!(crossed >= 1000, "only {crossed} paths crossed a call");
+    assert!(
+        deepest[2] >= 500,
+        "only {} paths went two calls deep",
+        deepest[2]
+    );
+}
+
+/// A loop that calls a leaf with an if/else, directly and through `mid`.
+const LOOP_CALLS_LEAF: &str = r#"
+(module
+  (func $leaf (param $x i32) (result i32)
+    (if (result i32) (i32.and (local.get $x) (i32.const 1))
+      (then (i32.const 1))
+      (else (i32.const 2))))
+  (func $mid (param $x i32) (result i32)
+    (i32.add (call $leaf (local.get $x)) (i32.const 10)))
+  (func $main (export "main") (result i32)
+    (local $i i32) (local $s i32)
+    (local.set $i (i32.const 0))
+    (block $done
+      (loop $head
+        (br_if $done (i32.ge_s (local.get $i) (i32.const 4)))
+        (local.set $s (i32.add (local.get $s) (call $leaf (local.get $i))))
+        (local.set $s (i32.add (local.get $s) (call $mid (local.get $i))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $head)))
+    (local.get $s)))
+"#;
+
+/// The extended-call paths of [`LOOP_CALLS_LEAF`], derived by hand.
+///
+/// Blocks, numbered in order (ENTRY 0, EXIT 1): leaf 2 the condition and
+/// `if`, 3 the then-arm, 4 the else-arm, 5 the join; mid 2, its one block;
+/// main 2 up to the loop, 3 the loop head (`br_if $done`), 4 the body with
+/// both calls and the `br $head` backedge, 5 after the loop.
+///
+/// The host calls main on an empty stack: a path starts at main 2. Each
+/// iteration i = 0..3 records `br_if` not taken (0); main's call to leaf at
+/// counter 0 (1, counter 1); leaf's `if` (1 for odd i: block 3; 0 for even:
+/// block 4); leaf's return at counter 1 (1, counter 0, back into main 4 after
+/// the call); main's call to mid at counter 0 (1, counter 1); then
+/// - max 2: mid's call to leaf at counter 1 < 2 (1, counter 2), leaf's `if`,
+///   leaf's return (1, counter 1, into mid 2), mid's return (1, counter 0);
+/// - max 1: mid's call to leaf at counter 1 = max is not extended: leaf runs
+///   its own path, `leaf: 2 3 5` or `leaf: 2 4 5`, which its return at
+///   counter 0 ends; mid's path goes on after the call, and its return is
+///   extended (1, counter 0);
+///
+/// and the `br $head` backedge (1) ends the path; the next starts at main 3.
+/// At i = 4 the `br_if` is taken (1) into main 5, whose return to the host
+/// at counter 0 ends the path. So i = 0 from main 2 (even), i = 1 and 3
+/// from main 3 (odd), i = 2 from main 3 (even), i = 4.
+fn loop_calls_leaf_paths(max: u32) -> BTreeMap<String, u64> {
+    let (odd, even) = match max {
+        2 => (
+            "call leaf: 2 3 5 | ret main: 4 | call mid: 2 | call leaf: 2 3 5 | ret mid: 2 | ret main: 4",
+            "call leaf: 2 4 5 | ret main: 4 | call mid: 2 | call leaf: 2 4 5 | ret mid: 2 | ret main: 4",
+        ),
+        _ => (
+            "call leaf: 2 3 5 | ret main: 4 | call mid: 2 | ret main: 4",
+            "call leaf: 2 4 5 | ret main: 4 | call mid: 2 | ret main: 4",
+        ),
+    };
+    let mut paths: BTreeMap<String, u64> = [
+        (format!("main: 2 3 4 | {even} (backward)"), 1),
+        (format!("main: 3 4 | {odd} (backward)"), 2),
+        (format!("main: 3 4 | {even} (backward)"), 1),
+        ("main: 3 5".to_string(), 1),
+    ]
+    .into();
+    if max == 1 {
+        paths.insert("leaf: 2 3 5".into(), 2);
+        paths.insert("leaf: 2 4 5".into(), 2);
+    }
+    paths
+}
+
+#[test]
+fn extended_call_paths_of_a_loop_calling_a_leaf_are_the_hand_derived_ones() {
+    let module = wat::parse_str(LOOP_CALLS_LEAF).unwrap();
+    let inv = Invocation::Call {
+        export: "main".into(),
+        args: Vec::new(),
+    };
+    let info = pathprof_wasm::analyze(&module).unwrap();
+    let regenerator = Regenerator::new(&module, &info).unwrap();
+    let places = pathprof::simulate::Places::new(&module).unwrap();
+    let (results, callback) = extended_call_runs(&module, &inv);
+    assert!(!callback);
+    for result in results {
+        let PathType::ExtendedCall { max } = result.config.path_type else {
+            unreachable!()
+        };
+        let rules = WalkRules::new(result.config.path_type, 96);
+        let mut got = BTreeMap::new();
+        for p in &result.exact_profile {
+            let r = regenerator
+                .regenerate(&p.path, rules)
+                .unwrap_or_else(|| panic!("{:?} walks back to no path", p.path));
+            let text = steps_text(&info, &r);
+            // The report shows the same, with where each block and call is:
+            // a block returned to runs from just after the call (a `call`
+            // of function 0 or 1 is two bytes).
+            let shown = places.path_text(&p.path, &result.config);
+            assert_eq!(without_offsets(&shown), text, "{shown}");
+            let mut call_at = Vec::new();
+            for part in shown.split(" | ").skip(1) {
+                let at = |s: &str| u32::from_str_radix(s.split(' ').next().unwrap(), 16).unwrap();
+                if let Some(rest) = part.strip_prefix("call@0x") {
+                    call_at.push(at(rest));
+                } else {
+                    let resumed = part.split_once("@0x").expect("a block returned to").1;
+                    assert_eq!(at(resumed), call_at.pop().unwrap() + 2, "{shown}");
+                }
+            }
+            *got.entry(text).or_default() += p.weight;
+        }
+        assert_eq!(got, loop_calls_leaf_paths(max), "max {max}");
+    }
+}
+
+/// `main: 3@0x4a 4@0x51 | call@0x55 f:` as `main: 3 4 | call f:`.
+fn without_offsets(s: &str) -> String {
+    s.split(' ')
+        .map(|w| w.split_once("@0x").map_or(w, |(a, _)| a))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

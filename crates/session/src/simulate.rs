@@ -30,7 +30,7 @@ use pathprof_simulator::{
 use pathprof_core::report::BlockRef;
 use pathprof_core::source::SourceMap;
 use pathprof_simulator::PathDescriptor;
-use pathprof_wasm::branches::{PathEnd, Regenerator, WalkRules};
+use pathprof_wasm::branches::{HwStep, PathEnd, Regenerator, WalkRules};
 
 use crate::trace_file::{Header, Record, TraceReader, TraceWriter};
 
@@ -416,14 +416,49 @@ pub struct Places {
     source: Option<SourceMap>,
 }
 
-/// A hardware path as blocks of one function, for reports.
+/// A hardware path as blocks, for reports: those of the function it starts
+/// in, then, for an extended-call path, each call and return it crosses
+/// with the blocks it runs next.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct PlacedPath {
     pub function: String,
     pub blocks: Vec<BlockRef>,
+    /// The extended calls and returns it crosses, in order (none for paths
+    /// of other types).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub crossings: Vec<PlacedCrossing>,
     /// Whether it began inside its first block (at a return site).
     pub mid_block: bool,
     pub end: PathEnd,
+}
+
+/// An extended call or return of a path, and the blocks it runs next.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PlacedCrossing {
+    pub step: Crossing,
+    /// The call instruction's offset, or for a return the return site's.
+    pub at: u32,
+    /// The function the path goes on in: the callee, or the caller.
+    pub function: String,
+    /// Empty when the path was split at the call or return.
+    pub blocks: Vec<BlockRef>,
+}
+
+/// How a path crosses into another function.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Crossing {
+    Call,
+    Return,
+}
+
+impl PlacedPath {
+    /// Every block, in order.
+    pub fn all_blocks(&self) -> impl Iterator<Item = &BlockRef> {
+        self.blocks
+            .iter()
+            .chain(self.crossings.iter().flat_map(|c| &c.blocks))
+    }
 }
 
 impl Places {
@@ -470,76 +505,108 @@ impl Places {
         format!("{name} block {block}@{start:#x}{line}")
     }
 
+    fn name(&self, func: u32) -> Option<&String> {
+        self.functions.get(&func).map(|f| &f.0)
+    }
+
     /// The blocks of the path `p` of a profiler programmed with `config`;
-    /// `None` for a path type the walk does not follow (extended calls) or
-    /// a descriptor that names no walk of this module.
+    /// `None` for a descriptor that names no walk of this module, or whose
+    /// bits the walk cannot tell apart
+    /// ([`pathprof_wasm::branches::regenerate`]).
     pub fn path(&self, p: &PathDescriptor, config: &SimConfig) -> Option<PlacedPath> {
-        let rules = walk_rules(config)?;
-        let r = self.regenerator.regenerate(p, rules)?;
-        let (name, spans) = self.functions.get(&r.func)?;
-        let blocks = r
-            .blocks
-            .iter()
-            .map(|&n| {
-                let (offset, end) = spans[n.index()]?;
-                // A path that begins at a return site begins inside its block.
-                let from = if n == r.blocks[0] && r.mid_block {
-                    p.start
-                } else {
-                    offset
-                };
-                Some(BlockRef {
-                    block: n,
-                    offset: from,
-                    source: self.source.as_ref().and_then(|s| s.locate(from, end)),
-                })
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(PlacedPath {
-            function: name.clone(),
-            blocks,
+        let r = self.regenerator.regenerate(p, walk_rules(config))?;
+        let mut placed = PlacedPath {
+            function: self.name(r.func)?.clone(),
+            blocks: Vec::new(),
+            crossings: Vec::new(),
             mid_block: r.mid_block,
             end: r.end,
+        };
+        for (i, step) in r.steps.iter().enumerate() {
+            let crossing = match *step {
+                HwStep::Block { func, node, at } => {
+                    let (_, end) = self.functions.get(&func)?.1[node.index()]?;
+                    // A block entered at a return site runs from inside.
+                    let block = BlockRef {
+                        block: node,
+                        offset: at,
+                        source: self.source.as_ref().and_then(|s| s.locate(at, end)),
+                    };
+                    match placed.crossings.last_mut() {
+                        Some(c) => c.blocks.push(block),
+                        None => placed.blocks.push(block),
+                    }
+                    continue;
+                }
+                HwStep::Edge { .. } => continue,
+                HwStep::Call { at, callee } => (Crossing::Call, at, callee),
+                HwStep::Return { to } => {
+                    // The caller: the next block's function, or (split
+                    // there) the function the return site is in.
+                    let caller = match r.steps.get(i + 1) {
+                        Some(&HwStep::Block { func, .. }) => func,
+                        _ => self.function_at(to)?,
+                    };
+                    (Crossing::Return, to, caller)
+                }
+            };
+            let (step, at, func) = crossing;
+            placed.crossings.push(PlacedCrossing {
+                step,
+                at,
+                function: self.name(func)?.clone(),
+                blocks: Vec::new(),
+            });
+        }
+        Some(placed)
+    }
+
+    /// The function (module index) with a block holding the address `at`.
+    fn function_at(&self, at: u32) -> Option<u32> {
+        self.functions.iter().find_map(|(&func, (_, spans))| {
+            spans
+                .iter()
+                .flatten()
+                .any(|&(offset, end)| offset <= at && at < end)
+                .then_some(func)
         })
     }
 
-    /// `main: 3@0x1a 4@0x2b 7@0x40  [demo.c:31 -> demo.c:40]`, or where it
+    /// `main: 3@0x1a 4@0x2b 7@0x40  [demo.c:31 -> demo.c:40]`, or for a path
+    /// that crossed calls `main: 3@0x1a | call@0x1f f: 1@0x50 | ret main:
+    /// 3@0x21 5@0x30` (as `report` shows interprocedural paths), or where it
     /// starts when it cannot be walked.
     pub fn path_text(&self, p: &PathDescriptor, config: &SimConfig) -> String {
         let Some(placed) = self.path(p, config) else {
             return self.describe(p.start);
         };
-        let blocks: Vec<String> = placed
-            .blocks
-            .iter()
-            .map(|b| format!("{}@{:#x}", b.block.index(), b.offset))
-            .collect();
+        let blocks = |blocks: &[BlockRef]| -> String {
+            blocks
+                .iter()
+                .map(|b| format!(" {}@{:#x}", b.block.index(), b.offset))
+                .collect()
+        };
+        let mut s = format!("{}:{}", placed.function, blocks(&placed.blocks));
+        for c in &placed.crossings {
+            s += &match c.step {
+                Crossing::Call => format!(" | call@{:#x} {}:", c.at, c.function),
+                Crossing::Return => format!(" | ret {}:", c.function),
+            };
+            s += &blocks(&c.blocks);
+        }
         let end = match placed.end {
             PathEnd::Backward => " (backward)",
             PathEnd::Split => " (split)",
             PathEnd::InBlock => "",
         };
-        format!(
-            "{}: {}{end}{}",
-            placed.function,
-            blocks.join(" "),
-            pathprof_core::report::source_span(&placed.blocks)
-        )
+        let all: Vec<BlockRef> = placed.all_blocks().cloned().collect();
+        format!("{s}{end}{}", pathprof_core::report::source_span(&all))
     }
 }
 
-/// What the walk back from a descriptor needs of the configuration; `None`
-/// for extended-call paths, which go on into callees.
-fn walk_rules(c: &SimConfig) -> Option<WalkRules> {
-    let ends_at_calls = match c.path_type {
-        PathType::Bl | PathType::ExtendedLoop { .. } => false,
-        PathType::Wpp => true,
-        PathType::ExtendedCall { .. } => return None,
-    };
-    Some(WalkRules {
-        ends_at_calls,
-        max_len: c.max_path_len,
-    })
+/// What the walk back from a descriptor needs of the configuration.
+fn walk_rules(c: &SimConfig) -> WalkRules {
+    WalkRules::new(c.path_type, c.max_path_len)
 }
 
 /// The text report of one configuration.
@@ -744,7 +811,7 @@ pub fn sweep_chart(results: &[SimResult]) -> String {
 /// The JSON document of `simulate --json`.
 pub fn json(sim: &Simulated, places: &Places) -> Result<String> {
     /// One configuration's results, and its hardware profile's paths as
-    /// blocks (`null` where a path cannot be walked back: extended calls).
+    /// blocks (`null` where a path cannot be walked back).
     #[derive(serde::Serialize)]
     struct Placed<'a> {
         #[serde(flatten)]

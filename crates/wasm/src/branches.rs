@@ -85,7 +85,7 @@ pub use pathprof_simulator::{BranchEvent, BranchKind};
 use wasmparser::{BinaryReader, Operator, OperatorsReader};
 
 pub mod regenerate;
-pub use regenerate::{PathEnd, RegeneratedHwPath, Regenerator, WalkRules};
+pub use regenerate::{HwStep, PathEnd, RegeneratedHwPath, Regenerator, WalkRules};
 
 /// A call instruction of a block.
 #[derive(Copy, Clone, Debug)]
@@ -111,6 +111,9 @@ struct Block {
     last: u32,
     /// Whether that instruction is `return_call_indirect` or `return_call_ref`.
     tail_indirect: bool,
+    /// Whether it is a `return_call` of a traced function, which the stream
+    /// always reports as a `TailCall` (of an untraced one, as a `Return`).
+    tail_traced: bool,
     /// Its call instructions, in order.
     calls: Vec<CallSite>,
 }
@@ -587,6 +590,8 @@ fn block(bytes: &[u8], b: crate::BlockInfo, traced: &dyn Fn(u32) -> bool) -> Res
             op,
             Operator::ReturnCallIndirect { .. } | Operator::ReturnCallRef { .. }
         );
+        out.tail_traced =
+            matches!(op, Operator::ReturnCall { function_index } if traced(function_index));
         let call = match op {
             Operator::Call { function_index } => {
                 Some((Some(function_index), traced(function_index)))

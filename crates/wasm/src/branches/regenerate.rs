@@ -13,26 +13,60 @@
 //! a conditional branch one bit (1 = taken), a `br_table` `ceil(log2(arms))`
 //! bits holding the arm, a `br` (or a backward fall-through) one bit set to
 //! 1, and a plain fall-through nothing. An edge into EXIT reports a
-//! `Return`, which records no outcome, so a walk never takes one.
+//! `Return` (or a throw or tail call), which records no outcome but in an
+//! extended callee (below): a walk of any other path never takes one.
+//!
+//! Extended-call paths ([`PathType::ExtendedCall`]; the rules are
+//! `pathprof_simulator::ppcr`'s and `detector`'s) go on into callees, and
+//! the walk with them, keeping the extension counter of the path's stack
+//! entry (0 where the path starts, whatever frames the entry stands for).
+//! Calls do not end blocks: in each block the walk passes its call
+//! instructions in order (in a block returned to, those after the return
+//! site), then the branch that ends it:
+//! * a direct call of a traced function while the counter is below `max`
+//!   is an extended call: one bit set to 1, the counter goes up and the
+//!   path goes on in the callee's first block;
+//! * an indirect call, a call at `max` and a call of an import record
+//!   nothing: the callee's paths are other entries, and the path goes on
+//!   after the call;
+//! * an edge into EXIT that the stream reports as a `Return` (all but a
+//!   throw, `unreachable` and a `return_call` of a traced function; a
+//!   `return_call_indirect` may be either, and the bits left tell which)
+//!   while the counter is non-zero is an extended return: one bit set to
+//!   1, the counter goes down and the path goes on in the caller just
+//!   after the call instruction. At zero a return ends the path (with or
+//!   without the PPCR's push for an entry standing for several frames), as
+//!   throws and tail calls always do;
+//! * a backward branch ends the path, as in Ball-Larus mode.
+//!
+//! Where the bits fit two walks the walk gives up rather than guess
+//! (`None`): in an extended callee, a block whose `br_table` has an arm into
+//! EXIT, when the bits read both as the return (a 1) and as another arm
+//! (whose bits begin with a 1). The walk also takes every call to be made by
+//! its own call instruction, as the stream does when each indirect call
+//! reaches traced code and no import calls back ([`super`]'s departures).
+//! A callback from an import is a direct call to the stream, which the PPCR
+//! extends, but its callee is in no outcome bit: the walk does not follow
+//! one, and a path extended across one walks back to no path, or to
+//! another that fits the same bits.
 //!
 //! Where the recorded branches run out, the path goes on through blocks
-//! entered by plain fall-throughs (which report nothing) until one ends in a
-//! branch, or in a call when the path type ends paths at calls: there the
-//! path left its frame (returned, threw, tail-called, called) or the run
-//! ended. It does not when its last branch was backward (the path ends at
-//! its source block, as a Ball-Larus path ends at a backedge) or when the
-//! path was split at its maximum length (the next path starts at the target).
-//!
-//! Not walked: paths of the extended-call type, which go on into callees
-//! (their calls are in the outcome bits, but which call of a block made
-//! them is not).
+//! entered by plain fall-throughs (which report nothing) and past calls
+//! that record nothing until a block ends in a branch, or in a call when
+//! the path type ends paths at calls: there the path left its frame
+//! (returned, threw, tail-called, called) or the run ended. (A call it
+//! would extend, with no bit left for it, names no walk.) It does not
+//! when its last branch was backward (the path ends at its source block,
+//! as a Ball-Larus path ends at a backedge) or when the path was split at
+//! its maximum length (the next path starts at the target, a callee's first
+//! block or a return site included).
 
-use super::{branch_kind, Function};
-use crate::cfg::ModuleInfo;
+use super::{branch_kind, CallSite, Function};
+use crate::cfg::{EdgeKind, ModuleInfo};
 use crate::error::Result;
 use pathprof_graph::{Cfg, EdgeId, NodeId};
 use pathprof_simulator::descriptor::{ceil_log2, PathDescriptor, SPLIT_BITS};
-use pathprof_simulator::BranchKind;
+use pathprof_simulator::{BranchKind, PathType};
 
 /// How the path stack was programmed, as far as the walk depends on it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -42,6 +76,26 @@ pub struct WalkRules {
     /// The maximum path length in branches: a path that reached it (or
     /// [`SPLIT_BITS`] outcome bits) was split after its last branch.
     pub max_len: u32,
+    /// For extended-call paths, the most nested calls a path goes into.
+    pub extended_calls: Option<u32>,
+    /// Whether a backward branch may leave the path going on (extended
+    /// loops); otherwise it ends the path.
+    pub extends_loops: bool,
+}
+
+impl WalkRules {
+    /// The rules of paths of `path_type` of at most `max_len` branches.
+    pub fn new(path_type: PathType, max_len: u32) -> WalkRules {
+        WalkRules {
+            ends_at_calls: path_type == PathType::Wpp,
+            max_len,
+            extended_calls: match path_type {
+                PathType::ExtendedCall { max } => Some(max),
+                _ => None,
+            },
+            extends_loops: matches!(path_type, PathType::ExtendedLoop { .. }),
+        }
+    }
 }
 
 /// How a regenerated path ended.
@@ -57,19 +111,71 @@ pub enum PathEnd {
     InBlock,
 }
 
-/// A hardware path as blocks of one function.
+/// One step of a hardware path.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HwStep {
+    /// Block `node` of function `func` (module index), run from `at`: its
+    /// first instruction, or a return site inside it (the path's first
+    /// block, when the path began there, and a block returned to).
+    Block { func: u32, node: NodeId, at: u32 },
+    /// Edge `edge` of function `func` from the block before it to the block
+    /// after it, or the backward or split edge the path ends with.
+    Edge { func: u32, edge: EdgeId },
+    /// An extended call by the call instruction at `at` into `callee`
+    /// (module index), whose first block follows unless the path was split
+    /// at the call.
+    Call { at: u32, callee: u32 },
+    /// An extended return to the return site `to` (just after the call
+    /// instruction) of the block that follows, unless the path was split at
+    /// the return.
+    Return { to: u32 },
+}
+
+/// A hardware path as blocks: of one function, or of several for an
+/// extended-call path that crossed calls.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegeneratedHwPath {
-    /// Module function index.
+    /// Module index of the function it starts in.
     pub func: u32,
-    /// The blocks it ran through, in order.
-    pub blocks: Vec<NodeId>,
-    /// The CFG edges between them (one fewer than `blocks`), then the
-    /// backward or split edge it ended with, if any.
-    pub edges: Vec<EdgeId>,
+    /// What it ran through, in order: its first block, then each edge,
+    /// call or return with the block it leads to.
+    pub steps: Vec<HwStep>,
     /// Whether it began inside its first block (at a return site).
     pub mid_block: bool,
     pub end: PathEnd,
+}
+
+impl RegeneratedHwPath {
+    /// Its blocks in order, each as (function, node).
+    pub fn blocks(&self) -> impl Iterator<Item = (u32, NodeId)> + '_ {
+        self.steps.iter().filter_map(|s| match *s {
+            HwStep::Block { func, node, .. } => Some((func, node)),
+            _ => None,
+        })
+    }
+
+    /// Its CFG edges in order, each as (function, edge): those between its
+    /// blocks and the backward or split edge it ends with.
+    pub fn edges(&self) -> impl Iterator<Item = (u32, EdgeId)> + '_ {
+        self.steps.iter().filter_map(|s| match *s {
+            HwStep::Edge { func, edge } => Some((func, edge)),
+            _ => None,
+        })
+    }
+
+    /// The extended calls and returns it crossed.
+    pub fn crossings(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, HwStep::Call { .. } | HwStep::Return { .. }))
+            .count()
+    }
+
+    /// Its blocks when it stays in the function it starts in (every path
+    /// but an extended-call path that crossed a call); `None` otherwise.
+    pub fn local_blocks(&self) -> Option<Vec<NodeId>> {
+        (self.crossings() == 0).then(|| self.blocks().map(|(_, n)| n).collect())
+    }
 }
 
 /// What the walk needs of one function: the stream's view of its blocks and
@@ -79,6 +185,21 @@ struct Walked {
     succs: Vec<Vec<EdgeId>>,
     /// Blocks with an edge into EXIT.
     leaves: Vec<bool>,
+    /// Blocks with an edge into EXIT that the stream reports as a `Return`.
+    returns: Vec<bool>,
+    /// Its first block.
+    entry: Option<NodeId>,
+}
+
+/// Whether the stream reports an edge of `kind` into EXIT out of `block` as
+/// a `Return` (not a throw, nor a tail call of a traced function; a
+/// `return_call_indirect` may be either).
+fn reports_return(kind: EdgeKind, block: &super::Block) -> bool {
+    match kind {
+        EdgeKind::Throw | EdgeKind::ThrowRef | EdgeKind::Unreachable | EdgeKind::Catch => false,
+        EdgeKind::TailCall => !block.tail_traced,
+        _ => true,
+    }
 }
 
 /// A module's blocks and edges as the branch stream reports them.
@@ -88,6 +209,15 @@ pub struct Regenerator {
     /// (first offset, end offset, defined function, node) of every block,
     /// sorted by offset.
     blocks: Vec<(u32, u32, u32, NodeId)>,
+}
+
+/// Where a walk goes back to after an extended return: the caller's
+/// (defined function, block) and the return site.
+#[derive(Copy, Clone, Debug)]
+struct Caller {
+    def: u32,
+    node: NodeId,
+    to: u32,
 }
 
 impl Regenerator {
@@ -108,13 +238,31 @@ impl Regenerator {
                 f.map(|f| {
                     let mut succs = vec![Vec::new(); f.blocks.len()];
                     let mut leaves = vec![false; f.blocks.len()];
+                    let mut returns = vec![false; f.blocks.len()];
+                    let mut entry = None;
                     for (i, e) in f.edges.iter().enumerate() {
+                        if e.src == Cfg::ENTRY {
+                            if e.kind == EdgeKind::Entry && e.dst != Cfg::EXIT {
+                                entry = Some(e.dst);
+                            }
+                            continue;
+                        }
                         match e.dst == Cfg::EXIT {
-                            true => leaves[e.src.index()] = true,
+                            true => {
+                                leaves[e.src.index()] = true;
+                                returns[e.src.index()] |=
+                                    reports_return(e.kind, &f.blocks[e.src.index()]);
+                            }
                             false => succs[e.src.index()].push(EdgeId::new(i)),
                         }
                     }
-                    Walked { f, succs, leaves }
+                    Walked {
+                        f,
+                        succs,
+                        leaves,
+                        returns,
+                        entry,
+                    }
                 })
             })
             .collect();
@@ -133,51 +281,111 @@ impl Regenerator {
         (at < end || at == start).then_some((func, node, at == start))
     }
 
+    fn walked(&self, def: u32) -> Option<&Walked> {
+        self.functions.get(def as usize)?.as_ref()
+    }
+
     /// The blocks of the path `p` describes, or `None` when its outcome bits
-    /// name no walk of the module's CFGs (a descriptor of another module, or
-    /// of an extended-call path).
+    /// name no walk of the module's CFGs (a descriptor of another module),
+    /// or two (see the module doc).
     pub fn regenerate(&self, p: &PathDescriptor, rules: WalkRules) -> Option<RegeneratedHwPath> {
-        let (def, first, at_start) = self.block_at(p.start)?;
-        let w = self.functions.get(def as usize)?.as_ref()?;
-        let f = &w.f;
+        let (mut def, first, at_start) = self.block_at(p.start)?;
+        let mut w = self.walked(def)?;
         let mut walk = Walk {
-            w,
             bits: Bits::new(p),
             left: u32::from(p.len),
-            from: p.start,
             rules,
         };
         let split = u32::from(p.len) >= rules.max_len || u32::from(p.nbits) > SPLIT_BITS;
         let mut out = RegeneratedHwPath {
             func: self.num_imported + def,
-            blocks: vec![first],
-            edges: Vec::new(),
+            steps: vec![HwStep::Block {
+                func: self.num_imported + def,
+                node: first,
+                at: p.start,
+            }],
             mid_block: !at_start,
             end: PathEnd::InBlock,
         };
-        let mut at = first;
+        // The frames the path went into: their number is the extension
+        // counter.
+        let mut callers: Vec<Caller> = Vec::new();
+        let (mut at, mut from) = (first, p.start);
+        // Edges crossed since the last branch recorded: a walk that records
+        // nothing never loops (a loop's backedge records), so more than the
+        // function's edges is no walk.
+        let mut idle = 0;
         loop {
-            let Some((e, recorded)) = walk.step(at)? else {
-                break;
+            let ext = callers.len() as u32;
+            let func = self.num_imported + def;
+            let recorded = match walk.step(w, at, from, ext)? {
+                Move::End => break,
+                Move::Edge(e, recorded) => {
+                    out.steps.push(HwStep::Edge { func, edge: e });
+                    let edge = &w.f.edges[e.index()];
+                    if recorded && edge.backward && !rules.extends_loops {
+                        // A backward branch ends the path: it is the last.
+                        if walk.left > 0 {
+                            return None;
+                        }
+                        out.end = PathEnd::Backward;
+                        break;
+                    }
+                    if recorded && walk.left == 0 {
+                        if edge.backward {
+                            out.end = PathEnd::Backward;
+                            break;
+                        }
+                        if split {
+                            out.end = PathEnd::Split;
+                            break;
+                        }
+                    }
+                    at = edge.dst;
+                    from = w.f.blocks[at.index()].offset;
+                    recorded
+                }
+                Move::Call(site) => {
+                    let callee = site.callee?;
+                    out.steps.push(HwStep::Call {
+                        at: site.at,
+                        callee,
+                    });
+                    if walk.left == 0 && split {
+                        out.end = PathEnd::Split;
+                        break;
+                    }
+                    callers.push(Caller {
+                        def,
+                        node: at,
+                        to: site.next,
+                    });
+                    def = callee.checked_sub(self.num_imported)?;
+                    w = self.walked(def)?;
+                    at = w.entry?;
+                    from = w.f.blocks[at.index()].offset;
+                    true
+                }
+                Move::Return => {
+                    let caller = callers.pop()?;
+                    out.steps.push(HwStep::Return { to: caller.to });
+                    if walk.left == 0 && split {
+                        out.end = PathEnd::Split;
+                        break;
+                    }
+                    def = caller.def;
+                    w = self.walked(def)?;
+                    (at, from) = (caller.node, caller.to);
+                    true
+                }
             };
-            out.edges.push(e);
-            let dst = f.edges[e.index()].dst;
-            if recorded && walk.left == 0 {
-                if f.edges[e.index()].backward {
-                    out.end = PathEnd::Backward;
-                    break;
-                }
-                if split {
-                    out.end = PathEnd::Split;
-                    break;
-                }
-            }
-            out.blocks.push(dst);
-            at = dst;
-            walk.from = f.blocks[dst.index()].offset;
-            // A walk longer than the CFG's edges with no bit read loops on
-            // fall-throughs, which no CFG has: bound it all the same.
-            if out.edges.len() > f.edges.len() + usize::from(p.len) {
+            out.steps.push(HwStep::Block {
+                func: self.num_imported + def,
+                node: at,
+                at: from,
+            });
+            idle = if recorded { 0 } else { idle + 1 };
+            if idle > w.f.edges.len() {
                 return None;
             }
         }
@@ -187,6 +395,7 @@ impl Regenerator {
 }
 
 /// The outcome bits of a descriptor, read from the lowest.
+#[derive(Copy, Clone)]
 struct Bits {
     outcomes: u128,
     used: u32,
@@ -211,66 +420,109 @@ impl Bits {
         self.used += width;
         u32::try_from(v).ok()
     }
+
+    /// Takes one bit, which must be 1: an unconditional branch's.
+    fn take_one(&mut self) -> Option<()> {
+        (self.take(1)? == 1).then_some(())
+    }
 }
 
-/// One path's walk through one function.
-struct Walk<'a> {
-    w: &'a Walked,
+/// Where the path goes from where it is in a block.
+enum Move {
+    /// It ends in the block.
+    End,
+    /// Along a CFG edge; whether it recorded a branch.
+    Edge(EdgeId, bool),
+    /// Into a callee, by an extended call of this call site.
+    Call(CallSite),
+    /// Back to the caller, by an extended return.
+    Return,
+}
+
+/// One path's walk: the bits it has left to read.
+struct Walk {
     bits: Bits,
     /// Branches not yet read.
     left: u32,
-    /// Where in the current block the path is: its first instruction, or
-    /// a return site inside it.
-    from: u32,
     rules: WalkRules,
 }
 
-impl Walk<'_> {
-    /// The edge the path takes out of `at` and whether it recorded a branch;
-    /// `Some(None)` when the path ends in `at`; `None` when no edge fits.
-    fn step(&mut self, at: NodeId) -> Option<Option<(EdgeId, bool)>> {
-        let f = &self.w.f;
-        let outs = &self.w.succs[at.index()];
-        let leaves = self.w.leaves[at.index()];
-        let reported = |e: EdgeId| branch_kind(&f.edges[e.index()]);
-        let from = self.from;
-        if self.rules.ends_at_calls
-            && f.blocks[at.index()]
-                .calls
-                .iter()
-                .any(|c| c.traced && c.at >= from)
-        {
+impl Walk {
+    /// Where the path goes from `from` (its first instruction, or a return
+    /// site inside it) in block `at` of `w`, with extension counter `ext`;
+    /// `None` when nothing fits the bits.
+    fn step(&mut self, w: &Walked, at: NodeId, from: u32, ext: u32) -> Option<Move> {
+        let f = &w.f;
+        let calls = f.blocks[at.index()].calls.iter().filter(|c| c.at >= from);
+        if self.rules.ends_at_calls && calls.clone().any(|c| c.traced) {
             // A call ends the path: no branch after it is the path's.
-            return (self.left == 0).then_some(None);
+            return (self.left == 0).then_some(Move::End);
         }
+        if let Some(max) = self.rules.extended_calls {
+            // The first direct call of a traced function ahead is extended
+            // (the indirect calls and calls of imports before it record
+            // nothing); a path that has no bit left for it is not here.
+            let extended = calls.clone().find(|c| c.traced && !c.indirect);
+            if let Some(&c) = extended.filter(|_| ext < max) {
+                if self.left == 0 {
+                    return None;
+                }
+                self.bits.take_one()?;
+                self.left -= 1;
+                return Some(Move::Call(c));
+            }
+        }
+        let outs = &w.succs[at.index()];
+        let reported = |e: EdgeId| branch_kind(&f.edges[e.index()]);
         let kind = outs.iter().find_map(|&e| reported(e));
-        let Some(kind) = kind else {
+        // In an extended callee a return records a bit.
+        let returns = ext > 0 && w.returns[at.index()];
+        if kind.is_none() && !returns {
             // Only a plain fall-through goes on without a branch; a block
             // that may also leave the function ends the path.
             return match outs[..] {
-                [e] if !leaves => Some(Some((e, false))),
-                _ => (self.left == 0).then_some(None),
+                [e] if !w.leaves[at.index()] => Some(Move::Edge(e, false)),
+                _ => (self.left == 0).then_some(Move::End),
             };
-        };
+        }
         if self.left == 0 {
             // The block ends in a branch no bit records: the path left.
-            return Some(None);
+            return Some(Move::End);
         }
-        let want = match kind {
-            BranchKind::Conditional { .. } => BranchKind::Conditional {
-                taken: self.bits.take(1)? == 1,
-            },
-            BranchKind::Switch { arms, .. } => BranchKind::Switch {
-                arm: self.bits.take(ceil_log2(arms))?,
-                arms,
-            },
-            _ => {
-                (self.bits.take(1)? == 1).then_some(())?;
-                kind
-            }
+        // The branch out of the block, and the return, as the bits read.
+        let branch = kind.and_then(|kind| {
+            let mut bits = self.bits;
+            let want = match kind {
+                BranchKind::Conditional { .. } => BranchKind::Conditional {
+                    taken: bits.take(1)? == 1,
+                },
+                BranchKind::Switch { arms, .. } => BranchKind::Switch {
+                    arm: bits.take(ceil_log2(arms))?,
+                    arms,
+                },
+                _ => {
+                    bits.take_one()?;
+                    kind
+                }
+            };
+            let e = outs.iter().copied().find(|&e| reported(e) == Some(want))?;
+            Some((e, bits))
+        });
+        let ret = returns
+            .then(|| {
+                let mut bits = self.bits;
+                bits.take_one().map(|()| bits)
+            })
+            .flatten();
+        let (next, bits) = match (branch, ret) {
+            // Both fit: a `br_table` arm into EXIT, or another arm whose
+            // bits begin with 1.
+            (Some(_), Some(_)) | (None, None) => return None,
+            (Some((e, bits)), None) => (Move::Edge(e, true), bits),
+            (None, Some(bits)) => (Move::Return, bits),
         };
-        let e = outs.iter().copied().find(|&e| reported(e) == Some(want))?;
+        self.bits = bits;
         self.left -= 1;
-        Some(Some((e, true)))
+        Some(next)
     }
 }
