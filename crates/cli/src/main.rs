@@ -596,78 +596,19 @@ fn dispatch(command: Command) -> Result<ExitCode> {
     }
 }
 
-/// `pathprof conformance`: a progress bar on stderr when it is a terminal
-/// (a run takes minutes), the report on stdout, then one summary line on
-/// stderr always.
-///
-/// When stderr is not a terminal (CI, a pipe, a log file), a line
-/// `pathprof: conformance: 120/260 scripts, 31 s` instead, at the first
-/// script finished 10 s or more after the last such line (or the start).
-/// The environment variable `PATHPROF_PROGRESS_EVERY_FILES=N` adds one
-/// after every N scripts finished (the tests use 1, to see lines without
-/// waiting).
+/// `pathprof conformance`: its progress on stderr
+/// ([`pathprof_conformance::progress`]), the report on stdout, then one
+/// summary line on stderr always.
 fn conformance(a: ConformanceArgs) -> Result<ExitCode> {
-    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-    use std::io::IsTerminal;
-    const EVERY: std::time::Duration = std::time::Duration::from_secs(10);
     let clock = std::time::Instant::now();
-    let bar = ProgressBar::hidden();
-    let terminal = std::io::stderr().is_terminal();
-    let every_files = std::env::var("PATHPROF_PROGRESS_EVERY_FILES")
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok())
-        .filter(|&n| n > 0);
-    // Scripts finished, and when the last line was printed: the workers
-    // report from their own threads.
-    let lines = std::sync::Mutex::new((0usize, clock));
-    let on_event = |scripts: usize, done: Option<&pathprof_conformance::ScriptReport>| match done {
-        None if terminal => {
-            bar.set_length(scripts as u64);
-            if let Ok(style) =
-                ProgressStyle::with_template("{pos}/{len} scripts {bar:30} {elapsed} {msg}")
-            {
-                bar.set_style(style);
-            }
-            bar.set_draw_target(ProgressDrawTarget::stderr());
-        }
-        None => {}
-        Some(report) if terminal => {
-            bar.set_message(report.script.clone());
-            bar.inc(1);
-        }
-        Some(_) => {
-            let mut l = lines.lock().unwrap_or_else(|e| e.into_inner());
-            l.0 += 1;
-            let now = std::time::Instant::now();
-            if now - l.1 >= EVERY || every_files.is_some_and(|n| l.0 % n == 0) {
-                l.1 = now;
-                eprintln!(
-                    "pathprof: conformance: {}/{scripts} scripts, {} s",
-                    l.0,
-                    clock.elapsed().as_secs()
-                );
-            }
-        }
-    };
-    let summary = pathprof_conformance::run_dir_with(&a.dir, a.threads, &on_event);
-    bar.finish_and_clear();
-    let summary = summary?;
+    let summary = pathprof_conformance::progress::run_dir(&a.dir, a.threads)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         print!("{}", summary.render());
     }
-    let t = &summary.totals;
-    eprintln!(
-        "pathprof: conformance: {} scripts, {} modules, {} assertions ({} pass on the original), {} regressions, {} errors, {:.1} s",
-        t.scripts,
-        t.modules,
-        t.assertions,
-        t.passed,
-        t.regressions,
-        t.errors,
-        clock.elapsed().as_secs_f64()
-    );
+    let seconds = clock.elapsed().as_secs_f64();
+    eprintln!("pathprof: conformance: {}", summary.totals.line(seconds));
     Ok(if summary.ok() {
         ExitCode::SUCCESS
     } else {

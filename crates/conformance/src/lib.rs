@@ -20,6 +20,11 @@
 //!
 //! The value matching follows the `wasmtime-wast` crate (Apache-2.0 WITH
 //! LLVM-exception), adapted to the `wast` AST.
+//!
+//! [`progress::run_dir`] is `pathprof conformance`'s run: [`run_dir`] with
+//! its progress on stderr.
+
+pub mod progress;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -301,7 +306,7 @@ pub fn run_dir(dir: &Path, threads: usize) -> Result<Summary> {
 
 /// [`run_dir`], calling `on_event(scripts, None)` once the scripts are
 /// listed and `on_event(scripts, Some(report))` as each one finishes (on
-/// the worker's thread): what the CLI's progress bar follows.
+/// the worker's thread): what [`progress::run_dir`] shows.
 pub fn run_dir_with(
     dir: &Path,
     threads: usize,
