@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use pathprof::driver::{self, Technique};
+use pathprof::ippp::IpppOptions;
 use pathprof::{report, stats};
 use pathprof_profile::Profile;
 use pathprof_simulator::{IndexFn, Metric, PathType, Replacement, SimConfig};
@@ -616,94 +617,38 @@ fn conformance(a: ConformanceArgs) -> Result<ExitCode> {
     })
 }
 
-/// `e`, with the setting to lower when it is that the counters do not fit
-/// in a 32-bit memory: `--array-max` when path arrays take most of it
-/// (with `--array-budget` when functions past `--array-max` get arrays
-/// too), else `--hash-capacity`.
+/// `e`, with the settings to lower when it is that the counters do not fit
+/// in a 32-bit memory ([`pathprof_core::options::counter_memory_hint`]).
 fn counter_memory_hint(e: anyhow::Error, t: &Tuning) -> anyhow::Error {
-    let Some(&pathprof_wasm::WasmError::CounterMemoryTooLarge {
-        array_bytes,
-        hash_bytes,
-        ..
-    }) = e.chain().find_map(|c| {
-        c.downcast_ref::<pathprof_wasm::WasmError>()
-            .or_else(|| c.downcast_ref::<pathprof_core::Error>()?.wasm())
-            .or_else(|| c.downcast_ref::<pathprof_session::Error>()?.wasm())
-    })
-    else {
-        return e;
-    };
-    let budget_used = t.array_budget > 0 && t.truncate_above.unwrap_or(t.array_max) > t.array_max;
-    let hint = if array_bytes < hash_bytes {
-        format!("lower --hash-capacity (now {})", t.hash_capacity)
-    } else if budget_used {
-        format!(
-            "lower --array-max (now {}) or --array-budget (now {})",
-            t.array_max, t.array_budget
-        )
-    } else {
-        format!(
-            "lower --array-memory-max (now {}) or --array-max (now {}; a function with more paths counts in a hash table)",
-            t.array_memory_max, t.array_max
-        )
-    };
-    anyhow::anyhow!("{e:#}: {hint}")
-}
-
-/// Refuses an output that is the input module itself (the same file, by
-/// whatever name) unless `force`: writing it would lose the program.
-fn check_not_input(program: &Path, output: &Path, force: bool) -> Result<()> {
-    if !force && same_file(program, output) {
-        bail!(
-            "{}: the output would replace the input module; give another -o, or --force",
-            output.display()
-        );
-    }
-    Ok(())
-}
-
-/// Whether two paths name one existing file.
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        #[cfg(unix)]
-        (Ok(x), Ok(y)) => {
-            use std::os::unix::fs::MetadataExt;
-            x.dev() == y.dev() && x.ino() == y.ino()
-        }
-        #[cfg(not(unix))]
-        (Ok(_), Ok(_)) => a.canonicalize().ok() == b.canonicalize().ok(),
-        _ => false,
+    let hint = e
+        .chain()
+        .find_map(|c| {
+            c.downcast_ref::<pathprof_wasm::WasmError>()
+                .or_else(|| c.downcast_ref::<pathprof_core::Error>()?.wasm())
+                .or_else(|| c.downcast_ref::<pathprof_session::Error>()?.wasm())
+        })
+        .and_then(|w| pathprof_core::options::counter_memory_hint(w, &ball_larus_options(t)));
+    match hint {
+        Some(hint) => anyhow::anyhow!("{e:#}: {hint}"),
+        None => e,
     }
 }
 
 /// The driver's options; `module`, when given, is the module the weights
 /// profile must be of (hashed only when there is one).
 fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
-    let weights = match &t.weights {
-        Some(p) => {
-            let profile = Profile::read(p)?;
-            if let Some(m) = module {
-                profile.check_module(p, &pathprof_wasm::module_hash(m))?;
-            }
-            Some(profile)
-        }
-        None => None,
-    };
+    let weights = t.weights.as_deref();
+    let weights = weights
+        .map(|p| pathprof_core::options::read_weights(p, module))
+        .transpose()?;
     if t.hash_capacity == 0 || !t.hash_capacity.is_power_of_two() {
         bail!(
             "--hash-capacity must be a power of two, not {}",
             t.hash_capacity
         );
     }
-    let ball_larus = ball_larus::Options {
-        truncate_above: t.truncate_above.unwrap_or(t.array_max),
-        array_max: t.array_max,
-        hash_capacity: t.hash_capacity,
-        array_budget: t.array_budget,
-        array_memory_max: t.array_memory_max,
-    };
     Ok(driver::Options {
-        ball_larus,
+        ball_larus: ball_larus_options(t),
         weights,
         ppp: Default::default(),
         peel_max_bytes: t.peel_max_bytes,
@@ -712,6 +657,18 @@ fn options(t: &Tuning, module: Option<&[u8]>) -> Result<driver::Options> {
         progress: progress_bar(),
         ..driver::Options::default()
     })
+}
+
+/// The Ball-Larus options of the flags: `--truncate-above` defaults to
+/// `--array-max`.
+fn ball_larus_options(t: &Tuning) -> ball_larus::Options {
+    ball_larus::Options {
+        truncate_above: t.truncate_above.unwrap_or(t.array_max),
+        array_max: t.array_max,
+        hash_capacity: t.hash_capacity,
+        array_budget: t.array_budget,
+        array_memory_max: t.array_memory_max,
+    }
 }
 
 /// A bar of the functions instrumented, on stderr when it is a terminal
@@ -812,9 +769,9 @@ fn program_argv(program: &Path, args: &[String]) -> Vec<String> {
 }
 
 fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
-    check_not_input(&a.program, &a.output, false)?;
+    pathprof::input::check_not_input(&a.program, &a.output, false)?;
     if let Some(t) = &a.timings {
-        check_not_input(&a.program, t, false)?;
+        pathprof::input::check_not_input(&a.program, t, false)?;
     }
     if let Some(k) = a
         .segments
@@ -872,7 +829,7 @@ fn run_request(a: &RunArgs) -> Result<pathprof::run_cmd::Request> {
 }
 
 fn instrument(a: InstrumentArgs) -> Result<()> {
-    check_not_input(&a.program, &a.output, a.force)?;
+    pathprof::input::check_not_input(&a.program, &a.output, a.force)?;
     // Created first, like the output: a path that cannot be written is
     // reported before any work, and no timings are left of a failed run.
     let timings = a
@@ -891,63 +848,22 @@ fn instrument(a: InstrumentArgs) -> Result<()> {
     opts.validate_output = a.validate_output;
     let sizes = (module.len(), pathprof_wasm::code_section_size(&module));
     write_instrumented(&a.program, (module, file), technique, &opts, &a.output)?;
-    match timings {
-        Some(file) => write_instrument_timings(file, clock, sizes, &a.output),
-        None => Ok(()),
-    }
+    let Some(file) = timings else { return Ok(()) };
+    let peak = pathprof::heap::peak_bytes();
+    let t = driver::InstrumentTimings::of(clock.elapsed(), sizes, &a.output, peak)?;
+    Ok(file.finish(t.to_json()?.as_bytes())?)
 }
 
-/// What `pathprof instrument --timings FILE` writes.
-#[derive(serde::Serialize)]
-struct InstrumentTimings {
-    /// Reading, instrumenting and writing, in seconds.
-    instrument_s: f64,
-    /// Size of the input module and of its code section.
-    module_bytes: usize,
-    code_bytes: usize,
-    /// Size of the module written.
-    output_bytes: u64,
-    /// The most heap live at once, from before the input was read.
-    peak_heap_bytes: u64,
-}
-
-/// `sizes`: the input module's and its code section's.
-fn write_instrument_timings(
-    file: pathprof_profile::AtomicFile,
-    clock: std::time::Instant,
-    (module_bytes, code_bytes): (usize, usize),
-    output: &Path,
-) -> Result<()> {
-    let timings = InstrumentTimings {
-        instrument_s: clock.elapsed().as_secs_f64(),
-        module_bytes,
-        code_bytes,
-        output_bytes: std::fs::metadata(output)
-            .with_context(|| output.display().to_string())?
-            .len(),
-        peak_heap_bytes: pathprof::heap::peak_bytes(),
-    };
-    Ok(file.finish((serde_json::to_string_pretty(&timings)? + "\n").as_bytes())?)
-}
-
-/// Instruments `module` (read from `input`, when it was a binary module
-/// file) into `output`.
+/// Instruments `module` (and its file: [`driver::instrument_to_path`])
+/// into `output`, and prints the warnings.
 fn write_instrumented(
     program: &Path,
-    (module, input): (Vec<u8>, Option<File>),
+    module: (Vec<u8>, Option<File>),
     technique: Technique,
     opts: &driver::Options,
     output: &Path,
 ) -> Result<()> {
-    // Created first, so that an unwritable output is reported as such
-    // before any work; dropped uncommitted on an error, which removes it.
-    let mut file = pathprof_profile::AtomicFile::create(output)?;
-    let warnings = match input {
-        Some(input) => driver::instrument_file_to_file(module, input, technique, opts, &mut file),
-        None => driver::instrument_to_file(&module, technique, opts, &mut file),
-    }
-    .with_context(|| program.display().to_string())?;
-    file.commit()?;
+    let warnings = driver::instrument_to_path(program, module, technique, opts, output)?;
     for w in &warnings {
         eprintln!("pathprof: warning: {w}");
     }
@@ -963,7 +879,8 @@ fn policy(p: PolicyArg) -> pathprof_techniques::ppp::Policy {
     }
 }
 
-/// Resolves `--interesting` for `--mode ppp` (and refuses it otherwise).
+/// Resolves `--interesting` for `--mode ppp`, and with `-k` for `--mode
+/// ippp` (segment profiles of this module); refuses them otherwise.
 fn ppp_options(
     program: &Path,
     module: &[u8],
@@ -971,105 +888,35 @@ fn ppp_options(
     a: &PppArgs,
     opts: &mut driver::Options,
 ) -> Result<()> {
+    let (files, uninteresting) = (&a.interesting, policy(a.uninteresting));
     if technique == Some(Technique::Ippp) {
-        return ippp_options(program, module, a, opts);
+        if files.is_empty() {
+            bail!("--mode ippp needs --interesting PROFILE (a segment profile: `pathprof run --segments K`)");
+        }
+        opts.ippp = IpppOptions::from_files(program, module, files, a.depth, uninteresting)?;
+        return Ok(());
     }
     if a.depth.is_some() {
         bail!("-k applies to --mode ippp only");
     }
     if technique != Some(Technique::Ppp) {
-        if !a.interesting.is_empty() {
+        if !files.is_empty() {
             bail!("--interesting applies to --mode ppp and ippp only");
         }
         return Ok(());
     }
-    if a.interesting.is_empty() {
+    if files.is_empty() {
         bail!("--mode ppp needs --interesting SPEC (a profile, or a list of paths)");
     }
     let info = pathprof_wasm::analyze(module).with_context(|| program.display().to_string())?;
     opts.ppp.interesting =
-        pathprof::interesting::read_specs(&a.interesting, &info, opts.ball_larus.truncate_above)?;
-    opts.ppp.policy = policy(a.uninteresting);
+        pathprof::interesting::read_specs(files, &info, opts.ball_larus.truncate_above)?;
+    opts.ppp.policy = uninteresting;
     Ok(())
-}
-
-/// Resolves `--interesting` (segment profiles of this module) and `-k`
-/// for `--mode ippp`.
-fn ippp_options(
-    program: &Path,
-    module: &[u8],
-    a: &PppArgs,
-    opts: &mut driver::Options,
-) -> Result<()> {
-    if a.interesting.is_empty() {
-        bail!("--mode ippp needs --interesting PROFILE (a segment profile: `pathprof run --segments K`)");
-    }
-    let profiles = read_profiles(&a.interesting)?;
-    let (k, interesting) = interesting_segments(program, module, &profiles, a.depth)?;
-    opts.ippp = pathprof::ippp::IpppOptions {
-        k,
-        interesting,
-        policy: policy(a.uninteresting),
-    };
-    Ok(())
-}
-
-/// Each file with the profile read from it.
-fn read_profiles(files: &[PathBuf]) -> Result<Vec<(&Path, Profile)>> {
-    files
-        .iter()
-        .map(|f| Ok((f.as_path(), Profile::read(f)?)))
-        .collect()
-}
-
-/// `-k K`, refused unless 1 to [`pathprof::ippp::MAX_K`].
-fn check_depth(k: usize) -> Result<usize> {
-    if !(1..=pathprof::ippp::MAX_K).contains(&k) {
-        bail!("-k {k}: the depth must be 1 to {}", pathprof::ippp::MAX_K);
-    }
-    Ok(k)
-}
-
-/// The depth and the segments of segment profiles of `module` (at least
-/// one), all of depth `depth` if given, else of the first one's.
-fn interesting_segments(
-    program: &Path,
-    module: &[u8],
-    profiles: &[(&Path, Profile)],
-    depth: Option<usize>,
-) -> Result<(usize, Vec<pathprof_graph::ippp::Ips>)> {
-    let hash = pathprof_wasm::module_hash(module);
-    // The depth, and where it comes from: -k or the first profile.
-    let mut k = match depth {
-        Some(k) => Some((check_depth(k)?, format!("-k {k}"))),
-        None => None,
-    };
-    let mut interesting = Vec::new();
-    for (file, profile) in profiles {
-        let name = || file.display().to_string();
-        if profile.module_hash != hash {
-            bail!(
-                "{}: a profile of another module than {}",
-                name(),
-                program.display()
-            );
-        }
-        let (depth, ips) = pathprof::ippp::interesting_of(profile).with_context(name)?;
-        match &k {
-            Some((k, from)) if *k != depth => bail!(
-                "{}: its segments are of depth {depth}, not {k} ({from}); record a profile of depth {k} with `pathprof run --segments {k}`",
-                name()
-            ),
-            Some(_) => {}
-            None => k = Some((depth, format!("that of {}", name()))),
-        }
-        interesting.extend(ips);
-    }
-    Ok((k.expect("at least one profile").0, interesting))
 }
 
 fn residual(a: ResidualArgs) -> Result<()> {
-    check_not_input(&a.program, &a.output, a.force)?;
+    pathprof::input::check_not_input(&a.program, &a.output, a.force)?;
     let (module, file) = pathprof::input::read_module_file(&a.program)?;
     let mut opts = options(&a.tuning, Some(&module))?;
     let ppp = PppArgs {
@@ -1078,38 +925,19 @@ fn residual(a: ResidualArgs) -> Result<()> {
         depth: a.depth,
     };
     // Segment profiles make an interprocedural residual build (3.5.2).
-    let first = &a.tested[0]; // --tested is required
-    let technique = if Profile::read(first)?.segments.is_some() {
-        Technique::Ippp
-    } else if let Some(k) = a.depth {
-        bail!(
-            "{}: not a segment profile, and -k {k} is a depth of segments: they need a segment profile (`pathprof run --segments {k}`); leave out -k for a residual build of paths",
-            first.display()
-        );
-    } else {
-        Technique::Ppp
-    };
+    let technique = pathprof::residual::field_technique(&a.tested, a.depth)?;
     ppp_options(&a.program, &module, Some(technique), &ppp, &mut opts)?;
     write_instrumented(&a.program, (module, file), technique, &opts, &a.output)
 }
 
 fn inline(a: InlineArgs) -> Result<()> {
-    check_not_input(&a.program, &a.output, a.force)?;
+    pathprof::input::check_not_input(&a.program, &a.output, a.force)?;
     let file = pathprof_profile::AtomicFile::create(&a.output)?;
     let module = read(&a.program)?;
     let opts = options(&a.tuning, Some(&module))?;
-    let profiles = read_profiles(&a.interesting)?;
-    let inlined = if profiles[0].1.segments.is_some() {
-        let (k, interesting) = interesting_segments(&a.program, &module, &profiles, a.depth)?;
-        let bound = opts.ball_larus.truncate_above;
-        pathprof::inline::inline(&module, &interesting, k, bound)
-    } else {
-        // Path profiles: Fig. 3.15 (b)'s over-approximation.
-        let k = check_depth(a.depth.unwrap_or(1))?;
-        let profiles = path_profiles(&a.program, &module, &profiles)?;
-        pathprof::inline::inline_executed(&module, &profiles, k)
-    }
-    .with_context(|| a.program.display().to_string())?;
+    let bound = opts.ball_larus.truncate_above;
+    let inlined =
+        pathprof::inline::inline_profiles(&a.program, &module, &a.interesting, a.depth, bound)?;
     file.finish(&inlined.bytes)?;
     eprintln!(
         "pathprof: inlined {} call sites into {} functions ({} through tables or references left as calls{}); code section {} -> {} bytes",
@@ -1124,32 +952,6 @@ fn inline(a: InlineArgs) -> Result<()> {
         pathprof_wasm::code_section_size(&inlined.bytes)
     );
     Ok(())
-}
-
-/// The path profiles (path or PPP mode) of `module` among `profiles`, all
-/// of them or an error.
-fn path_profiles<'p>(
-    program: &Path,
-    module: &[u8],
-    profiles: &'p [(&Path, Profile)],
-) -> Result<Vec<&'p Profile>> {
-    let hash = pathprof_wasm::module_hash(module);
-    profiles
-        .iter()
-        .map(|(file, profile)| {
-            let name = file.display();
-            if profile.module_hash != hash {
-                bail!("{name}: a profile of another module than {}", program.display());
-            }
-            let paths = |f: &pathprof_profile::FunctionProfile| {
-                matches!(f.data, pathprof_profile::FunctionData::Path { .. })
-            };
-            if profile.segments.is_some() || !profile.functions.iter().all(paths) {
-                bail!("{name}: give either segment profiles (`run --segments K`) or path profiles (`run --mode path`), not both or another kind");
-            }
-            Ok(profile)
-        })
-        .collect()
 }
 
 fn residual_report(a: ResidualReportArgs) -> Result<()> {
@@ -1175,32 +977,10 @@ fn residual_report(a: ResidualReportArgs) -> Result<()> {
 
 fn collect(a: CollectArgs) -> Result<()> {
     let bar = spinner("collecting");
-    let done = collect_to_profile(&a);
+    let done = driver::collect_files(&a.instrumented, &a.counters, a.sparse);
     bar.finish_and_clear();
     done?.write(&a.output)?;
     Ok(())
-}
-
-fn collect_to_profile(a: &CollectArgs) -> Result<Profile> {
-    let module = read(&a.instrumented)?;
-    let counters = read(&a.counters)?;
-    let (counters_name, module_name) = (a.counters.display(), a.instrumented.display());
-    // Before decoding: counters of another module would decode into
-    // garbage, or fail with a reason that names neither file.
-    let check = |meta: &driver::Meta| -> pathprof_core::error::Result<()> {
-        Ok(meta.check_counters(
-            &counters,
-            &counters_name.to_string(),
-            &module_name.to_string(),
-        )?)
-    };
-    if a.sparse {
-        return driver::collect_sparse(&module, &[], &counters, None, check)
-            .with_context(|| a.instrumented.display().to_string());
-    }
-    let meta = driver::read_meta(&module).with_context(|| module_name.to_string())?;
-    check(&meta)?;
-    driver::collect_owned(meta, &counters, None).with_context(|| counters_name.to_string())
 }
 
 fn show_cmd(a: ShowArgs) -> Result<()> {
@@ -1281,7 +1061,7 @@ fn export_cmd(a: ExportArgs) -> Result<()> {
     };
     match &a.output {
         Some(out) => {
-            check_not_input(&a.profile, out, false)?;
+            pathprof::input::check_not_input(&a.profile, out, false)?;
             pathprof_profile::AtomicFile::create(out)?.finish(text.as_bytes())?;
         }
         None => print!("{text}"),
@@ -1294,7 +1074,7 @@ fn export_parquet(a: &ExportArgs, profile: &Profile) -> Result<()> {
     let Some(out) = &a.output else {
         bail!("--format parquet writes a binary file: give -o FILE");
     };
-    check_not_input(&a.profile, out, false)?;
+    pathprof::input::check_not_input(&a.profile, out, false)?;
     let file = pathprof_profile::AtomicFile::create(out)?;
     let label = a.label.clone().unwrap_or_else(|| {
         a.profile

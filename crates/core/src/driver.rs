@@ -12,6 +12,7 @@ use pathprof_techniques::ball_larus;
 use pathprof_wasm::{FunctionCfg, Unsupported};
 use std::fs::File;
 use std::io::Write;
+use std::path::Path;
 
 pub use crate::meta::{Meta, META_SECTION};
 pub use crate::options::{Hybrid, Options, PppOptions, Progress};
@@ -90,6 +91,69 @@ fn validated<'m>(
     let scanned = pathprof_wasm::Scanned::validated(module)?;
     let rec = Recorder::new(&pathprof_wasm::module_hash(module), module, technique, opts)?;
     Ok((scanned, rec))
+}
+
+/// `pathprof instrument`: `module`, read from `program` (with the open
+/// file, when it was a binary module file: [`crate::input::read_module_file`]),
+/// instrumented into the file `output`. The output is created first, so
+/// that one that cannot be written is reported before any work, and is
+/// removed on an error. Errors name `program`; returns the warnings.
+pub fn instrument_to_path(
+    program: &Path,
+    (module, input): (Vec<u8>, Option<File>),
+    technique: Technique,
+    opts: &Options,
+    output: &Path,
+) -> Result<Vec<String>> {
+    let mut file = pathprof_profile::AtomicFile::create(output)?;
+    let warnings = match input {
+        Some(input) => instrument_file_to_file(module, input, technique, opts, &mut file),
+        None => instrument_to_file(&module, technique, opts, &mut file),
+    }
+    .with_context(|| program.display().to_string())?;
+    file.commit()?;
+    Ok(warnings)
+}
+
+/// What `pathprof instrument --timings FILE` writes (as JSON).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct InstrumentTimings {
+    /// Reading, instrumenting and writing, in seconds.
+    pub instrument_s: f64,
+    /// Size of the input module and of its code section.
+    pub module_bytes: usize,
+    pub code_bytes: usize,
+    /// Size of the module written.
+    pub output_bytes: u64,
+    /// The most heap live at once, from before the input was read.
+    pub peak_heap_bytes: u64,
+}
+
+impl InstrumentTimings {
+    /// The timings of a module of `module_bytes`, `code_bytes` of them
+    /// code, instrumented into the file `output` in `elapsed`, with at most
+    /// `peak_heap_bytes` of heap live at once (the caller measures it).
+    pub fn of(
+        elapsed: std::time::Duration,
+        (module_bytes, code_bytes): (usize, usize),
+        output: &Path,
+        peak_heap_bytes: u64,
+    ) -> Result<Self> {
+        Ok(InstrumentTimings {
+            instrument_s: elapsed.as_secs_f64(),
+            module_bytes,
+            code_bytes,
+            output_bytes: std::fs::metadata(output)
+                .with_context(|| output.display().to_string())?
+                .len(),
+            peak_heap_bytes,
+        })
+    }
+
+    /// Pretty JSON, with a final newline.
+    pub fn to_json(&self) -> Result<String> {
+        Ok(serde_json::to_string_pretty(self)? + "\n")
+    }
 }
 
 /// [`instrument_to_file`] of a module read from `file`, which then also
@@ -288,6 +352,31 @@ pub fn collect_owned(
     let empty = Profile::new(String::new(), meta.template.mode);
     let template = std::mem::replace(&mut meta.template, empty);
     filled(&meta, template, counters, abrupt)
+}
+
+/// `pathprof collect`: the profile of the counter memory saved in the file
+/// `counters` by a run of the instrumented module in the file
+/// `instrumented`, sparse if asked ([`collect_sparse`]). Counters of
+/// another module are refused before any is decoded (they would decode into
+/// garbage, or fail with a reason that names neither file), with both files
+/// named ([`Meta::check_counters`]).
+pub fn collect_files(instrumented: &Path, counters: &Path, sparse: bool) -> Result<Profile> {
+    let read = |p: &Path| std::fs::read(p).with_context(|| p.display().to_string());
+    let (module, memory) = (read(instrumented)?, read(counters)?);
+    let (counters_name, module_name) = (
+        counters.display().to_string(),
+        instrumented.display().to_string(),
+    );
+    let check = |meta: &Meta| -> Result<()> {
+        Ok(meta.check_counters(&memory, &counters_name, &module_name)?)
+    };
+    if sparse {
+        return collect_sparse(&module, &[], &memory, None, check)
+            .with_context(|| module_name.clone());
+    }
+    let meta = read_meta(&module).with_context(|| module_name.clone())?;
+    check(&meta)?;
+    collect_owned(meta, &memory, None).with_context(|| counters_name.clone())
 }
 
 /// `template` (`meta`'s) filled with the counters.

@@ -28,12 +28,13 @@
 use pathprof_graph::interproc::FuncId;
 use pathprof_graph::ippp::{inlined_contexts, ContextCopy, Ips};
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use pathprof_profile::{FunctionData, Profile};
 use pathprof_wasm::{Callee, InlinePlan, InlineTree, ModuleInfo};
 
-use crate::error::{bail, invalid, Result};
-use crate::ippp::numbered;
+use crate::error::{bail, invalid, Context, Result};
+use crate::ippp::{check_depth, interesting_segments, numbered};
 
 /// An inlined module and what was inlined.
 #[derive(Clone, Debug)]
@@ -131,6 +132,62 @@ pub fn inline_executed(module: &[u8], profiles: &[&Profile], k: usize) -> Result
         }
     }
     inline_sites(module, &executed, imported, k)
+}
+
+/// `pathprof inline`: `module` (named `program` in errors) inlined for the
+/// profiles in `files`, which must all be of one kind. Segment profiles
+/// (`run --segments K`): the call sites their segments pass ([`inline`]),
+/// at depth `depth` if given, else theirs, numbered with truncation above
+/// `bound`. Path profiles (`run --mode path`): every call site on an
+/// executed path, `depth` deep, 1 if not given ([`inline_executed`]).
+pub fn inline_profiles(
+    program: &Path,
+    module: &[u8],
+    files: &[PathBuf],
+    depth: Option<usize>,
+    bound: u64,
+) -> Result<Inlined> {
+    let profiles = crate::input::read_profiles(files)?;
+    let Some((_, first)) = profiles.first() else {
+        bail!("no profiles to inline for");
+    };
+    if first.segments.is_some() {
+        let (k, interesting) = interesting_segments(program, module, &profiles, depth)?;
+        inline(module, &interesting, k, bound)
+    } else {
+        // Path profiles: Fig. 3.15 (b)'s over-approximation.
+        let k = check_depth(depth.unwrap_or(1))?;
+        let profiles = path_profiles(program, module, &profiles)?;
+        inline_executed(module, &profiles, k)
+    }
+    .with_context(|| program.display().to_string())
+}
+
+/// The path profiles (path or PPP mode) of `module` (named `program` in
+/// errors) among `profiles`: all of them, or an error that names the first
+/// that is of another module or kind.
+pub fn path_profiles<'p>(
+    program: &Path,
+    module: &[u8],
+    profiles: &'p [(&Path, Profile)],
+) -> Result<Vec<&'p Profile>> {
+    let hash = pathprof_wasm::module_hash(module);
+    profiles
+        .iter()
+        .map(|(file, profile)| {
+            let name = file.display();
+            if profile.module_hash != hash {
+                bail!("{name}: a profile of another module than {}", program.display());
+            }
+            let paths = |f: &pathprof_profile::FunctionProfile| {
+                matches!(f.data, FunctionData::Path { .. })
+            };
+            if profile.segments.is_some() || !profile.functions.iter().all(paths) {
+                bail!("{name}: give either segment profiles (`run --segments K`) or path profiles (`run --mode path`), not both or another kind");
+            }
+            Ok(profile)
+        })
+        .collect()
 }
 
 /// Inlines every direct call of a defined function, and in each copy

@@ -1,8 +1,12 @@
-//! Reading the program a user names: binary or text wasm.
+//! Reading what a user names: the program (binary or text wasm) and the
+//! profiles a command takes; refusing an output that would replace the
+//! program.
 
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use pathprof_profile::Profile;
 
 use crate::error::{Context, Result};
 
@@ -55,5 +59,62 @@ fn wat_error(path: &Path, rendered: &str) -> crate::error::Error {
             crate::error::invalid!("{}:{at}: {reason}\n{}", path.display(), excerpt.join("\n"))
         }
         None => crate::error::invalid!("{}: {reason}", path.display()),
+    }
+}
+
+/// Each file with the profile read from it, in order.
+pub fn read_profiles(files: &[PathBuf]) -> Result<Vec<(&Path, Profile)>> {
+    files
+        .iter()
+        .map(|f| Ok((f.as_path(), Profile::read(f)?)))
+        .collect()
+}
+
+/// Refuses an output that is the input module itself (the same file, by
+/// whatever name) unless `force`: writing it would lose the program.
+pub fn check_not_input(program: &Path, output: &Path, force: bool) -> Result<()> {
+    if !force && same_file(program, output) {
+        crate::error::bail!(
+            "{}: the output would replace the input module; give another -o, or --force",
+            output.display()
+        );
+    }
+    Ok(())
+}
+
+/// Whether two paths name one existing file (on Unix, the same device and
+/// inode: hard links and symbolic links included).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        #[cfg(unix)]
+        (Ok(x), Ok(y)) => {
+            use std::os::unix::fs::MetadataExt;
+            x.dev() == y.dev() && x.ino() == y.ino()
+        }
+        #[cfg(not(unix))]
+        (Ok(_), Ok(_)) => a.canonicalize().ok() == b.canonicalize().ok(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_that_is_the_input_is_refused_unless_forced() {
+        let dir = tempfile::tempdir().unwrap();
+        let program = dir.path().join("p.wasm");
+        std::fs::write(&program, b"\0asm\x01\0\0\0").unwrap();
+        let other_name = dir.path().join(".").join("p.wasm");
+        let e = check_not_input(&program, &other_name, false).unwrap_err();
+        assert!(
+            e.to_string().contains("would replace the input module"),
+            "{e}"
+        );
+        assert!(check_not_input(&program, &other_name, true).is_ok());
+        // An output that does not exist yet is another file.
+        assert!(check_not_input(&program, &dir.path().join("q.wasm"), false).is_ok());
+        assert!(!same_file(&program, &dir.path().join("q.wasm")));
     }
 }

@@ -12,6 +12,7 @@
 //! (deterministic) to decode what the run counted.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use crate::error::{bail, invalid, Context, Result};
 use pathprof_graph::interproc::FuncId;
@@ -250,9 +251,7 @@ impl Profiler for IpppProfiler {
 /// Instruments `module` for interprocedural PPP.
 pub fn instrument(module: &[u8], opts: &Options) -> Result<Instrumented> {
     let o = &opts.ippp;
-    if !(1..=MAX_K).contains(&o.k) {
-        bail!("-k {}: the depth must be 1 to {MAX_K}", o.k);
-    }
+    check_depth(o.k)?;
     pathprof_wasm::Scanned::validated(module)?;
     let info = pathprof_wasm::analyze(module)?;
     let (msg, num) = numbered(module, &info, opts.ball_larus.truncate_above, false)?;
@@ -493,4 +492,72 @@ pub fn interesting_of(profile: &Profile) -> Result<(usize, Vec<Ips>)> {
         })
         .collect();
     Ok((s.k as usize, ips))
+}
+
+/// `-k K`, refused unless 1 to [`MAX_K`].
+pub fn check_depth(k: usize) -> Result<usize> {
+    if !(1..=MAX_K).contains(&k) {
+        bail!("-k {k}: the depth must be 1 to {MAX_K}");
+    }
+    Ok(k)
+}
+
+/// The depth and the segments of segment profiles of `module` (at least
+/// one; `program` names it in errors), all of depth `depth` if given, else
+/// of the first one's.
+pub fn interesting_segments(
+    program: &Path,
+    module: &[u8],
+    profiles: &[(&Path, Profile)],
+    depth: Option<usize>,
+) -> Result<(usize, Vec<Ips>)> {
+    let hash = pathprof_wasm::module_hash(module);
+    // The depth, and where it comes from: -k or the first profile.
+    let mut k = match depth {
+        Some(k) => Some((check_depth(k)?, format!("-k {k}"))),
+        None => None,
+    };
+    let mut interesting = Vec::new();
+    for (file, profile) in profiles {
+        let name = || file.display().to_string();
+        if profile.module_hash != hash {
+            bail!(
+                "{}: a profile of another module than {}",
+                name(),
+                program.display()
+            );
+        }
+        let (depth, ips) = interesting_of(profile).with_context(name)?;
+        match &k {
+            Some((k, from)) if *k != depth => bail!(
+                "{}: its segments are of depth {depth}, not {k} ({from}); record a profile of depth {k} with `pathprof run --segments {k}`",
+                name()
+            ),
+            Some(_) => {}
+            None => k = Some((depth, format!("that of {}", name()))),
+        }
+        interesting.extend(ips);
+    }
+    Ok((k.expect("at least one profile").0, interesting))
+}
+
+impl IpppOptions {
+    /// The options of the `ippp` mode from the segment profiles in `files`
+    /// (`run --segments K`; at least one), of depth `depth` if given (see
+    /// [`interesting_segments`]), with `policy` for the other segments.
+    pub fn from_files(
+        program: &Path,
+        module: &[u8],
+        files: &[PathBuf],
+        depth: Option<usize>,
+        policy: pathprof_techniques::ppp::Policy,
+    ) -> Result<IpppOptions> {
+        let profiles = crate::input::read_profiles(files)?;
+        let (k, interesting) = interesting_segments(program, module, &profiles, depth)?;
+        Ok(IpppOptions {
+            k,
+            interesting,
+            policy,
+        })
+    }
 }

@@ -1,5 +1,10 @@
-//! What instrumenting is told: the options of every technique.
+//! What instrumenting is told: the options of every technique, the prior
+//! profile that weights them, and which of them to lower when the counters
+//! do not fit.
 
+use std::path::Path;
+
+use crate::error::Result;
 use pathprof_graph::interproc::CallSiteId;
 use pathprof_profile::Profile;
 use pathprof_techniques::{ball_larus, ppp};
@@ -41,6 +46,50 @@ pub struct Options {
     /// collects the counters at once (`run`). Techniques planned one
     /// function at a time keep it; the others decode.
     pub keep_meta: bool,
+}
+
+/// The prior profile at `path` for [`Options::weights`], checked to be of
+/// `module` when it is given (the module is hashed only then).
+pub fn read_weights(path: &Path, module: Option<&[u8]>) -> Result<Profile> {
+    let profile = Profile::read(path)?;
+    if let Some(m) = module {
+        profile.check_module(path, &pathprof_wasm::module_hash(m))?;
+    }
+    Ok(profile)
+}
+
+/// Which settings to lower when `e` is that the counters do not fit in a
+/// 32-bit memory ([`pathprof_wasm::WasmError::CounterMemoryTooLarge`]), by
+/// the command line's names of the fields of `o` and their values:
+/// `array_max` when path arrays take most of it (with `array_budget` when
+/// functions past `array_max` get arrays too), else `hash_capacity`.
+/// `None` for any other error.
+pub fn counter_memory_hint(
+    e: &pathprof_wasm::WasmError,
+    o: &ball_larus::Options,
+) -> Option<String> {
+    let &pathprof_wasm::WasmError::CounterMemoryTooLarge {
+        array_bytes,
+        hash_bytes,
+        ..
+    } = e
+    else {
+        return None;
+    };
+    let budget_used = o.array_budget > 0 && o.truncate_above > o.array_max;
+    Some(if array_bytes < hash_bytes {
+        format!("lower --hash-capacity (now {})", o.hash_capacity)
+    } else if budget_used {
+        format!(
+            "lower --array-max (now {}) or --array-budget (now {})",
+            o.array_max, o.array_budget
+        )
+    } else {
+        format!(
+            "lower --array-memory-max (now {}) or --array-max (now {}; a function with more paths counts in a hash table)",
+            o.array_memory_max, o.array_max
+        )
+    })
 }
 
 /// The default of [`Options::max_cases`]: none, every indirect call cut
@@ -164,4 +213,33 @@ pub struct IpppOptions {
     pub k: usize,
     pub interesting: Vec<pathprof_graph::ippp::Ips>,
     pub policy: pathprof_techniques::ppp::Policy,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pathprof_wasm::WasmError;
+
+    #[test]
+    fn the_hint_names_what_takes_the_counter_memory() {
+        let too_large = |array_bytes, hash_bytes| WasmError::CounterMemoryTooLarge {
+            bytes: array_bytes + hash_bytes,
+            array_bytes,
+            hash_bytes,
+        };
+        let o = ball_larus::Options::default();
+        let hint = |e: &WasmError, o: &ball_larus::Options| counter_memory_hint(e, o).unwrap();
+        assert!(hint(&too_large(1, 2), &o).starts_with("lower --hash-capacity (now "));
+        assert!(hint(&too_large(2, 1), &o).starts_with("lower --array-memory-max (now "));
+        // Functions past --array-max get arrays only with a larger
+        // --truncate-above and a budget.
+        let budget = ball_larus::Options {
+            truncate_above: o.array_max + 1,
+            array_budget: 1 << 20,
+            ..o.clone()
+        };
+        assert!(hint(&too_large(2, 1), &budget).ends_with("or --array-budget (now 1048576)"));
+        let other = WasmError::CorruptCounters { reason: "x".into() };
+        assert_eq!(counter_memory_hint(&other, &o), None);
+    }
 }

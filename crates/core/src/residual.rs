@@ -14,7 +14,7 @@
 
 use crate::report::percent;
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{bail, Result};
 use pathprof_profile::{FunctionData, FunctionProfile, Profile};
@@ -23,6 +23,7 @@ use pathprof_techniques::ppp::Policy;
 use serde::Serialize;
 
 use crate::report::{self, HotPath};
+use crate::technique::Technique;
 
 /// What one function tested: Ball-Larus ids and self-loop indices.
 #[derive(Default)]
@@ -67,6 +68,27 @@ pub struct Residual {
     pub paths: Vec<HotPath>,
     /// Untested self loops, most iterations first.
     pub self_loops: Vec<UntestedLoop>,
+}
+
+/// The mode of `pathprof residual`'s field build for the profiles of the
+/// test runs, `tested` (the first decides): [`Technique::Ippp`] for segment
+/// profiles (an interprocedural residual build, thesis 3.5.2), else
+/// [`Technique::Ppp`], for which a depth of segments (`depth`, `-k`) is
+/// refused.
+pub fn field_technique(tested: &[PathBuf], depth: Option<usize>) -> Result<Technique> {
+    let Some(first) = tested.first() else {
+        bail!("no tested profiles");
+    };
+    if Profile::read(first)?.segments.is_some() {
+        Ok(Technique::Ippp)
+    } else if let Some(k) = depth {
+        bail!(
+            "{}: not a segment profile, and -k {k} is a depth of segments: they need a segment profile (`pathprof run --segments {k}`); leave out -k for a residual build of paths",
+            first.display()
+        );
+    } else {
+        Ok(Technique::Ppp)
+    }
 }
 
 /// Computes the residual of `field` against `tested` (or, if there is none,
