@@ -963,16 +963,10 @@ fn residual_report(a: ResidualReportArgs) -> Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     if field.segments.is_some() {
         let r = pathprof::residual_segments::residual(&field, &a.field, &tested, &a.tested)?;
-        let text = r.render(a.top);
-        return print_json_or(a.json, r.to_json(a.top), text);
+        return print_json_or(a.json, &r.to_json(a.top), || r.render(a.top));
     }
     let r = pathprof::residual::residual(&field, &a.field, &tested, &a.tested)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&r.to_json(a.top))?);
-    } else {
-        print!("{}", r.render(&field, a.top));
-    }
-    Ok(())
+    print_json_or(a.json, &r.to_json(a.top), || r.render(&field, a.top))
 }
 
 fn collect(a: CollectArgs) -> Result<()> {
@@ -1091,20 +1085,19 @@ fn diff_cmd(a: DiffArgs) -> Result<()> {
     let (pa, pb) = (Profile::read(&a.a)?, Profile::read(&a.b)?);
     let d = pathprof::diff::diff(&pa, &pb, &a.b.display().to_string())
         .with_context(|| a.a.display().to_string())?;
-    let text = d.render(a.top);
-    let mut value = serde_json::to_value(&d)?;
-    if let Some(paths) = value.get_mut("paths").and_then(|p| p.as_array_mut()) {
-        paths.truncate(a.top);
-    }
-    print_json_or(a.json, value, text)
+    print_json_or(a.json, &d.to_json(a.top)?, || d.render(a.top))
 }
 
-/// Prints `json` or `text`.
-fn print_json_or(json: bool, value: serde_json::Value, text: String) -> Result<()> {
+/// Prints `value` as JSON, or `text`.
+fn print_json_or<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    text: impl FnOnce() -> String,
+) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        println!("{}", serde_json::to_string_pretty(value)?);
     } else {
-        print!("{text}");
+        print!("{}", text());
     }
     Ok(())
 }
@@ -1159,13 +1152,8 @@ fn report_cmd(a: ReportArgs) -> Result<()> {
         return Ok(());
     }
     let paths = report::hot_rows(&profile, a.function.as_deref()).with_context(name)?;
-    if a.json {
-        let top: Vec<_> = paths.into_iter().take(a.top).collect();
-        println!("{}", serde_json::to_string_pretty(&top)?);
-    } else {
-        print!("{}", report::render(&profile, &paths, a.top));
-    }
-    Ok(())
+    let text = |rows: &[_]| report::render(&profile, rows, a.top);
+    print_rows(paths, a.json, a.top, text)
 }
 
 fn stats_cmd(a: StatsArgs) -> Result<()> {
@@ -1179,12 +1167,7 @@ fn stats_cmd(a: StatsArgs) -> Result<()> {
         };
         let s = pathprof::interproc::stats(&module, mode, &opts)
             .with_context(|| a.program.display().to_string())?;
-        if a.json {
-            println!("{}", serde_json::to_string_pretty(&s)?);
-        } else {
-            print!("{}", pathprof::interproc::render_stats(&s));
-        }
-        return Ok(());
+        return print_json_or(a.json, &s, || pathprof::interproc::render_stats(&s));
     }
     if !a.ppp.is_empty() {
         let chosen =
@@ -1194,20 +1177,10 @@ fn stats_cmd(a: StatsArgs) -> Result<()> {
             ..Default::default()
         };
         let s = pathprof::ppp_stats::ppp_stats(&info, &chosen, &ppp_opts)?;
-        if a.json {
-            println!("{}", serde_json::to_string_pretty(&s)?);
-        } else {
-            print!("{}", pathprof::ppp_stats::render(&s));
-        }
-        return Ok(());
+        return print_json_or(a.json, &s, || pathprof::ppp_stats::render(&s));
     }
     let s = stats::module_stats(&info, &opts.ball_larus);
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&s)?);
-    } else {
-        print!("{}", stats::render(&s));
-    }
-    Ok(())
+    print_json_or(a.json, &s, || stats::render(&s))
 }
 
 fn merge(a: MergeArgs) -> Result<()> {

@@ -216,6 +216,15 @@ fn numbered(p: &Profile) -> Result<BTreeMap<u32, &FunctionData>> {
 }
 
 impl Diff {
+    /// The diff as JSON, with the `top` paths whose share changed most.
+    pub fn to_json(&self, top: usize) -> Result<serde_json::Value> {
+        let mut value = serde_json::to_value(self)?;
+        if let Some(paths) = value.get_mut("paths").and_then(|p| p.as_array_mut()) {
+            paths.truncate(top);
+        }
+        Ok(value)
+    }
+
     pub fn render(&self, top: usize) -> String {
         use std::fmt::Write;
         let mut s = String::new();
