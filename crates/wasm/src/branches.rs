@@ -21,7 +21,7 @@
 //! | `throw`, `throw_ref`, `unreachable`      | `Throw { frames }`             |
 //! | `Catch` (a handler starts)               | `Catch`                        |
 //! | `Catch` with no `throw` before it        | `Unwind { frames }`, `Catch`   |
-//! | a call from an import (a callback)       | `Unwind { frames: 0 }`, `Call` |
+//! | a call from an import (a callback)       | `Unwind { frames: 0 }`, indirect `Call` |
 //! | `throw` an import catches (no `Catch`)    | `Throw { frames }`, `Unwind { frames: 0 }` |
 //! | other fall-through                       | none                           |
 //!
@@ -337,12 +337,16 @@ impl<F: FnMut(BranchEvent)> BranchStream<F> {
                     // may call back again), returning after it; from the
                     // block's first instruction when none is left.
                     None => {
+                        // No call site names the function called back:
+                        // to the profiler it is an indirect call, which
+                        // extended-call paths never extend (ppcr.rs), so
+                        // a path's outcome bits never stand for it.
                         callback = true;
                         match rest.first() {
-                            Some(site) => (site.at, site.next, false),
+                            Some(site) => (site.at, site.next, true),
                             None => {
                                 let at = block.map_or(0, |b| b.offset);
-                                (at, at, false)
+                                (at, at, true)
                             }
                         }
                     }

@@ -45,10 +45,9 @@
 //! (whose bits begin with a 1). The walk also takes every call to be made by
 //! its own call instruction, as the stream does when each indirect call
 //! reaches traced code and no import calls back ([`super`]'s departures).
-//! A callback from an import is a direct call to the stream, which the PPCR
-//! extends, but its callee is in no outcome bit: the walk does not follow
-//! one, and a path extended across one walks back to no path, or to
-//! another that fits the same bits.
+//! A callback from an import is an indirect call to the stream (no call
+//! site names its callee), which the PPCR never extends: the path in flight
+//! goes on after it with no bit, as past any indirect call.
 //!
 //! Where the recorded branches run out, the path goes on through blocks
 //! entered by plain fall-throughs (which report nothing) and past calls
