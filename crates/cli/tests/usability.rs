@@ -424,6 +424,9 @@ fn a_counter_memory_too_large_names_the_setting() {
         err.contains("lower --array-memory-max (now 100000000000) or --array-max (now 2000000000"),
         "{err}"
     );
+    // The line names the module it could not instrument (issue 27: bad
+    // input gets a one-line error that names the file).
+    assert!(err.contains(&prog), "{err}");
     assert!(!Path::new(&out).exists());
     // Within the default array memory, the function that does not fit
     // counts in a hash table instead.
