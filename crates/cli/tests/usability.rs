@@ -515,3 +515,61 @@ fn conformance_prints_progress_lines_when_stderr_is_not_a_terminal() {
         "{err}"
     );
 }
+
+/// Issue 27, point 17: `report` says, per function, how much of its flow ran
+/// through paths that start or end at a truncation cut. Expected from the
+/// rows of `report --json` (each path's kind and count), summed here.
+#[test]
+fn report_says_how_much_flow_ran_through_cut_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let profile = s(&dir.path().join("p.profile"));
+    let module = s(&root().join("tests/fixtures/c/build/sort.O0.wasm"));
+    ok(pathprof(&[
+        "run",
+        "--truncate-above",
+        "4",
+        "-o",
+        &profile,
+        &module,
+        "--",
+        "-b",
+        "5",
+        "3",
+        "9",
+        "1",
+    ]));
+    let rows = ok(pathprof(&["report", &profile, "--json", "--top", "100000"]));
+    let rows: serde_json::Value = serde_json::from_slice(&rows.stdout).unwrap();
+    let mut by_function: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for r in rows.as_array().unwrap() {
+        let count = r["count"].as_u64().unwrap();
+        let f = by_function
+            .entry(r["function"].as_str().unwrap().to_string())
+            .or_default();
+        f.1 += count;
+        if r["kind"].as_str().unwrap().contains("cut") {
+            f.0 += count;
+        }
+    }
+    let (cut, all) = by_function
+        .values()
+        .fold((0, 0), |(c, a), f| (c + f.0, a + f.1));
+    let functions = by_function.values().filter(|f| f.0 > 0).count();
+    assert!(cut > 0 && functions > 1, "truncation at 4 paths cuts some");
+    let text = String::from_utf8(ok(pathprof(&["report", &profile])).stdout).unwrap();
+    let head = format!(
+        "truncation: {cut} of {all} path executions ({:.2}%) start or end at a cut, in {functions} function(s)",
+        100.0 * cut as f64 / all as f64
+    );
+    assert!(text.contains(&head), "{head}\nnot in\n{text}");
+    // The function with the most cut executions, on a line of its own.
+    let (name, (c, a)) = by_function
+        .iter()
+        .max_by(|x, y| x.1 .0.cmp(&y.1 .0).then(y.0.cmp(x.0)))
+        .unwrap();
+    let line = format!(
+        "{c:>14} of {a:>12} ({:>6.2}%)  {name}",
+        100.0 * *c as f64 / *a as f64
+    );
+    assert!(text.contains(&line), "{line}\nnot in\n{text}");
+}
