@@ -288,108 +288,149 @@ impl Regenerator {
     /// name no walk of the module's CFGs (a descriptor of another module),
     /// or two (see the module doc).
     pub fn regenerate(&self, p: &PathDescriptor, rules: WalkRules) -> Option<RegeneratedHwPath> {
-        let (mut def, first, at_start) = self.block_at(p.start)?;
-        let mut w = self.walked(def)?;
-        let mut walk = Walk {
-            bits: Bits::new(p),
-            left: u32::from(p.len),
-            rules,
+        let (def, first, at_start) = self.block_at(p.start)?;
+        let func = self.num_imported + def;
+        let mut walker = Walker {
+            regen: self,
+            walk: Walk {
+                bits: Bits::new(p),
+                left: u32::from(p.len),
+                rules,
+            },
+            split: u32::from(p.len) >= rules.max_len || u32::from(p.nbits) > SPLIT_BITS,
+            def,
+            w: self.walked(def)?,
+            at: first,
+            from: p.start,
+            callers: Vec::new(),
+            out: RegeneratedHwPath {
+                func,
+                steps: vec![HwStep::Block {
+                    func,
+                    node: first,
+                    at: p.start,
+                }],
+                mid_block: !at_start,
+                end: PathEnd::InBlock,
+            },
         };
-        let split = u32::from(p.len) >= rules.max_len || u32::from(p.nbits) > SPLIT_BITS;
-        let mut out = RegeneratedHwPath {
-            func: self.num_imported + def,
-            steps: vec![HwStep::Block {
-                func: self.num_imported + def,
-                node: first,
-                at: p.start,
-            }],
-            mid_block: !at_start,
-            end: PathEnd::InBlock,
-        };
-        // The frames the path went into: their number is the extension
-        // counter.
-        let mut callers: Vec<Caller> = Vec::new();
-        let (mut at, mut from) = (first, p.start);
         // Edges crossed since the last branch recorded: a walk that records
         // nothing never loops (a loop's backedge records), so more than the
         // function's edges is no walk.
         let mut idle = 0;
         loop {
-            let ext = callers.len() as u32;
-            let func = self.num_imported + def;
-            let recorded = match walk.step(w, at, from, ext)? {
+            let ext = walker.callers.len() as u32;
+            let w = walker.w;
+            let recorded = match walker.walk.step(w, walker.at, walker.from, ext)? {
                 Move::End => break,
-                Move::Edge(e, recorded) => {
-                    out.steps.push(HwStep::Edge { func, edge: e });
-                    let edge = &w.f.edges[e.index()];
-                    if recorded && edge.backward && !rules.extends_loops {
-                        // A backward branch ends the path: it is the last.
-                        if walk.left > 0 {
-                            return None;
-                        }
-                        out.end = PathEnd::Backward;
-                        break;
-                    }
-                    if recorded && walk.left == 0 {
-                        if edge.backward {
-                            out.end = PathEnd::Backward;
-                            break;
-                        }
-                        if split {
-                            out.end = PathEnd::Split;
-                            break;
-                        }
-                    }
-                    at = edge.dst;
-                    from = w.f.blocks[at.index()].offset;
-                    recorded
-                }
-                Move::Call(site) => {
-                    let callee = site.callee?;
-                    out.steps.push(HwStep::Call {
-                        at: site.at,
-                        callee,
-                    });
-                    if walk.left == 0 && split {
-                        out.end = PathEnd::Split;
-                        break;
-                    }
-                    callers.push(Caller {
-                        def,
-                        node: at,
-                        to: site.next,
-                    });
-                    def = callee.checked_sub(self.num_imported)?;
-                    w = self.walked(def)?;
-                    at = w.entry?;
-                    from = w.f.blocks[at.index()].offset;
-                    true
-                }
-                Move::Return => {
-                    let caller = callers.pop()?;
-                    out.steps.push(HwStep::Return { to: caller.to });
-                    if walk.left == 0 && split {
-                        out.end = PathEnd::Split;
-                        break;
-                    }
-                    def = caller.def;
-                    w = self.walked(def)?;
-                    (at, from) = (caller.node, caller.to);
-                    true
-                }
+                Move::Edge(e, recorded) => walker.edge(e, recorded)?,
+                Move::Call(site) => walker.call(site)?,
+                Move::Return => walker.ret()?,
             };
-            out.steps.push(HwStep::Block {
-                func: self.num_imported + def,
-                node: at,
-                at: from,
+            let Some(recorded) = recorded else { break };
+            walker.out.steps.push(HwStep::Block {
+                func: self.num_imported + walker.def,
+                node: walker.at,
+                at: walker.from,
             });
             idle = if recorded { 0 } else { idle + 1 };
-            if idle > w.f.edges.len() {
+            if idle > walker.w.f.edges.len() {
                 return None;
             }
         }
         // Every branch recorded and every bit read, or it is not this path.
+        let Walker { walk, out, .. } = walker;
         (walk.left == 0 && walk.bits.used == u32::from(p.nbits)).then_some(out)
+    }
+}
+
+/// One path's walk through the module: where it is, the frames it went
+/// into (their number is the extension counter) and the steps so far.
+struct Walker<'a> {
+    regen: &'a Regenerator,
+    walk: Walk,
+    /// Whether the path was split at its maximum length.
+    split: bool,
+    /// The defined function, its walk tables, the block, and where in the
+    /// block the walk goes on from (its first instruction or a return site).
+    def: u32,
+    w: &'a Walked,
+    at: NodeId,
+    from: u32,
+    callers: Vec<Caller>,
+    out: RegeneratedHwPath,
+}
+
+/// Each move gives `None` when it names no walk, `Some(None)` when the path
+/// ends with it, and else whether it recorded a branch.
+type Moved = Option<Option<bool>>;
+
+impl Walker<'_> {
+    fn func(&self) -> u32 {
+        self.regen.num_imported + self.def
+    }
+
+    /// Ends the path (`Some(None)`) as `end`.
+    fn end(&mut self, end: PathEnd) -> Moved {
+        self.out.end = end;
+        Some(None)
+    }
+
+    /// Along the CFG edge `e`, which recorded a branch or not.
+    fn edge(&mut self, e: EdgeId, recorded: bool) -> Moved {
+        self.out.steps.push(HwStep::Edge {
+            func: self.func(),
+            edge: e,
+        });
+        let w = self.w;
+        let edge = &w.f.edges[e.index()];
+        let left = self.walk.left;
+        if recorded && edge.backward && (left == 0 || !self.walk.rules.extends_loops) {
+            // A backward branch ends the path (when loops are not
+            // extended, it is the last branch).
+            return (left == 0).then(|| self.end(PathEnd::Backward)).flatten();
+        }
+        if recorded && left == 0 && self.split {
+            return self.end(PathEnd::Split);
+        }
+        self.at = edge.dst;
+        self.from = w.f.blocks[self.at.index()].offset;
+        Some(Some(recorded))
+    }
+
+    /// Into the callee of `site`, by an extended call.
+    fn call(&mut self, site: CallSite) -> Moved {
+        let callee = site.callee?;
+        self.out.steps.push(HwStep::Call {
+            at: site.at,
+            callee,
+        });
+        if self.walk.left == 0 && self.split {
+            return self.end(PathEnd::Split);
+        }
+        self.callers.push(Caller {
+            def: self.def,
+            node: self.at,
+            to: site.next,
+        });
+        self.def = callee.checked_sub(self.regen.num_imported)?;
+        self.w = self.regen.walked(self.def)?;
+        self.at = self.w.entry?;
+        self.from = self.w.f.blocks[self.at.index()].offset;
+        Some(Some(true))
+    }
+
+    /// Back to the caller, by an extended return.
+    fn ret(&mut self) -> Moved {
+        let caller = self.callers.pop()?;
+        self.out.steps.push(HwStep::Return { to: caller.to });
+        if self.walk.left == 0 && self.split {
+            return self.end(PathEnd::Split);
+        }
+        self.def = caller.def;
+        self.w = self.regen.walked(self.def)?;
+        (self.at, self.from) = (caller.node, caller.to);
+        Some(Some(true))
     }
 }
 
