@@ -155,45 +155,15 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
     let create = |p: &Path| pathprof_profile::AtomicFile::create(p);
     let profile_file = req.technique.map(|_| create(&req.output)).transpose()?;
     let timings_file = req.timings.as_deref().map(create).transpose()?;
-    // Compiling the instrumented module of a large program takes a minute
-    // (99 MB: 68 s); running it again reads the machine code back.
-    // A cache that cannot be made (a read-only home) only costs the time.
-    let cached = req.compile_cache.as_deref().and_then(|dir| {
-        pathprof_runner::engine_cached(dir)
-            .map_err(|e| {
-                eprintln!(
-                    "pathprof: warning: {e}; compiling without it \
-                     (PATHPROF_COMPILE_CACHE=off or another directory)"
-                )
-            })
-            .ok()
-    });
-    let (engine, cache) = match cached {
-        Some((engine, cache)) => (engine, Some(cache)),
-        None => (pathprof_runner::engine_without_fuel()?, None),
-    };
+    let (engine, cache) = engine(&req)?;
     // Before instrumenting and compiling, which take minutes on a large
     // module. Instrumenting adds no import but the trace ones, provided.
     pathprof_runner::check_imports(&engine, &req.module, req.unknown_imports, &req.preload)
         .map_err(unknown_imports_hint)
         .with_context(|| name.clone())?;
     let mut timings = Timings::default();
-    let clock = Instant::now();
-    let mut instrumented = match req.technique {
-        Some(t) => {
-            let out =
-                driver::instrument(&req.module, t, &req.options).with_context(|| name.clone())?;
-            for w in &out.warnings {
-                eprintln!("pathprof: warning: {w}");
-            }
-            Some(out)
-        }
-        None => None,
-    };
-    timings.instrument_s = clock.elapsed().as_secs_f64();
+    let mut instrumented = instrument(&req, &name, &mut timings)?;
     let kept_meta = instrumented.as_mut().and_then(|i| i.take_kept_meta());
-    timings.module_bytes = req.module.len();
-    timings.code_bytes = pathprof_wasm::code_section_size(&req.module);
     if instrumented.is_some() {
         // Not needed again: freed before compiling, the peak of a large
         // module's run (95 MB of the 100,000-function module's).
@@ -208,24 +178,8 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
     }
     timings.compile_s = clock.elapsed().as_secs_f64();
     timings.compile_cached = cache.is_some_and(|c| c.cache_hits() > 0);
-    let opts = req.run_options(program);
+    let mut ended = execute(&compiled, &req, program, &mut timings)?;
     let clock = Instant::now();
-    let cpu = thread_cpu_s();
-    let mut ended = match &req.invoke {
-        Some(export) => pathprof_runner::invoke_ended(&compiled, export, &req.args, &opts),
-        None => pathprof_runner::run_ended(&compiled, &opts),
-    }
-    .with_context(|| name.clone())?;
-    // The program has ended: the clock stops before its counters are read
-    // (where they are, not copied: gigabytes for a large module).
-    timings.execute_s = clock.elapsed().as_secs_f64();
-    timings.execute_cpu_s = thread_cpu_s() - cpu;
-    let clock = Instant::now();
-    if let (Some(export), false) = (&req.invoke, ended.results.is_empty()) {
-        // On stderr: stdout is the program's.
-        let values: Vec<String> = ended.results.iter().map(|v| v.to_string()).collect();
-        eprintln!("pathprof: {export} returned {}", values.join(" "));
-    }
     let (exit, stack) = (ended.exit.clone(), std::mem::take(&mut ended.abrupt_stack));
     if let Exit::Trap(msg) = &exit {
         eprintln!("pathprof: warning: {name} trapped: {msg}");
@@ -234,45 +188,9 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
         let counters = ended
             .counters()
             .context("the instrumented module exported no counter memory")?;
-        let abrupt = exit.is_abrupt();
-        let frames = abrupt.then_some(exit.unfinished_frames(&stack));
-        let check = |meta: &driver::Meta| {
-            meta.check_counters(counters, "the counter memory of this run", &name)
-                .map_err(Into::into)
-        };
-        let profile = if lazily {
-            driver::collect_sparse(&inst.bytes, &[], counters, frames, check)?
-        } else {
-            let meta = match kept_meta {
-                Some(meta) => meta,
-                None => inst.meta()?,
-            };
-            check(&meta)?;
-            let profile = driver::collect_owned(meta, counters, frames)?;
-            match req.sparse {
-                true => driver::sparse(profile)?,
-                false => profile,
-            }
-        };
-        let never_ran = if req.sparse || !profile.may_be_sparse() {
-            0
-        } else {
-            profile.never_ran()
-        };
-        profile.write_to(file)?;
-        // Said, as the default (pathprof.profile) lands in the current folder.
-        eprintln!("pathprof: profile written to {}", req.output.display());
-        if never_ran >= SPARSE_HINT {
-            eprintln!(
-                "pathprof: note: {never_ran} of its {} functions never ran; --sparse leaves them out (a profile and a collection the size of what ran)",
-                profile.functions.len()
-            );
-        }
-        if abrupt {
-            eprintln!(
-                "pathprof: note: the run ended abruptly; paths in flight then are not counted"
-            );
-        }
+        let frames = exit.is_abrupt().then(|| exit.unfinished_frames(&stack));
+        let meta = (!lazily).then_some(kept_meta);
+        write_profile(inst, meta, counters, frames, (&req, &name), file)?;
         timings.counter_bytes = counters.len();
     }
     timings.collect_s = clock.elapsed().as_secs_f64();
@@ -282,6 +200,132 @@ pub fn run(program: &Path, mut req: Request) -> Result<ExitCode> {
         file.finish((serde_json::to_string_pretty(&timings)? + "\n").as_bytes())?;
     }
     Ok(ExitCode::from(exit.code()))
+}
+
+/// The engine `run` compiles with, with wasmtime's compilation cache
+/// unless it is off. Compiling the instrumented module of a large program
+/// takes a minute (99 MB: 68 s); running it again reads the machine code
+/// back. A cache that cannot be made (a read-only home) only costs the time.
+fn engine(req: &Request) -> Result<(wasmtime::Engine, Option<wasmtime::Cache>)> {
+    let cached = req.compile_cache.as_deref().and_then(|dir| {
+        pathprof_runner::engine_cached(dir)
+            .map_err(|e| {
+                eprintln!(
+                    "pathprof: warning: {e}; compiling without it \
+                     (PATHPROF_COMPILE_CACHE=off or another directory)"
+                )
+            })
+            .ok()
+    });
+    Ok(match cached {
+        Some((engine, cache)) => (engine, Some(cache)),
+        None => (pathprof_runner::engine_without_fuel()?, None),
+    })
+}
+
+/// The module instrumented as asked (`None`: run uninstrumented), timed.
+fn instrument(
+    req: &Request,
+    name: &str,
+    timings: &mut Timings,
+) -> Result<Option<driver::Instrumented>> {
+    let clock = Instant::now();
+    let instrumented = match req.technique {
+        Some(t) => {
+            let out = driver::instrument(&req.module, t, &req.options)
+                .with_context(|| name.to_string())?;
+            for w in &out.warnings {
+                eprintln!("pathprof: warning: {w}");
+            }
+            Some(out)
+        }
+        None => None,
+    };
+    timings.instrument_s = clock.elapsed().as_secs_f64();
+    timings.module_bytes = req.module.len();
+    timings.code_bytes = pathprof_wasm::code_section_size(&req.module);
+    Ok(instrumented)
+}
+
+/// Runs the program to its end and times it: the clock stops when the
+/// program has ended, before its counters are read (where they are, not
+/// copied: gigabytes for a large module; crates/runner/tests/counters_in_place.rs).
+fn execute(
+    compiled: &wasmtime::Module,
+    req: &Request,
+    program: &Path,
+    timings: &mut Timings,
+) -> Result<pathprof_runner::Ended> {
+    let opts = req.run_options(program);
+    let clock = Instant::now();
+    let cpu = thread_cpu_s();
+    let ended = match &req.invoke {
+        Some(export) => pathprof_runner::invoke_ended(compiled, export, &req.args, &opts),
+        None => pathprof_runner::run_ended(compiled, &opts),
+    }
+    .with_context(|| program.display().to_string())?;
+    timings.execute_s = clock.elapsed().as_secs_f64();
+    timings.execute_cpu_s = thread_cpu_s() - cpu;
+    if let (Some(export), false) = (&req.invoke, ended.results.is_empty()) {
+        // On stderr: stdout is the program's.
+        let values: Vec<String> = ended.results.iter().map(|v| v.to_string()).collect();
+        eprintln!("pathprof: {export} returned {}", values.join(" "));
+    }
+    Ok(ended)
+}
+
+/// Turns the counters of the run into its profile and writes it to `file`,
+/// with notes on stderr: where it went, a hint towards `--sparse`, and
+/// paths in flight when the run ended abruptly (`frames`). The profile is
+/// collected from the metadata planning made (`meta`: kept, or decoded
+/// again when it was not), or else sparse, building the templates of only
+/// the functions that ran from the module's section.
+fn write_profile(
+    inst: &driver::Instrumented,
+    meta: Option<Option<driver::Meta>>,
+    counters: &[u8],
+    frames: Option<&[(u32, u32)]>,
+    (req, name): (&Request, &str),
+    file: pathprof_profile::AtomicFile,
+) -> Result<()> {
+    let abrupt = frames.is_some();
+    let check = |meta: &driver::Meta| {
+        meta.check_counters(counters, "the counter memory of this run", name)
+            .map_err(Into::into)
+    };
+    let profile = match meta {
+        None => driver::collect_sparse(&inst.bytes, &[], counters, frames, check)?,
+        Some(kept) => {
+            let meta = match kept {
+                Some(meta) => meta,
+                None => inst.meta()?,
+            };
+            check(&meta)?;
+            let profile = driver::collect_owned(meta, counters, frames)?;
+            match req.sparse {
+                true => driver::sparse(profile)?,
+                false => profile,
+            }
+        }
+    };
+    let never_ran = if req.sparse || !profile.may_be_sparse() {
+        0
+    } else {
+        profile.never_ran()
+    };
+    profile.write_to(file)?;
+    // Said, as the default (pathprof.profile) lands in the current folder.
+    eprintln!("pathprof: profile written to {}", req.output.display());
+    if never_ran >= SPARSE_HINT {
+        eprintln!(
+            "pathprof: note: {never_ran} of its {} functions never ran; --sparse leaves them out (a profile and a collection the size of what ran)",
+            profile.functions.len()
+        );
+    }
+    if abrupt {
+        eprintln!("pathprof: note: the run ended abruptly; paths in flight then are not counted");
+    }
+    Ok(())
 }
 
 /// An unknown import's error, with the options that run the module anyway.
