@@ -23,7 +23,7 @@ static HEAP: pathprof::heap::Counting = pathprof::heap::Counting;
 #[command(
     name = "pathprof",
     version,
-    about = "Ball-Larus path profiler for WebAssembly programs"
+    about = "Path profiler for WebAssembly programs: Ball-Larus, preferential (PPP) and interprocedural (context, piecewise, IPPP) path profiles, and a simulated hardware path profiler"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -56,7 +56,7 @@ enum Command {
     Simulate(SimulateArgs),
     /// The source annotated line by line with counts; --path N marks the lines one path runs.
     Show(ShowArgs),
-    /// Write a profile as an LCOV tracefile (genhtml, Codecov) or as JSON.
+    /// Write a profile as an LCOV tracefile (genhtml, Codecov), as JSON, or as a Parquet table of its paths.
     Export(ExportArgs),
     /// A static HTML report: functions by flow, annotated source, the CFG and the hottest paths.
     Html(HtmlArgs),
