@@ -348,6 +348,64 @@ fn stats_give_potential_paths_max_enters_and_cuts() {
     }
 }
 
+/// `--hybrid budget:N` on Fig. 4 cuts the largest call sites first until
+/// at most N paths remain (section 8). By hand, from [`STATS`]' derivation:
+/// the site at 0x72 (block 4) carries 2(5 + 1) = 12 completions, the one
+/// at 0x83 (block 6) 2(1 + 1) = 4. Cutting 0x72 makes it a summary edge:
+/// block 4 has 5 (skip) + 5 (over the call) = 10, the loop head 11,
+/// Entry_main 22, and pow, an entry function, its 2 + 2: 26. Both cut: 14,
+/// the fewest any cuts give; a budget below that is a one-line error that
+/// says so, not an overflow of 64 bits (which it reported before). The
+/// rule is greedy: a budget of 25 cuts both sites, the largest first,
+/// though cutting only the smaller one might have fitted.
+#[test]
+fn hybrid_budget_cuts_the_largest_sites_down_to_the_budget() {
+    let fig4 = fixture("figure4.wat");
+    for (budget, summary) in [
+        ("36", "36 potential; 2 call sites, 2 profiled across, 0 cut"),
+        ("35", "26 potential; 2 call sites, 1 profiled across, 1 cut"),
+        ("26", "26 potential; 2 call sites, 1 profiled across, 1 cut"),
+        ("25", "14 potential; 2 call sites, 0 profiled across, 2 cut"),
+        ("14", "14 potential; 2 call sites, 0 profiled across, 2 cut"),
+    ] {
+        let policy = format!("budget:{budget}");
+        let stats = ok(&[
+            "stats",
+            "--interproc",
+            "context",
+            "--hybrid",
+            &policy,
+            &fig4,
+        ]);
+        let first = stats.lines().next().unwrap_or("");
+        assert_eq!(
+            first,
+            format!("Context paths: {summary}; 0 functions truncated"),
+            "{policy}"
+        );
+    }
+    let out = std::env::temp_dir().join(format!("pathprof-budget-{}.wasm", std::process::id()));
+    let o = pathprof(&[
+        "instrument",
+        "--mode",
+        "context",
+        "--hybrid",
+        "budget:13",
+        &fig4,
+        "-o",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "pathprof: error: {fig4}: --hybrid budget:13: 14 interprocedural paths even with \
+             every call site cut, more than the budget of 13\n"
+        )
+    );
+    assert!(!out.exists(), "no output on an error");
+}
+
 /// `--hybrid cut:pow` on the command line (its stats: [`STATS`]): run, the
 /// calls no longer join main's paths to pow's. By hand: main's paths are
 /// its own with a summary edge per call: i = 1 from its entry: 1;

@@ -258,7 +258,7 @@ pub(crate) fn refuse_unsupported(
 
 /// Numbers `sg` under the hybrid policy; returns the numbering and the
 /// sites the policy cut. When even cutting every call site leaves more
-/// paths than 64 bits can number, the functions with more than
+/// paths than 64 bits can number (or than `budget:N`), the functions with more than
 /// `truncate_above` acyclic paths of their own are truncated first
 /// ([`hybrid::truncation`]), which `sg` then records.
 pub fn number(
@@ -268,21 +268,31 @@ pub fn number(
     truncate_above: u64,
 ) -> Result<(Interproc, Vec<CallSiteId>)> {
     match number_as_is(sg, mode, policy) {
-        Err(e) if is_overflow(&e) => {
+        Err(e) if too_many(&e) => {
+            let mut truncated = false;
             for f in &mut sg.functions {
                 f.truncated = hybrid::truncation(&f.cfg, truncate_above)?;
+                truncated |= !f.truncated.is_empty();
             }
-            number_as_is(sg, mode, policy)
-                .context("too many interprocedural paths even with every call site cut and every function truncated")
+            if !truncated {
+                return Err(e);
+            }
+            number_as_is(sg, mode, policy).context(format!(
+                "with the functions of more than {truncate_above} acyclic paths truncated (--truncate-above)"
+            ))
         }
         done => done,
     }
 }
 
-fn is_overflow(e: &crate::error::Error) -> bool {
+/// Whether cutting call sites could not make the paths few enough: more
+/// than 64 bits number, or than a `budget:N` allows.
+fn too_many(e: &crate::error::Error) -> bool {
     matches!(
         e.root(),
-        crate::error::Error::Graph(GraphError::PathCountOverflow { .. })
+        crate::error::Error::Graph(
+            GraphError::PathCountOverflow { .. } | GraphError::BudgetTooSmall { .. }
+        )
     )
 }
 
@@ -308,7 +318,7 @@ fn number_as_is(
     };
     match policy {
         Hybrid::All => at_least(&[]),
-        Hybrid::Budget(bound) => within(&[], *bound),
+        Hybrid::Budget(bound) => within(&[], *bound).context(format!("--hybrid budget:{bound}")),
         Hybrid::Leaf => {
             let cuts = non_leaf_sites(sg);
             Ok((Interproc::build_with_cuts(sg, mode, &cuts)?, cuts))

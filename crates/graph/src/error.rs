@@ -61,8 +61,12 @@ pub enum GraphError {
     /// Interprocedural profiling: a psi or rho function, a number of valid
     /// completions or a path number of `function` (or of the whole program,
     /// `None`) does not fit `u64`. Never wrapped.
-    #[error("interprocedural path count overflows u64 (function {function:?})")]
+    #[error("interprocedural path count overflows u64 ({})", overflow_scope(.function))]
     PathCountOverflow { function: Option<usize> },
+    /// Interprocedural profiling under a path budget: even with every call
+    /// site cut, the program has `least` paths, more than `bound`.
+    #[error("{least} interprocedural paths even with every call site cut, more than the budget of {bound}")]
+    BudgetTooSmall { bound: u64, least: u64 },
     /// Interprocedural profiling: event `index` of an execution does not
     /// follow the supergraph.
     #[error("execution event {index}: {reason}")]
@@ -75,4 +79,12 @@ pub enum GraphError {
     /// the target of backedge `edge` does not dominate its source.
     #[error("the CFG is irreducible: the target of backedge {edge} does not dominate its source")]
     Irreducible { edge: EdgeId },
+}
+
+/// Where a path count overflowed: a function, or the whole program.
+fn overflow_scope(function: &Option<usize>) -> String {
+    match function {
+        Some(f) => format!("function {f}"),
+        None => "the whole program".to_string(),
+    }
 }

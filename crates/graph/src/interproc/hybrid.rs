@@ -60,7 +60,16 @@ pub fn build_within_from(
         let batch = 1usize << round.saturating_sub(SINGLE_ROUNDS).min(20);
         let largest = largest_uncut_sites_with(sg, mode, &cuts, batch, cache);
         if largest.is_empty() {
-            return Err(GraphError::PathCountOverflow { function: None });
+            // Every call site is cut: as few paths as cuts can make, which
+            // either overflow (then a function's own paths do) or are more
+            // than the budget.
+            return Err(match Interproc::build_reusing(sg, mode, &cuts, cache) {
+                Ok(ip) => GraphError::BudgetTooSmall {
+                    bound,
+                    least: ip.total(),
+                },
+                Err(e) => e,
+            });
         }
         last_batch = largest.len();
         cuts.extend(largest);

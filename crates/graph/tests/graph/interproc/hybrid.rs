@@ -47,9 +47,13 @@ fn budget_cuts_the_largest_sites_first() {
         (ip.total(), ip.call_graph.cut.clone()),
         (14, vec![true, true])
     );
-    // Fewer than the functions' own paths: refused.
+    // Fewer than the functions' own paths: refused, saying how many every
+    // cut leaves.
     assert_eq!(
         build_within(&sg, Mode::Context, 13).unwrap_err(),
-        GraphError::PathCountOverflow { function: None }
+        GraphError::BudgetTooSmall {
+            bound: 13,
+            least: 14
+        }
     );
 }

@@ -120,11 +120,20 @@ proptest! {
                 prop_assert!(ip.total() <= bound);
                 check_runs(&sg, &ip, piecewise, &runs)?;
             }
+            // Every site cut leaves `least` paths, more than the budget.
+            Err(GraphError::BudgetTooSmall { bound: b, least }) => {
+                let all: Vec<CallSiteId> = (0..sg.sites().len()).map(CallSiteId::new).collect();
+                let ip = Interproc::build_with_cuts(&sg, mode(piecewise), &all);
+                prop_assert_eq!(b, bound);
+                prop_assert!(least > bound);
+                prop_assert_eq!(ip.map(|ip| ip.total()), Ok(least));
+            }
+            // Or more than 64 bits number, whatever is cut.
             Err(GraphError::PathCountOverflow { .. }) => {
                 let all: Vec<CallSiteId> = (0..sg.sites().len()).map(CallSiteId::new).collect();
-                if let Ok(ip) = Interproc::build_with_cuts(&sg, mode(piecewise), &all) {
-                    prop_assert!(ip.total() > bound);
-                }
+                let ip = Interproc::build_with_cuts(&sg, mode(piecewise), &all);
+                let overflows = matches!(ip, Err(GraphError::PathCountOverflow { .. }));
+                prop_assert!(overflows);
             }
             Err(e) => panic!("{e}"),
         }
