@@ -36,8 +36,9 @@ use crate::interproc::{transform_with, Interproc, Mode, Transformed};
 
 /// Builds `sg` cutting, besides what must be cut, the fewest call sites
 /// (largest first) that bring the number of paths to at most `bound`.
-/// Fails with [`GraphError::PathCountOverflow`] if even cutting every call
-/// site leaves more paths (the functions' own paths are too many).
+/// Fails with [`GraphError::BudgetTooSmall`] if even cutting every call
+/// site leaves more paths (the functions' own paths are too many), or with
+/// [`GraphError::PathCountOverflow`] if those are more than 64 bits number.
 pub fn build_within(sg: &Supergraph, mode: Mode, bound: u64) -> Result<Interproc, GraphError> {
     build_within_from(sg, mode, &[], bound)
 }
